@@ -1,0 +1,15 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * Default cluster id, as Mayastor picks it off Kubernetes (reference §1.1): the machine id, else
+ * `dummy-uuid`. Operators reading a real Mayastor etcd pass `--cluster-id <kube-system uid>`.
+ */
+export function defaultClusterId(): string {
+  try {
+    const id = readFileSync('/etc/machine-id', 'utf8').trim();
+    if (/^[0-9a-f]{32}$/i.test(id)) return id;
+  } catch {
+    // no machine id: fall through to Mayastor's literal default
+  }
+  return 'dummy-uuid';
+}

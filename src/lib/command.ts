@@ -1,0 +1,96 @@
+import { Command, Flags, type Interfaces } from '@oclif/core';
+import type { Input, ParserOutput } from '@oclif/core/interfaces';
+
+// oclif does not export these two constraint types; they are plain records.
+// biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition
+type FlagOutput = { [name: string]: any };
+// biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition
+type ArgOutput = { [name: string]: any };
+import { defaultClusterId } from './cluster-id.js';
+import { ExitCode, isStorctlError } from './errors.js';
+import { type OutputFormat, outputFormats } from './output/format.js';
+import { defaultStoreUrl } from './paths.js';
+import type { KeySpace } from './store/keys.js';
+
+/**
+ * Base of every storctl command: the global flags (each with a STORCTL_* environment fallback) and
+ * the one place where errors become a message, suggestions and an exit code.
+ */
+export abstract class StorctlCommand extends Command {
+  static override baseFlags = {
+    store: Flags.string({
+      description: 'store to use: etcd://host:port[,host:port] or sqlite:PATH (default: the embedded store in the data dir)',
+      env: 'STORCTL_STORE',
+      helpGroup: 'GLOBAL',
+    }),
+    'cluster-id': Flags.string({
+      description: 'cluster id of the key space (default: /etc/machine-id, else dummy-uuid)',
+      env: 'STORCTL_CLUSTER_ID',
+      helpGroup: 'GLOBAL',
+    }),
+    namespace: Flags.string({
+      description: 'namespace of the key space',
+      env: 'STORCTL_NAMESPACE',
+      default: 'default',
+      helpGroup: 'GLOBAL',
+    }),
+    output: Flags.option({
+      char: 'o',
+      description: 'output format',
+      options: outputFormats,
+      env: 'STORCTL_OUTPUT',
+      default: 'table' as OutputFormat,
+      helpGroup: 'GLOBAL',
+    })(),
+    'log-level': Flags.option({
+      description: 'log verbosity; debug also prints stack traces of errors',
+      options: ['error', 'warn', 'info', 'debug'] as const,
+      env: 'STORCTL_LOG_LEVEL',
+      default: 'warn' as const,
+      helpGroup: 'GLOBAL',
+    })(),
+    'etcd-ca': Flags.string({ description: 'CA certificate file for etcd TLS', env: 'STORCTL_ETCD_CA', helpGroup: 'GLOBAL' }),
+    'etcd-cert': Flags.string({ description: 'client certificate file for etcd TLS', env: 'STORCTL_ETCD_CERT', helpGroup: 'GLOBAL' }),
+    'etcd-key': Flags.string({ description: 'client key file for etcd TLS', env: 'STORCTL_ETCD_KEY', helpGroup: 'GLOBAL' }),
+  };
+
+  protected globals!: {
+    storeUrl: string;
+    keySpace: KeySpace;
+    output: OutputFormat;
+    logLevel: 'error' | 'warn' | 'info' | 'debug';
+    tls: { ca?: string; cert?: string; key?: string };
+  };
+
+  /** Parse this command's flags and args (global flags included) and resolve the globals. */
+  protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
+    options?: Input<F, B, A>,
+    argv?: string[],
+  ): Promise<ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv);
+    const f = parsed.flags as unknown as Interfaces.InferredFlags<typeof StorctlCommand.baseFlags>;
+    this.globals = {
+      storeUrl: f.store ?? defaultStoreUrl(),
+      keySpace: { clusterId: f['cluster-id'] ?? defaultClusterId(), namespace: f.namespace },
+      output: f.output,
+      logLevel: f['log-level'],
+      tls: { ca: f['etcd-ca'], cert: f['etcd-cert'], key: f['etcd-key'] },
+    };
+    return parsed;
+  }
+
+  protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
+    if (!isStorctlError(err)) {
+      // oclif's own parse errors (unknown flag, missing arg) keep their exit codes and messages.
+      if (err.oclif?.exit !== undefined) return super.catch(err);
+      this.logToStderr(`Error: ${err.message}`);
+      if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
+      else this.logToStderr('Re-run with --log-level debug for details.');
+      this.exit(ExitCode.failure);
+    }
+    this.logToStderr(`Error: ${err.message}`);
+    for (const s of err.suggestions) this.logToStderr(`Try: ${s}`);
+    if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
+    this.exit(err.exitCode);
+  }
+}

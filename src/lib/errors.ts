@@ -1,0 +1,106 @@
+/**
+ * storctl's error taxonomy. Library code throws these; each boundary maps them once
+ * (REST kind + HTTP status, gRPC status, CLI exit code). Every error a user sees says what failed,
+ * on what, and what to do next.
+ */
+
+/** Process exit codes, documented in the README. */
+export const ExitCode = {
+  ok: 0,
+  /** Unexpected failure (a bug, or an error not classified below). */
+  failure: 1,
+  /** Bad flags, arguments or input. Nothing was changed. */
+  usage: 2,
+  /** The named resource does not exist. */
+  notFound: 3,
+  /** The resource exists, is busy, or is in a state that forbids the request. */
+  conflict: 4,
+  /** The store (etcd or the embedded database) cannot be reached or opened. */
+  storeUnavailable: 5,
+  /** A storctl daemon (core REST, io-engine, CSI socket) cannot be reached. */
+  serviceUnavailable: 6,
+  /** The operation did not finish in time. */
+  timeout: 7,
+  /** A stored value could not be decoded. */
+  corrupt: 8,
+} as const;
+
+export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];
+
+export interface StorctlErrorOptions {
+  /** Next steps shown to the user, e.g. "run `storctl get volumes` to list volumes". */
+  suggestions?: string[];
+  cause?: unknown;
+}
+
+export class StorctlError extends Error {
+  readonly suggestions: string[];
+  constructor(
+    /** Stable machine-readable code, e.g. VOLUME_NOT_FOUND. */
+    readonly code: string,
+    message: string,
+    readonly exitCode: ExitCodeValue = ExitCode.failure,
+    options: StorctlErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.suggestions = options.suggestions ?? [];
+  }
+}
+
+export class UsageError extends StorctlError {
+  constructor(message: string, options?: StorctlErrorOptions) {
+    super('USAGE', message, ExitCode.usage, options);
+  }
+}
+
+export class NotFoundError extends StorctlError {
+  constructor(resource: string, id: string, options?: StorctlErrorOptions) {
+    super(`${resource.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_NOT_FOUND`, `${resource} '${id}' not found`, ExitCode.notFound, options);
+  }
+}
+
+export class ConflictError extends StorctlError {
+  constructor(code: string, message: string, options?: StorctlErrorOptions) {
+    super(code, message, ExitCode.conflict, options);
+  }
+}
+
+/** The store cannot be reached: names the endpoint and what to check. */
+export class StoreUnavailableError extends StorctlError {
+  constructor(
+    readonly endpoint: string,
+    detail: string,
+    options?: StorctlErrorOptions,
+  ) {
+    super('STORE_UNAVAILABLE', `store ${endpoint} is unreachable: ${detail}`, ExitCode.storeUnavailable, options);
+  }
+}
+
+export class ServiceUnavailableError extends StorctlError {
+  constructor(service: string, endpoint: string, detail: string, options?: StorctlErrorOptions) {
+    super('SERVICE_UNAVAILABLE', `${service} at ${endpoint} is unreachable: ${detail}`, ExitCode.serviceUnavailable, options);
+  }
+}
+
+export class TimeoutError extends StorctlError {
+  constructor(message: string, options?: StorctlErrorOptions) {
+    super('TIMEOUT', message, ExitCode.timeout, options);
+  }
+}
+
+/** A stored value does not decode: names the key and the field. */
+export class DecodeError extends StorctlError {
+  constructor(
+    readonly key: string,
+    readonly field: string,
+    detail: string,
+    options?: StorctlErrorOptions,
+  ) {
+    super('DECODE_FAILED', `cannot decode ${key}: field '${field}' ${detail}`, ExitCode.corrupt, options);
+  }
+}
+
+export function isStorctlError(err: unknown): err is StorctlError {
+  return err instanceof StorctlError;
+}
