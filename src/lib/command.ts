@@ -6,9 +6,11 @@ import type { Input, ParserOutput } from '@oclif/core/interfaces';
 type FlagOutput = { [name: string]: any };
 // biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition
 type ArgOutput = { [name: string]: any };
+
 import { defaultClusterId } from './cluster-id.js';
 import { ExitCode, isStorctlError } from './errors.js';
 import { type OutputFormat, outputFormats } from './output/format.js';
+import { type Listing, render } from './output/render.js';
 import { defaultStoreUrl } from './paths.js';
 import type { KeySpace } from './store/keys.js';
 
@@ -19,7 +21,8 @@ import type { KeySpace } from './store/keys.js';
 export abstract class StorctlCommand extends Command {
   static override baseFlags = {
     store: Flags.string({
-      description: 'store to use: etcd://host:port[,host:port] or sqlite:PATH (default: the embedded store in the data dir)',
+      description:
+        'store to use: etcd://host:port[,host:port] or sqlite:PATH (default: the embedded store in the data dir)',
       env: 'STORCTL_STORE',
       helpGroup: 'GLOBAL',
     }),
@@ -49,9 +52,21 @@ export abstract class StorctlCommand extends Command {
       default: 'warn' as const,
       helpGroup: 'GLOBAL',
     })(),
-    'etcd-ca': Flags.string({ description: 'CA certificate file for etcd TLS', env: 'STORCTL_ETCD_CA', helpGroup: 'GLOBAL' }),
-    'etcd-cert': Flags.string({ description: 'client certificate file for etcd TLS', env: 'STORCTL_ETCD_CERT', helpGroup: 'GLOBAL' }),
-    'etcd-key': Flags.string({ description: 'client key file for etcd TLS', env: 'STORCTL_ETCD_KEY', helpGroup: 'GLOBAL' }),
+    'etcd-ca': Flags.string({
+      description: 'CA certificate file for etcd TLS',
+      env: 'STORCTL_ETCD_CA',
+      helpGroup: 'GLOBAL',
+    }),
+    'etcd-cert': Flags.string({
+      description: 'client certificate file for etcd TLS',
+      env: 'STORCTL_ETCD_CERT',
+      helpGroup: 'GLOBAL',
+    }),
+    'etcd-key': Flags.string({
+      description: 'client key file for etcd TLS',
+      env: 'STORCTL_ETCD_KEY',
+      helpGroup: 'GLOBAL',
+    }),
   };
 
   protected globals!: {
@@ -79,7 +94,18 @@ export abstract class StorctlCommand extends Command {
     return parsed;
   }
 
-  protected override async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<unknown> {
+  /** Print a listing in the chosen format; an empty table says so on stderr (stdout stays parseable). */
+  protected print<T>(listing: Listing<T>): void {
+    if (listing.rows.length === 0 && (this.globals.output === 'table' || this.globals.output === 'wide')) {
+      this.logToStderr('No resources found.');
+      return;
+    }
+    this.log(render(listing, this.globals.output));
+  }
+
+  protected override async catch(
+    err: Error & { exitCode?: number; oclif?: { exit?: number } },
+  ): Promise<unknown> {
     if (!isStorctlError(err)) {
       // oclif's own parse errors (unknown flag, missing arg) keep their exit codes and messages.
       if (err.oclif?.exit !== undefined) return super.catch(err);
