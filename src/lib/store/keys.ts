@@ -80,3 +80,20 @@ export function prefixRangeEnd(prefix: string): string {
   if (prefix === '') return '\0';
   return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }
+
+/**
+ * storctl's own records live under `<cluster prefix>/storctl/…`, apart from Mayastor's types, so a
+ * future Mayastor type can never collide with them.
+ */
+export function storctlPrefix(space: KeySpace): string {
+  return `${clusterPrefix(space)}/storctl/`;
+}
+
+/** Lease-bound liveness key of an io-engine node: present while the node heartbeats. */
+export function nodeLivenessKey(space: KeySpace, nodeId: string): string {
+  return `${storctlPrefix(space)}NodeLiveness/${nodeId}`;
+}
+
+export function nodeLivenessPrefix(space: KeySpace): string {
+  return `${storctlPrefix(space)}NodeLiveness/`;
+}
