@@ -1,0 +1,370 @@
+import type { Socket } from 'node:net';
+import { type BlockBackend, errnoOf } from './backend.js';
+import { ByteQueue } from './byte-queue.js';
+import {
+  Cmd,
+  CmdFlag,
+  Errno,
+  FLAG_C_NO_ZEROES,
+  IHAVEOPT,
+  Info,
+  MAX_OPTION_SIZE,
+  MAX_REQUEST_SIZE,
+  OPT_REPLY_MAGIC,
+  Opt,
+  REQUEST_HEADER_SIZE,
+  REQUEST_MAGIC,
+  Rep,
+  SIMPLE_REPLY_MAGIC,
+  SIMPLE_REPLY_SIZE,
+  TFLAG_CAN_MULTI_CONN,
+  TFLAG_HAS_FLAGS,
+  TFLAG_READ_ONLY,
+  TFLAG_SEND_FLUSH,
+  TFLAG_SEND_FUA,
+  TFLAG_SEND_TRIM,
+  TFLAG_SEND_WRITE_ZEROES,
+} from './protocol.js';
+
+export interface ExportLookup {
+  get(name: string): BlockBackend | undefined;
+  names(): string[];
+}
+
+type Phase = 'clientFlags' | 'optionHeader' | 'optionData' | 'requestHeader' | 'writePayload' | 'closing';
+
+/** High-water marks: stop reading the socket while this much work is queued. */
+const MAX_INFLIGHT = 128;
+const MAX_PENDING_OUTPUT = 64 * 1024 * 1024;
+
+/**
+ * One client of the NBD server: fixed-newstyle negotiation, then pipelined transmission. Requests run
+ * concurrently; each simple reply carries its request's handle, so completion order is free.
+ */
+export class NbdServerConnection {
+  private readonly q = new ByteQueue();
+  private phase: Phase = 'clientFlags';
+  private noZeroes = false;
+  private opt = { code: 0, length: 0 };
+  private req = { flags: 0, type: 0, handle: Buffer.alloc(8), offset: 0, length: 0 };
+  exportName: string | null = null;
+  private backend: BlockBackend | null = null;
+  private inflight = 0;
+  private paused = false;
+  private corked = false;
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(
+    readonly socket: Socket,
+    private readonly exports: ExportLookup,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => {
+      this.q.push(chunk);
+      try {
+        this.pump();
+      } catch (err) {
+        this.onError(err);
+        socket.destroy();
+      }
+    });
+    socket.on('error', () => {}); // a vanished client is normal; 'close' cleans up
+    socket.on('drain', () => this.tryResume());
+  }
+
+  /** Serve the initial greeting. */
+  greet(handshakeFlags: number): void {
+    const b = Buffer.allocUnsafe(18);
+    b.writeBigUInt64BE(0x4e42444d41474943n, 0);
+    b.writeBigUInt64BE(IHAVEOPT, 8);
+    b.writeUInt16BE(handshakeFlags, 16);
+    this.socket.write(b);
+  }
+
+  private pump(): void {
+    for (;;) {
+      switch (this.phase) {
+        case 'clientFlags': {
+          if (this.q.length < 4) return;
+          const flags = this.q.take(4).readUInt32BE(0);
+          this.noZeroes = (flags & FLAG_C_NO_ZEROES) !== 0;
+          this.phase = 'optionHeader';
+          break;
+        }
+        case 'optionHeader': {
+          if (this.q.length < 16) return;
+          const h = this.q.take(16);
+          if (h.readBigUInt64BE(0) !== IHAVEOPT) throw new Error('bad option magic');
+          this.opt = { code: h.readUInt32BE(8), length: h.readUInt32BE(12) };
+          if (this.opt.length > MAX_OPTION_SIZE)
+            throw new Error(`option of ${this.opt.length} bytes is too big`);
+          this.phase = 'optionData';
+          break;
+        }
+        case 'optionData': {
+          if (this.q.length < this.opt.length) return;
+          const data = this.opt.length ? this.q.take(this.opt.length) : Buffer.alloc(0);
+          this.phase = 'optionHeader';
+          this.handleOption(this.opt.code, data);
+          break;
+        }
+        case 'requestHeader': {
+          if (this.paused || this.q.length < REQUEST_HEADER_SIZE) return;
+          const h = this.q.take(REQUEST_HEADER_SIZE);
+          if (h.readUInt32BE(0) !== REQUEST_MAGIC) throw new Error('bad request magic');
+          const r = this.req;
+          r.flags = h.readUInt16BE(4);
+          r.type = h.readUInt16BE(6);
+          r.handle = Buffer.from(h.subarray(8, 16));
+          r.offset = Number(h.readBigUInt64BE(16));
+          r.length = h.readUInt32BE(24);
+          if (r.type === Cmd.WRITE) {
+            if (r.length > MAX_REQUEST_SIZE) throw new Error(`write of ${r.length} bytes is too big`);
+            this.phase = 'writePayload';
+          } else {
+            this.dispatch(r.type, r.flags, r.handle, r.offset, r.length, null);
+          }
+          break;
+        }
+        case 'writePayload': {
+          if (this.q.length < this.req.length) return;
+          const r = this.req;
+          const payload = this.q.take(r.length);
+          this.phase = 'requestHeader';
+          this.dispatch(r.type, r.flags, r.handle, r.offset, r.length, payload);
+          break;
+        }
+        case 'closing':
+          return;
+      }
+    }
+  }
+
+  private optReply(option: number, type: number, data?: Buffer): void {
+    const h = Buffer.allocUnsafe(20);
+    h.writeBigUInt64BE(OPT_REPLY_MAGIC, 0);
+    h.writeUInt32BE(option, 8);
+    h.writeUInt32BE(type >>> 0, 12);
+    h.writeUInt32BE(data?.length ?? 0, 16);
+    this.socket.write(data?.length ? Buffer.concat([h, data]) : h);
+  }
+
+  private optError(option: number, type: number, message: string): void {
+    this.optReply(option, type, Buffer.from(message, 'utf8'));
+  }
+
+  private transmissionFlags(backend: BlockBackend): number {
+    let f =
+      TFLAG_HAS_FLAGS |
+      TFLAG_SEND_FLUSH |
+      TFLAG_SEND_FUA |
+      TFLAG_SEND_TRIM |
+      TFLAG_SEND_WRITE_ZEROES |
+      TFLAG_CAN_MULTI_CONN;
+    if (backend.readOnly) f |= TFLAG_READ_ONLY;
+    return f;
+  }
+
+  private handleOption(code: number, data: Buffer): void {
+    switch (code) {
+      case Opt.EXPORT_NAME: {
+        const name = data.toString('utf8');
+        const backend = this.exports.get(name);
+        if (!backend) {
+          this.socket.destroy(); // the protocol has no error reply for EXPORT_NAME
+          this.phase = 'closing';
+          return;
+        }
+        const b = Buffer.alloc(this.noZeroes ? 10 : 134);
+        b.writeBigUInt64BE(BigInt(backend.size), 0);
+        b.writeUInt16BE(this.transmissionFlags(backend), 8);
+        this.socket.write(b);
+        this.enterTransmission(name, backend);
+        return;
+      }
+      case Opt.ABORT:
+        this.optReply(code, Rep.ACK);
+        this.phase = 'closing';
+        this.socket.end();
+        return;
+      case Opt.LIST: {
+        if (data.length) return this.optError(code, Rep.ERR_INVALID, 'LIST takes no data');
+        for (const name of this.exports.names()) {
+          const n = Buffer.from(name, 'utf8');
+          const d = Buffer.allocUnsafe(4 + n.length);
+          d.writeUInt32BE(n.length, 0);
+          n.copy(d, 4);
+          this.optReply(code, Rep.SERVER, d);
+        }
+        this.optReply(code, Rep.ACK);
+        return;
+      }
+      case Opt.INFO:
+      case Opt.GO:
+        return this.infoOrGo(code, data);
+      default:
+        return this.optError(code, Rep.ERR_UNSUP, `option ${code} not supported`);
+    }
+  }
+
+  private infoOrGo(code: number, data: Buffer): void {
+    if (data.length < 6) return this.optError(code, Rep.ERR_INVALID, 'option data too short');
+    const nameLen = data.readUInt32BE(0);
+    if (4 + nameLen + 2 > data.length) return this.optError(code, Rep.ERR_INVALID, 'bad export name length');
+    const name = data.toString('utf8', 4, 4 + nameLen);
+    const nInfo = data.readUInt16BE(4 + nameLen);
+    if (4 + nameLen + 2 + nInfo * 2 !== data.length)
+      return this.optError(code, Rep.ERR_INVALID, 'bad info request list');
+    const requested = new Set<number>();
+    for (let i = 0; i < nInfo; i++) requested.add(data.readUInt16BE(4 + nameLen + 2 + i * 2));
+    const backend = this.exports.get(name);
+    if (!backend) return this.optError(code, Rep.ERR_UNKNOWN, `export '${name}' not found`);
+    const exp = Buffer.allocUnsafe(12);
+    exp.writeUInt16BE(Info.EXPORT, 0);
+    exp.writeBigUInt64BE(BigInt(backend.size), 2);
+    exp.writeUInt16BE(this.transmissionFlags(backend), 10);
+    this.optReply(code, Rep.INFO, exp);
+    if (requested.has(Info.NAME)) {
+      const n = Buffer.from(name, 'utf8');
+      const d = Buffer.allocUnsafe(2 + n.length);
+      d.writeUInt16BE(Info.NAME, 0);
+      n.copy(d, 2);
+      this.optReply(code, Rep.INFO, d);
+    }
+    const bs = Buffer.allocUnsafe(14);
+    bs.writeUInt16BE(Info.BLOCK_SIZE, 0);
+    bs.writeUInt32BE(1, 2);
+    bs.writeUInt32BE(4096, 6);
+    bs.writeUInt32BE(MAX_REQUEST_SIZE, 10);
+    this.optReply(code, Rep.INFO, bs);
+    this.optReply(code, Rep.ACK);
+    if (code === Opt.GO) this.enterTransmission(name, backend);
+  }
+
+  private enterTransmission(name: string, backend: BlockBackend): void {
+    this.exportName = name;
+    this.backend = backend;
+    this.phase = 'requestHeader';
+  }
+
+  private dispatch(
+    type: number,
+    flags: number,
+    handle: Buffer,
+    offset: number,
+    length: number,
+    payload: Buffer | null,
+  ): void {
+    const backend = this.backend!;
+    if (type === Cmd.DISC) {
+      this.phase = 'closing';
+      void this.drained().then(() => this.socket.end());
+      return;
+    }
+    this.inflight++;
+    if (!this.paused && (this.inflight >= MAX_INFLIGHT || this.socket.writableLength > MAX_PENDING_OUTPUT)) {
+      this.paused = true;
+      this.socket.pause();
+    }
+    const inRange = offset + length <= backend.size;
+    let work: Promise<Buffer | null>;
+    if (!inRange && type !== Cmd.FLUSH) {
+      work = Promise.reject(
+        Object.assign(new Error('beyond end of export'), {
+          nbdErrno: type === Cmd.READ ? Errno.EINVAL : Errno.ENOSPC,
+        }),
+      );
+    } else if (backend.readOnly && type !== Cmd.READ && type !== Cmd.FLUSH) {
+      work = Promise.reject(Object.assign(new Error('read-only export'), { nbdErrno: Errno.EPERM }));
+    } else {
+      const fua = (flags & CmdFlag.FUA) !== 0;
+      switch (type) {
+        case Cmd.READ: {
+          if (length > MAX_REQUEST_SIZE) {
+            work = Promise.reject(Object.assign(new Error('read too big'), { nbdErrno: Errno.EINVAL }));
+            break;
+          }
+          // Reply header and data in one buffer: one allocation, one socket write.
+          const out = Buffer.allocUnsafe(SIMPLE_REPLY_SIZE + length);
+          work = backend.read(out.subarray(SIMPLE_REPLY_SIZE), offset).then(() => out);
+          break;
+        }
+        case Cmd.WRITE:
+          work = backend.write(payload!, offset, fua).then(() => null);
+          break;
+        case Cmd.FLUSH:
+          work = backend.flush().then(() => null);
+          break;
+        case Cmd.TRIM:
+          work = backend.trim(offset, length).then(() => null);
+          break;
+        case Cmd.WRITE_ZEROES:
+          work = backend.writeZeroes(offset, length, fua).then(() => null);
+          break;
+        case Cmd.CACHE:
+          work = Promise.resolve(null);
+          break;
+        default:
+          work = Promise.reject(
+            Object.assign(new Error(`command ${type} not supported`), { nbdErrno: Errno.EINVAL }),
+          );
+      }
+    }
+    work.then(
+      (out) => this.reply(handle, 0, out),
+      (err: unknown) => {
+        const e = (err as { nbdErrno?: number }).nbdErrno ?? errnoOf(err);
+        this.reply(handle, e, null);
+      },
+    );
+  }
+
+  private reply(handle: Buffer, error: number, out: Buffer | null): void {
+    this.inflight--;
+    if (!this.socket.destroyed && this.socket.writable) {
+      const b = out && error === 0 ? out : Buffer.allocUnsafe(SIMPLE_REPLY_SIZE);
+      b.writeUInt32BE(SIMPLE_REPLY_MAGIC, 0);
+      b.writeUInt32BE(error, 4);
+      handle.copy(b, 8);
+      if (!this.corked) {
+        // Batch every reply completed in this tick into one socket write.
+        this.corked = true;
+        this.socket.cork();
+        process.nextTick(() => {
+          this.corked = false;
+          this.socket.uncork();
+        });
+      }
+      this.socket.write(error === 0 ? b : b.subarray(0, SIMPLE_REPLY_SIZE));
+    }
+    this.tryResume();
+    if (this.inflight === 0) for (const w of this.drainWaiters.splice(0)) w();
+  }
+
+  private tryResume(): void {
+    if (!this.paused || this.inflight >= MAX_INFLIGHT / 2 || this.socket.writableLength >= MAX_PENDING_OUTPUT)
+      return;
+    this.paused = false;
+    this.socket.resume();
+    setImmediate(() => {
+      try {
+        this.pump();
+      } catch (err) {
+        this.onError(err);
+        this.socket.destroy();
+      }
+    });
+  }
+
+  /** Resolves when no request is in flight. */
+  drained(): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((r) => this.drainWaiters.push(r));
+  }
+
+  close(): void {
+    this.phase = 'closing';
+    this.socket.destroy();
+  }
+}

@@ -1,0 +1,91 @@
+import { createServer, type Server, type Socket } from 'node:net';
+import type { BlockBackend } from './backend.js';
+import { FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from './protocol.js';
+import { NbdServerConnection } from './server-connection.js';
+
+export interface NbdServerOptions {
+  /** Called with protocol violations and unexpected errors (the connection is dropped). */
+  onError?: (err: unknown, remote: string) => void;
+}
+
+/**
+ * A TCP NBD server (fixed newstyle) serving named exports. Exports come and go at runtime; removing
+ * one disconnects its clients.
+ */
+export class NbdServer {
+  private readonly server: Server;
+  private readonly exports = new Map<string, BlockBackend>();
+  private readonly connections = new Set<NbdServerConnection>();
+  private address: { host: string; port: number } | null = null;
+
+  constructor(private readonly options: NbdServerOptions = {}) {
+    this.server = createServer((socket) => this.accept(socket));
+  }
+
+  private accept(socket: Socket): void {
+    const remote = `${socket.remoteAddress}:${socket.remotePort}`;
+    const conn = new NbdServerConnection(
+      socket,
+      { get: (n) => this.exports.get(n), names: () => [...this.exports.keys()] },
+      (err) => this.options.onError?.(err, remote),
+    );
+    this.connections.add(conn);
+    socket.on('close', () => this.connections.delete(conn));
+    conn.greet(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+  }
+
+  async listen(host: string, port: number): Promise<{ host: string; port: number }> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const a = this.server.address();
+    if (!a || typeof a === 'string') throw new Error('NBD server has no TCP address');
+    this.address = { host, port: a.port };
+    return this.address;
+  }
+
+  get endpoint(): string {
+    if (!this.address) throw new Error('NBD server is not listening');
+    return `${this.address.host}:${this.address.port}`;
+  }
+
+  /** `nbd://host:port/<name>` of an export. */
+  uri(name: string): string {
+    return `nbd://${this.endpoint}/${encodeURIComponent(name)}`;
+  }
+
+  addExport(name: string, backend: BlockBackend): void {
+    if (this.exports.has(name)) throw new Error(`NBD export '${name}' already exists`);
+    this.exports.set(name, backend);
+  }
+
+  hasExport(name: string): boolean {
+    return this.exports.has(name);
+  }
+
+  /** Stop offering an export and disconnect its clients; waits for their in-flight requests. */
+  async removeExport(name: string): Promise<void> {
+    this.exports.delete(name);
+    const waits: Promise<void>[] = [];
+    for (const c of this.connections) {
+      if (c.exportName === name) {
+        c.close();
+        waits.push(c.drained());
+      }
+    }
+    await Promise.all(waits);
+  }
+
+  exportNames(): string[] {
+    return [...this.exports.keys()];
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.connections) c.close();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
