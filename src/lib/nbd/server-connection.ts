@@ -189,7 +189,10 @@ export class NbdServerConnection {
         this.socket.end();
         return;
       case Opt.LIST: {
-        if (data.length) return this.optError(code, Rep.ERR_INVALID, 'LIST takes no data');
+        if (data.length) {
+          this.optError(code, Rep.ERR_INVALID, 'LIST takes no data');
+          return;
+        }
         for (const name of this.exports.names()) {
           const n = Buffer.from(name, 'utf8');
           const d = Buffer.allocUnsafe(4 + n.length);
@@ -201,25 +204,40 @@ export class NbdServerConnection {
         return;
       }
       case Opt.INFO:
-      case Opt.GO:
-        return this.infoOrGo(code, data);
-      default:
-        return this.optError(code, Rep.ERR_UNSUP, `option ${code} not supported`);
+      case Opt.GO: {
+        this.infoOrGo(code, data);
+        return;
+      }
+      default: {
+        this.optError(code, Rep.ERR_UNSUP, `option ${code} not supported`);
+        return;
+      }
     }
   }
 
   private infoOrGo(code: number, data: Buffer): void {
-    if (data.length < 6) return this.optError(code, Rep.ERR_INVALID, 'option data too short');
+    if (data.length < 6) {
+      this.optError(code, Rep.ERR_INVALID, 'option data too short');
+      return;
+    }
     const nameLen = data.readUInt32BE(0);
-    if (4 + nameLen + 2 > data.length) return this.optError(code, Rep.ERR_INVALID, 'bad export name length');
+    if (4 + nameLen + 2 > data.length) {
+      this.optError(code, Rep.ERR_INVALID, 'bad export name length');
+      return;
+    }
     const name = data.toString('utf8', 4, 4 + nameLen);
     const nInfo = data.readUInt16BE(4 + nameLen);
-    if (4 + nameLen + 2 + nInfo * 2 !== data.length)
-      return this.optError(code, Rep.ERR_INVALID, 'bad info request list');
+    if (4 + nameLen + 2 + nInfo * 2 !== data.length) {
+      this.optError(code, Rep.ERR_INVALID, 'bad info request list');
+      return;
+    }
     const requested = new Set<number>();
     for (let i = 0; i < nInfo; i++) requested.add(data.readUInt16BE(4 + nameLen + 2 + i * 2));
     const backend = this.exports.get(name);
-    if (!backend) return this.optError(code, Rep.ERR_UNKNOWN, `export '${name}' not found`);
+    if (!backend) {
+      this.optError(code, Rep.ERR_UNKNOWN, `export '${name}' not found`);
+      return;
+    }
     const exp = Buffer.allocUnsafe(12);
     exp.writeUInt16BE(Info.EXPORT, 0);
     exp.writeBigUInt64BE(BigInt(backend.size), 2);
