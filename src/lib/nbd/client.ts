@@ -1,0 +1,346 @@
+import { connect, type Socket } from 'node:net';
+import { type BlockBackend, BlockIoError } from './backend.js';
+import { ByteQueue } from './byte-queue.js';
+import {
+  Cmd,
+  CmdFlag,
+  DEFAULT_NBD_PORT,
+  Errno,
+  FLAG_C_FIXED_NEWSTYLE,
+  FLAG_C_NO_ZEROES,
+  FLAG_FIXED_NEWSTYLE,
+  FLAG_NO_ZEROES,
+  IHAVEOPT,
+  Info,
+  MAX_REQUEST_SIZE,
+  NBDMAGIC,
+  OPT_REPLY_MAGIC,
+  Opt,
+  REQUEST_HEADER_SIZE,
+  REQUEST_MAGIC,
+  Rep,
+  SIMPLE_REPLY_MAGIC,
+  SIMPLE_REPLY_SIZE,
+  TFLAG_READ_ONLY,
+} from './protocol.js';
+
+export interface NbdTarget {
+  host: string;
+  port: number;
+  exportName: string;
+}
+
+/** Parse `nbd://host[:port]/<export>[?query]`. */
+export function parseNbdUri(uri: string): NbdTarget {
+  let u: URL;
+  try {
+    u = new URL(uri);
+  } catch {
+    throw new Error(`'${uri}' is not a URI (expected nbd://host:port/<export>)`);
+  }
+  if (u.protocol !== 'nbd:') throw new Error(`'${uri}' is not an nbd:// URI`);
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (!host) throw new Error(`'${uri}' has no host`);
+  return {
+    host,
+    port: u.port ? Number(u.port) : DEFAULT_NBD_PORT,
+    exportName: decodeURIComponent(u.pathname.replace(/^\//, '')),
+  };
+}
+
+interface Pending {
+  resolve: () => void;
+  reject: (err: Error) => void;
+  readBuf: Buffer | null;
+  startedAt: number;
+}
+
+export interface NbdClientOptions {
+  /** A request unanswered this long fails the whole connection (default 30 s). */
+  requestTimeoutMs?: number;
+  connectTimeoutMs?: number;
+}
+
+/**
+ * An NBD client (fixed newstyle, OPT_GO, simple replies) usable as a BlockBackend: a nexus uses it
+ * for replicas on other nodes. Requests are pipelined; any connection failure fails every pending
+ * and later request, which is what lets the nexus fault the child.
+ */
+export class NbdClient implements BlockBackend {
+  size = 0;
+  readOnly = false;
+  private readonly q = new ByteQueue();
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private waiter: { n: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | null = null;
+  private reading: { p: Pending; remaining: number; filled: number } | null = null;
+  private closedError: BlockIoError | null = null;
+  private corked = false;
+  private timer: NodeJS.Timeout | null = null;
+  private closeListeners: ((err: Error) => void)[] = [];
+
+  private constructor(
+    private readonly socket: Socket,
+    readonly target: NbdTarget,
+  ) {}
+
+  static async connect(target: NbdTarget | string, options: NbdClientOptions = {}): Promise<NbdClient> {
+    const t = typeof target === 'string' ? parseNbdUri(target) : target;
+    const socket = connect({ host: t.host, port: t.port, noDelay: true });
+    const client = new NbdClient(socket, t);
+    const where = `nbd://${t.host}:${t.port}/${t.exportName}`;
+    const connectTimeout = setTimeout(
+      () => socket.destroy(new Error(`connect timeout after ${options.connectTimeoutMs ?? 10_000} ms`)),
+      options.connectTimeoutMs ?? 10_000,
+    );
+    socket.on('data', (d: Buffer) => client.onData(d));
+    socket.on('error', (err) => client.fail(new BlockIoError(`${where}: ${err.message}`)));
+    socket.on('close', () => client.fail(new BlockIoError(`${where}: connection closed`)));
+    try {
+      await client.handshake();
+    } catch (err) {
+      socket.destroy();
+      throw new Error(`cannot open ${where}: ${(err as Error).message}`);
+    } finally {
+      clearTimeout(connectTimeout);
+    }
+    const timeoutMs = options.requestTimeoutMs ?? 30_000;
+    client.timer = setInterval(
+      () => {
+        const now = Date.now();
+        for (const p of client.pending.values()) {
+          if (now - p.startedAt > timeoutMs) {
+            socket.destroy(new Error(`request unanswered for ${timeoutMs} ms`));
+            return;
+          }
+        }
+      },
+      Math.min(1000, timeoutMs),
+    );
+    client.timer.unref();
+    return client;
+  }
+
+  /** Called once when the connection is lost (not after close()). */
+  onClose(listener: (err: Error) => void): void {
+    this.closeListeners.push(listener);
+  }
+
+  private readExact(n: number): Promise<Buffer> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    if (this.q.length >= n) return Promise.resolve(this.q.take(n));
+    return new Promise((resolve, reject) => {
+      this.waiter = { n, resolve, reject };
+    });
+  }
+
+  private async handshake(): Promise<void> {
+    const greet = await this.readExact(18);
+    if (greet.readBigUInt64BE(0) !== NBDMAGIC || greet.readBigUInt64BE(8) !== IHAVEOPT)
+      throw new Error('not a newstyle NBD server');
+    const hflags = greet.readUInt16BE(16);
+    if (!(hflags & FLAG_FIXED_NEWSTYLE)) throw new Error('server does not speak fixed newstyle');
+    const cflags = FLAG_C_FIXED_NEWSTYLE | (hflags & FLAG_NO_ZEROES ? FLAG_C_NO_ZEROES : 0);
+    const name = Buffer.from(this.target.exportName, 'utf8');
+    const b = Buffer.alloc(4 + 16 + 4 + name.length + 2);
+    b.writeUInt32BE(cflags, 0);
+    b.writeBigUInt64BE(IHAVEOPT, 4);
+    b.writeUInt32BE(Opt.GO, 12);
+    b.writeUInt32BE(4 + name.length + 2, 16);
+    b.writeUInt32BE(name.length, 20);
+    name.copy(b, 24);
+    b.writeUInt16BE(0, 24 + name.length);
+    this.socket.write(b);
+    for (;;) {
+      const h = await this.readExact(20);
+      if (h.readBigUInt64BE(0) !== OPT_REPLY_MAGIC) throw new Error('bad option reply magic');
+      const type = h.readUInt32BE(12);
+      const len = h.readUInt32BE(16);
+      const data = len ? await this.readExact(len) : Buffer.alloc(0);
+      if (type === Rep.ACK) break;
+      if (type === Rep.INFO) {
+        if (data.readUInt16BE(0) === Info.EXPORT) {
+          this.size = Number(data.readBigUInt64BE(2));
+          this.readOnly = (data.readUInt16BE(10) & TFLAG_READ_ONLY) !== 0;
+        }
+        continue;
+      }
+      if (type & 0x80000000) {
+        const why = data.toString('utf8') || `error reply 0x${type.toString(16)}`;
+        throw new Error(
+          type === Rep.ERR_UNKNOWN ? `export '${this.target.exportName}' not found: ${why}` : why,
+        );
+      }
+    }
+  }
+
+  private onData(chunk: Buffer): void {
+    this.q.push(chunk);
+    if (this.waiter) {
+      if (this.q.length < this.waiter.n) return;
+      const w = this.waiter;
+      this.waiter = null;
+      w.resolve(this.q.take(w.n));
+      return;
+    }
+    try {
+      this.parseReplies();
+    } catch (err) {
+      this.socket.destroy(err as Error);
+    }
+  }
+
+  private parseReplies(): void {
+    for (;;) {
+      const r = this.reading;
+      if (r) {
+        const n = Math.min(r.remaining, this.q.length);
+        if (n === 0) return;
+        this.q.takeInto(r.p.readBuf!, r.filled, n);
+        r.filled += n;
+        r.remaining -= n;
+        if (r.remaining > 0) return;
+        this.reading = null;
+        r.p.resolve();
+        continue;
+      }
+      if (this.q.length < SIMPLE_REPLY_SIZE) return;
+      const h = this.q.take(SIMPLE_REPLY_SIZE);
+      if (h.readUInt32BE(0) !== SIMPLE_REPLY_MAGIC) throw new Error('bad reply magic');
+      const error = h.readUInt32BE(4);
+      const id = h.readUInt32BE(12);
+      const p = this.pending.get(id);
+      if (!p) throw new Error(`reply for unknown handle ${id}`);
+      this.pending.delete(id);
+      if (error !== 0) {
+        p.reject(
+          new BlockIoError(
+            `nbd://${this.target.host}:${this.target.port}/${this.target.exportName}: remote error ${error}`,
+            error,
+          ),
+        );
+      } else if (p.readBuf && p.readBuf.length > 0) {
+        this.reading = { p, remaining: p.readBuf.length, filled: 0 };
+      } else {
+        p.resolve();
+      }
+    }
+  }
+
+  private fail(err: BlockIoError): void {
+    if (this.closedError) return;
+    this.closedError = err;
+    if (this.timer) clearInterval(this.timer);
+    if (this.waiter) {
+      const w = this.waiter;
+      this.waiter = null;
+      w.reject(err);
+    }
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    if (this.reading) this.reading = null;
+    for (const l of this.closeListeners.splice(0)) l(err);
+  }
+
+  private request(
+    type: number,
+    flags: number,
+    offset: number,
+    length: number,
+    payload: Buffer | null,
+    readBuf: Buffer | null,
+  ): Promise<void> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    const id = this.nextId;
+    this.nextId = this.nextId >= 0xffffffff ? 1 : this.nextId + 1;
+    const h = Buffer.allocUnsafe(REQUEST_HEADER_SIZE);
+    h.writeUInt32BE(REQUEST_MAGIC, 0);
+    h.writeUInt16BE(flags, 4);
+    h.writeUInt16BE(type, 6);
+    h.writeUInt32BE(0, 8);
+    h.writeUInt32BE(id, 12);
+    h.writeBigUInt64BE(BigInt(offset), 16);
+    h.writeUInt32BE(length, 24);
+    return new Promise<void>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, readBuf, startedAt: Date.now() });
+      if (!this.corked) {
+        this.corked = true;
+        this.socket.cork();
+        process.nextTick(() => {
+          this.corked = false;
+          this.socket.uncork();
+        });
+      }
+      this.socket.write(h);
+      if (payload) this.socket.write(payload);
+    });
+  }
+
+  async read(buf: Buffer, offset: number): Promise<void> {
+    for (let done = 0; done < buf.length; done += MAX_REQUEST_SIZE) {
+      const n = Math.min(MAX_REQUEST_SIZE, buf.length - done);
+      await this.request(Cmd.READ, 0, offset + done, n, null, buf.subarray(done, done + n));
+    }
+  }
+
+  async write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
+    for (let done = 0; done < buf.length; done += MAX_REQUEST_SIZE) {
+      const n = Math.min(MAX_REQUEST_SIZE, buf.length - done);
+      await this.request(
+        Cmd.WRITE,
+        fua ? CmdFlag.FUA : 0,
+        offset + done,
+        n,
+        buf.subarray(done, done + n),
+        null,
+      );
+    }
+  }
+
+  flush(): Promise<void> {
+    return this.request(Cmd.FLUSH, 0, 0, 0, null, null);
+  }
+
+  trim(offset: number, length: number): Promise<void> {
+    return this.request(Cmd.TRIM, 0, offset, length, null, null);
+  }
+
+  async writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
+    const step = 0x80000000; // lengths are u32
+    for (let done = 0; done < length; done += step) {
+      const n = Math.min(step, length - done);
+      await this.request(Cmd.WRITE_ZEROES, fua ? CmdFlag.FUA : 0, offset + done, n, null, null);
+    }
+  }
+
+  get closed(): boolean {
+    return this.closedError !== null;
+  }
+
+  /** Send DISC after in-flight requests and close. */
+  async close(): Promise<void> {
+    if (this.closedError) return;
+    this.closeListeners = [];
+    const d = Buffer.alloc(REQUEST_HEADER_SIZE);
+    d.writeUInt32BE(REQUEST_MAGIC, 0);
+    d.writeUInt16BE(Cmd.DISC, 6);
+    await Promise.allSettled(
+      [...this.pending.values()].map(
+        (p) =>
+          new Promise<void>((r) => {
+            const { resolve, reject } = p;
+            p.resolve = () => {
+              resolve();
+              r();
+            };
+            p.reject = (e) => {
+              reject(e);
+              r();
+            };
+          }),
+      ),
+    );
+    if (!this.socket.destroyed) this.socket.end(d);
+    this.fail(new BlockIoError('connection closed by client', Errno.ESHUTDOWN));
+  }
+}

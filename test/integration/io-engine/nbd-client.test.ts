@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NbdClient, parseNbdUri } from '../../../src/lib/nbd/client.js';
+import { FileBackend } from '../../../src/lib/nbd/file-backend.js';
+import { NbdServer } from '../../../src/lib/nbd/server.js';
+import { waitFor } from '../../helpers/wait.js';
+import { startTool } from './nbd-tools.js';
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('NBD client', () => {
+  let dir: string;
+  let server: NbdServer;
+  let backend: FileBackend;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'storctl-nbdc-'));
+    await writeFile(join(dir, 'disk.img'), '');
+    await truncate(join(dir, 'disk.img'), 16 * 1024 * 1024);
+    backend = await FileBackend.open(join(dir, 'disk.img'));
+    server = new NbdServer();
+    server.addExport('disk', backend);
+    await server.listen('127.0.0.1', 0);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await backend?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('parses nbd URIs', () => {
+    expect(parseNbdUri('nbd://10.0.0.1:10810/abc?uuid=abc')).toEqual({
+      host: '10.0.0.1',
+      port: 10810,
+      exportName: 'abc',
+    });
+    expect(parseNbdUri('nbd://h/x').port).toBe(10809);
+    expect(() => parseNbdUri('nvmf://h/x')).toThrow(/nbd/);
+  });
+
+  it('pipelines reads and writes against our server', async () => {
+    const c = await NbdClient.connect(server.uri('disk'));
+    expect(c.size).toBe(16 * 1024 * 1024);
+    const blocks = Array.from({ length: 64 }, () => randomBytes(64 * 1024));
+    await Promise.all(blocks.map((b, i) => c.write(b, i * 64 * 1024, i % 7 === 0)));
+    await c.flush();
+    const back = Array.from({ length: 64 }, () => Buffer.alloc(64 * 1024));
+    await Promise.all(back.map((b, i) => c.read(b, i * 64 * 1024)));
+    for (const [i, b] of back.entries()) expect(b.equals(blocks[i])).toBe(true);
+    await c.writeZeroes(0, 64 * 1024, false);
+    const z = Buffer.alloc(64 * 1024, 1);
+    await c.read(z, 0);
+    expect(z.every((x) => x === 0)).toBe(true);
+    await c.close();
+  });
+
+  it('reports an unknown export and a failed request with an errno', async () => {
+    await expect(NbdClient.connect(`nbd://${server.endpoint}/missing`)).rejects.toThrow(/missing/);
+    const c = await NbdClient.connect(server.uri('disk'));
+    await expect(c.read(Buffer.alloc(4096), 16 * 1024 * 1024)).rejects.toMatchObject({ errno: 22 });
+    await c.close();
+  });
+
+  it('interoperates with nbdkit and fails pending I/O when the server dies', async () => {
+    const port = await freePort();
+    const kit = startTool('nbdkit', ['-f', '-p', String(port), '-i', '127.0.0.1', 'memory', '8M']);
+    try {
+      const c = await waitFor(() => NbdClient.connect(`nbd://127.0.0.1:${port}/`).catch(() => null), {
+        what: 'nbdkit',
+      });
+      expect(c.size).toBe(8 * 1024 * 1024);
+      const data = randomBytes(1024 * 1024);
+      await c.write(data, 1024 * 1024, true);
+      const back = Buffer.alloc(data.length);
+      await c.read(back, 1024 * 1024);
+      expect(back.equals(data)).toBe(true);
+      let lost: Error | null = null;
+      c.onClose((e) => {
+        lost = e;
+      });
+      kit.kill('SIGKILL');
+      await waitFor(() => lost, { what: 'connection loss' });
+      await expect(c.read(back, 0)).rejects.toThrow(/closed|ECONNRESET/);
+    } finally {
+      kit.kill('SIGKILL');
+    }
+  });
+});
