@@ -190,11 +190,19 @@ export interface SpecCodec<T> {
   toJson(value: T): unknown;
   /** The id the key ends with (`<Type>/<id>`), or null when the key is not derived from the value. */
   idOf(value: T): string | null;
+  /** Field path of that id (`uuid`, `spec.uuid`…), or null. */
+  readonly idField: string | null;
 }
 
-export function specCodec<T>(type: string, codec: Codec<T>, idOf: (value: T) => string | null): SpecCodec<T> {
+export function specCodec<T>(
+  type: string,
+  codec: Codec<T>,
+  idField: string | null,
+  idOf: (value: T) => string | null,
+): SpecCodec<T> {
   return {
     type,
+    idField,
     decode(key, json) {
       let raw: unknown = json;
       if (typeof json === 'string') {

@@ -53,7 +53,7 @@ export const poolSpecCodec: Codec<PoolSpec> = struct<PoolSpec>('PoolSpec', {
   operation: field(nullable(operationRecord('PoolOperationState', poolOperation))),
 });
 
-export const poolSpec = specCodec<PoolSpec>('PoolSpec', poolSpecCodec, (p) => p.id);
+export const poolSpec = specCodec<PoolSpec>('PoolSpec', poolSpecCodec, 'id', (p) => p.id);
 
 /** The pool's disks (device URIs as given at creation). */
 export function poolDisks(p: PoolSpec): string[] {

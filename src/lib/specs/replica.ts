@@ -112,7 +112,7 @@ export const replicaSpecCodec: Codec<ReplicaSpec> = struct<ReplicaSpec>('Replica
   kind: optional(literals(replicaKinds), (k) => k === 'regular'),
 });
 
-export const replicaSpec = specCodec<ReplicaSpec>('ReplicaSpec', replicaSpecCodec, (r) => r.uuid);
+export const replicaSpec = specCodec<ReplicaSpec>('ReplicaSpec', replicaSpecCodec, 'uuid', (r) => r.uuid);
 
 /** Name of the pool a PoolRef points at. */
 export function poolRefName(ref: PoolRef): string {

@@ -219,7 +219,7 @@ export const volumeSpecCodec: Codec<VolumeSpec> = struct<VolumeSpec>('VolumeSpec
   max_snapshots: optional(u32),
 });
 
-export const volumeSpec = specCodec<VolumeSpec>('VolumeSpec', volumeSpecCodec, (v) => v.uuid);
+export const volumeSpec = specCodec<VolumeSpec>('VolumeSpec', volumeSpecCodec, 'uuid', (v) => v.uuid);
 
 // ---------------------------------------------------------------------------------------------
 // Accessors

@@ -1,0 +1,40 @@
+/**
+ * NexusInfo, written by io-engine under `volume/<volume>/nexus/<nexus>/info` (or `nexus/<nexus>/info`
+ * when unowned) (reference mayastor.md §1.12, §3.6): whether the nexus shut down cleanly and which of
+ * its children were healthy, which decides the replicas a new target may use.
+ *
+ * io-engine serializes through a `serde_json::Value`, whose maps are sorted, so a newly written value
+ * has its keys in alphabetical order: `{"children":[{"healthy":…,"uuid":…}],"clean_shutdown":…}`.
+ */
+import { array, bool, type Codec, field, struct, uuid } from './codec.js';
+import { specCodec } from './common.js';
+
+export interface ChildInfo {
+  healthy: boolean;
+  uuid: string;
+}
+
+export interface NexusInfo {
+  children: ChildInfo[];
+  clean_shutdown: boolean;
+}
+
+export const childInfo = struct<ChildInfo>('ChildInfo', { healthy: field(bool), uuid: field(uuid) });
+
+export const nexusInfoCodec: Codec<NexusInfo> = struct<NexusInfo>('NexusInfo', {
+  children: field(array(childInfo)),
+  clean_shutdown: field(bool),
+});
+
+/** The key does not end in a value-derived id (`…/nexus/<nexus>/info`): `idOf` is null. */
+export const nexusInfo = specCodec<NexusInfo>('NexusInfo', nexusInfoCodec, null, () => null);
+
+/** Uuids of the children recorded healthy. */
+export function healthyChildren(info: NexusInfo): string[] {
+  return info.children.filter((c) => c.healthy).map((c) => c.uuid);
+}
+
+/** Whether the replica is recorded and healthy. */
+export function isChildHealthy(info: NexusInfo, replicaId: string): boolean {
+  return info.children.some((c) => c.uuid === replicaId && c.healthy);
+}

@@ -1,0 +1,35 @@
+/**
+ * StoreLeaseOwner, key `StoreLeaseOwner/<service>` (reference mayastor.md §1.14): which instance of a
+ * service holds the store lease lock (`StoreLeaseLock/<service>`).
+ */
+import { type Codec, fail, field, string, struct } from './codec.js';
+import { specCodec } from './common.js';
+
+export interface StoreLeaseOwner {
+  /** Service name, e.g. `CoreAgent` (the key id). */
+  kind: string;
+  /** etcd lease id in lowercase hex. */
+  lease_id: string;
+  /** Instance (pod) name of the holder. */
+  instance_name: string;
+}
+
+const leaseId: Codec<string> = {
+  expected: 'a lease id in hex',
+  decode: (raw, path) =>
+    typeof raw === 'string' && /^[0-9a-f]+$/i.test(raw) ? raw : fail(path, 'a lease id in hex', raw),
+  encode: (v) => v,
+};
+
+export const storeLeaseOwnerCodec: Codec<StoreLeaseOwner> = struct<StoreLeaseOwner>('StoreLeaseOwner', {
+  kind: field(string),
+  lease_id: field(leaseId),
+  instance_name: field(string),
+});
+
+export const storeLeaseOwner = specCodec<StoreLeaseOwner>(
+  'StoreLeaseOwner',
+  storeLeaseOwnerCodec,
+  'kind',
+  (o) => o.kind,
+);

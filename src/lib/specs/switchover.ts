@@ -1,0 +1,83 @@
+/**
+ * SwitchOver, key `SwitchOver/<volume-uuid>`, written by the HA cluster agent while it moves a
+ * volume's target (reference mayastor.md §1.13). The stage advances Init → RepublishVolume →
+ * ReplacePath → DeleteTarget → Successful, or ends in `{"Errored": message}`.
+ */
+import {
+  bool,
+  type Codec,
+  field,
+  nullable,
+  record,
+  string,
+  struct,
+  tagged,
+  u64,
+  uuid,
+  variantName,
+} from './codec.js';
+import { type OperationRecord, operationRecord, specCodec } from './common.js';
+
+export type SwitchOverStage =
+  | 'Init'
+  | 'RepublishVolume'
+  | 'ReplacePath'
+  | 'DeleteTarget'
+  | 'Successful'
+  | { Errored: string };
+
+export interface SwitchOverSpec {
+  /** ha-node agent endpoint "ip:port" to call back. */
+  callback_uri: string;
+  node_name: string;
+  volume: string;
+  operation: OperationRecord<SwitchOverStage> | null;
+  /** RFC 3339 UTC time of the request. */
+  timestamp: string;
+  existing_nqn: string;
+  new_path: string | null;
+  retry_count: number;
+  reuse_existing: boolean;
+  publish_context: Record<string, string> | null;
+}
+
+export const switchOverStage = tagged<SwitchOverStage>({
+  Init: null,
+  RepublishVolume: null,
+  ReplacePath: null,
+  DeleteTarget: null,
+  Successful: null,
+  Errored: string,
+});
+
+export const switchOverCodec: Codec<SwitchOverSpec> = struct<SwitchOverSpec>('SwitchOverSpec', {
+  callback_uri: field(string),
+  node_name: field(string),
+  volume: field(uuid),
+  operation: field(nullable(operationRecord('SwitchOverOperationState', switchOverStage))),
+  timestamp: field(string),
+  existing_nqn: field(string),
+  new_path: field(nullable(string)),
+  retry_count: field(u64, { default: () => 0 }),
+  reuse_existing: field(bool, { default: () => false }),
+  publish_context: field(nullable(record(string))),
+});
+
+export const switchOver = specCodec<SwitchOverSpec>('SwitchOver', switchOverCodec, 'volume', (s) => s.volume);
+
+/** The stage name (`Errored` for an error), or null when no stage is recorded. */
+export function switchOverStageName(s: SwitchOverSpec): string | null {
+  return s.operation ? variantName(s.operation.operation) : null;
+}
+
+/** Error message of an errored switchover, or null. */
+export function switchOverError(s: SwitchOverSpec): string | null {
+  const op = s.operation?.operation;
+  return op && typeof op === 'object' ? op.Errored : null;
+}
+
+/** Whether the switchover has finished (successfully or not). */
+export function isSwitchOverDone(s: SwitchOverSpec): boolean {
+  const name = switchOverStageName(s);
+  return name === 'Successful' || name === 'Errored';
+}

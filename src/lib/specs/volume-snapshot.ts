@@ -1,0 +1,178 @@
+/**
+ * VolumeSnapshot, key `VolumeSnapshot/<snapshot-uuid>` (reference mayastor.md §1.11). The replica
+ * snapshots of each creation attempt (transaction) live inside it, not under keys of their own.
+ * Status is `SpecStatus<()>`: `{"Created":null}` when created.
+ */
+import {
+  anyJson,
+  array,
+  type Codec,
+  fail,
+  field,
+  nullable,
+  record,
+  string,
+  struct,
+  tagged,
+  u64,
+  uuid,
+  variantName,
+} from './codec.js';
+import { type OperationRecord, operationRecord, type SpecStatus, specCodec, specStatus } from './common.js';
+
+export type SnapshotStatus = SpecStatus<null>;
+
+export interface ReplicaSnapshotSource {
+  replica_id: string;
+  pool_id: string;
+  pool_uuid: string;
+}
+
+export interface ReplicaSnapshotMetadata {
+  /** Shape not modelled by storctl: kept as stored. */
+  operation: OperationRecord<unknown> | null;
+  timestamp: string | null;
+  source_spec_size: number;
+  size: number;
+  allocated_size: number;
+  meta: { Volume: { parent: string; txn_id: string } };
+}
+
+export interface ReplicaSnapshot {
+  status: SnapshotStatus;
+  spec: { source_id: ReplicaSnapshotSource; uuid: string };
+  metadata: ReplicaSnapshotMetadata;
+}
+
+export type VolumeSnapshotOperation =
+  | { Create: { txn_id: string; replicas: ReplicaSnapshot[] } }
+  | 'Destroy'
+  | 'CleanupStaleTransactions'
+  | { CreateRestore: { volume_uuid: string } }
+  | { DestroyRestore: { volume_uuid: string } };
+
+export interface VolumeSnapshotMetadata {
+  operation: OperationRecord<VolumeSnapshotOperation> | null;
+  /** RFC 3339 creation time, once created. */
+  timestamp: string | null;
+  spec_size: number;
+  size: number;
+  total_allocated_size: number;
+  /** Current creation attempt, a decimal string starting at "1". */
+  txn_id: string;
+  /** Replica snapshots of each attempt, by txn id. */
+  transactions: Record<string, ReplicaSnapshot[]>;
+}
+
+export interface VolumeSnapshot {
+  status: SnapshotStatus;
+  spec: { source_id: string; uuid: string };
+  metadata: VolumeSnapshotMetadata;
+}
+
+/** Rust `()`: serialized as null. */
+const unit: Codec<null> = {
+  expected: 'null',
+  decode: (raw, path) => (raw === null ? null : fail(path, 'null', raw)),
+  encode: () => null,
+};
+const unitStatus = specStatus(unit);
+
+const txnId: Codec<string> = {
+  expected: 'a decimal transaction id string',
+  decode: (raw, path) =>
+    typeof raw === 'string' && /^\d+$/.test(raw) ? raw : fail(path, 'a decimal transaction id string', raw),
+  encode: (v) => v,
+};
+
+export const replicaSnapshotCodec: Codec<ReplicaSnapshot> = struct<ReplicaSnapshot>('ReplicaSnapshot', {
+  status: field(unitStatus),
+  spec: field(
+    struct<ReplicaSnapshot['spec']>('ReplicaSnapshotSpec', {
+      source_id: field(
+        struct<ReplicaSnapshotSource>('ReplicaSnapshotSource', {
+          replica_id: field(uuid),
+          pool_id: field(string),
+          pool_uuid: field(uuid),
+        }),
+      ),
+      uuid: field(uuid),
+    }),
+  ),
+  metadata: field(
+    struct<ReplicaSnapshotMetadata>('ReplicaSnapshotMeta', {
+      operation: field(nullable(operationRecord('ReplicaSnapshotOperationState', anyJson))),
+      timestamp: field(nullable(string)),
+      source_spec_size: field(u64, { default: () => 0 }),
+      size: field(u64, { default: () => 0 }),
+      allocated_size: field(u64, { default: () => 0 }),
+      meta: field(
+        tagged<ReplicaSnapshotMetadata['meta']>({
+          Volume: struct<{ parent: string; txn_id: string }>('ReplicaSnapshotVolumeMeta', {
+            parent: field(uuid),
+            txn_id: field(txnId),
+          }),
+        }),
+      ),
+    }),
+  ),
+});
+
+const volumeUuid = struct<{ volume_uuid: string }>('RestoreOperation', { volume_uuid: field(uuid) });
+
+const volumeSnapshotOperation = tagged<VolumeSnapshotOperation>({
+  Create: struct<{ txn_id: string; replicas: ReplicaSnapshot[] }>('VolumeSnapshotCreateInfo', {
+    txn_id: field(txnId),
+    replicas: field(array(replicaSnapshotCodec)),
+  }),
+  Destroy: null,
+  CleanupStaleTransactions: null,
+  CreateRestore: volumeUuid,
+  DestroyRestore: volumeUuid,
+});
+
+export const volumeSnapshotCodec: Codec<VolumeSnapshot> = struct<VolumeSnapshot>('VolumeSnapshot', {
+  status: field(unitStatus),
+  spec: field(
+    struct<VolumeSnapshot['spec']>('VolumeSnapshotSpec', { source_id: field(uuid), uuid: field(uuid) }),
+  ),
+  metadata: field(
+    struct<VolumeSnapshotMetadata>('VolumeSnapshotMeta', {
+      operation: field(nullable(operationRecord('VolumeSnapshotOperationState', volumeSnapshotOperation))),
+      timestamp: field(nullable(string)),
+      spec_size: field(u64, { default: () => 0 }),
+      size: field(u64, { default: () => 0 }),
+      total_allocated_size: field(u64, { default: () => 0 }),
+      txn_id: field(txnId, { default: () => '1' }),
+      transactions: field(record(array(replicaSnapshotCodec)), { default: () => ({}) }),
+    }),
+  ),
+});
+
+export const volumeSnapshot = specCodec<VolumeSnapshot>(
+  'VolumeSnapshot',
+  volumeSnapshotCodec,
+  'spec.uuid',
+  (s) => s.spec.uuid,
+);
+
+/** Volume the snapshot was taken of. */
+export function snapshotSourceVolume(s: VolumeSnapshot): string {
+  return s.spec.source_id;
+}
+
+/** Replica snapshots of the current transaction (the attempt that counts). */
+export function currentReplicaSnapshots(s: VolumeSnapshot): ReplicaSnapshot[] {
+  return s.metadata.transactions[s.metadata.txn_id] ?? [];
+}
+
+/** Name of the snapshot operation in progress, or null. */
+export function snapshotOperationName(s: VolumeSnapshot): string | null {
+  const op = s.metadata.operation?.operation;
+  return op === undefined ? null : variantName(op);
+}
+
+/** Name io-engine gives a replica snapshot: `<volume-snapshot-uuid>/<txn_id>`. */
+export function replicaSnapshotName(volumeSnapshotId: string, txnId: string): string {
+  return `${volumeSnapshotId}/${txnId}`;
+}
