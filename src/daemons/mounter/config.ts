@@ -1,0 +1,29 @@
+import type { FuseBinaryName } from '../../lib/mount/fuse-binary.js';
+
+export type MounterChoice = 'systemd' | 'process' | 'auto';
+
+export interface MounterDaemonConfig {
+  /** unix:///path/csi.sock */
+  endpoint: string;
+  nodeId: string;
+  mounter: MounterChoice;
+  /** D-Bus address of the systemd manager's bus (default: the system bus). */
+  systemdBus?: string;
+  fuseBinary?: FuseBinaryName;
+  s3Endpoint?: string;
+  s3Region?: string;
+  stateDir: string;
+  mountTimeoutMs: number;
+  /** Driver-level keys: a file of key=value lines; else AWS_* of `env`. */
+  secretsFile?: string;
+  env?: NodeJS.ProcessEnv;
+  logLevel?: string;
+}
+
+export const PLUGIN_NAME = 's3.csi.storctl.io';
+
+export function socketPathOf(endpoint: string): string {
+  const m = /^unix:\/\/(\/.+)$/.exec(endpoint) ?? /^unix:(\/.+)$/.exec(endpoint);
+  if (!m) throw new Error(`--endpoint must be unix:///absolute/path.sock, got '${endpoint}'`);
+  return m[1];
+}

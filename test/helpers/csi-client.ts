@@ -1,0 +1,63 @@
+import * as grpc from '@grpc/grpc-js';
+import { loadProto, lookupService } from '../../src/lib/grpc/proto.js';
+
+type Call = (req: unknown, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
+
+/** A CSI client on a unix socket: `await csi.node('NodePublishVolume', {...})`. */
+export class CsiClient {
+  private readonly nodeClient: grpc.Client;
+  private readonly identityClient: grpc.Client;
+
+  constructor(socketPath: string) {
+    const root = loadProto('csi.proto');
+    const Node = lookupService(root, 'csi.v1.Node');
+    const Identity = lookupService(root, 'csi.v1.Identity');
+    this.nodeClient = new Node(`unix:${socketPath}`, grpc.credentials.createInsecure());
+    this.identityClient = new Identity(`unix:${socketPath}`, grpc.credentials.createInsecure());
+  }
+
+  private invoke<T>(client: grpc.Client, method: string, req: unknown): Promise<T> {
+    return new Promise((resolve, reject) => {
+      (client as unknown as Record<string, Call>)[method].call(client, req, (err, res) =>
+        err ? reject(err) : resolve(res as T),
+      );
+    });
+  }
+
+  node<T = Record<string, unknown>>(method: string, req: unknown = {}): Promise<T> {
+    return this.invoke<T>(this.nodeClient, method, req);
+  }
+
+  identity<T = Record<string, unknown>>(method: string, req: unknown = {}): Promise<T> {
+    return this.invoke<T>(this.identityClient, method, req);
+  }
+
+  close(): void {
+    this.nodeClient.close();
+    this.identityClient.close();
+  }
+}
+
+/** A NodePublishVolume request for an S3 bucket volume. */
+export function publishRequest(o: {
+  volumeId: string;
+  target: string;
+  bucket?: string;
+  readonly?: boolean;
+  mode?: string;
+  mountFlags?: string[];
+  context?: Record<string, string>;
+  secrets?: Record<string, string>;
+}) {
+  return {
+    volume_id: o.volumeId,
+    target_path: o.target,
+    readonly: o.readonly ?? false,
+    volume_capability: {
+      mount: { mount_flags: o.mountFlags ?? [] },
+      access_mode: { mode: o.mode ?? 'MULTI_NODE_MULTI_WRITER' },
+    },
+    volume_context: { ...(o.bucket !== undefined ? { bucketName: o.bucket } : {}), ...o.context },
+    secrets: o.secrets ?? {},
+  };
+}
