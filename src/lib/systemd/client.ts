@@ -158,6 +158,15 @@ export class SystemdClient {
     } catch (err) {
       const e = err as { type?: string; text?: string; message?: string };
       if (e.type) throw new SystemdCallError(e.type, `${m.member}: ${e.text || e.type}`);
+      // dbus-next throws plain Errors for a dead stream ("Cannot send message, stream is closed").
+      if (
+        !(err instanceof BusClosedError) &&
+        /stream is closed|closed stream|EPIPE|ECONNRESET|ECONNREFUSED|ENOENT|socket/i.test(e.message ?? '')
+      ) {
+        conn.bus.disconnect();
+        if (this.conn === conn) this.conn = undefined;
+        throw new BusClosedError(`D-Bus connection to ${this.address} lost: ${e.message}`);
+      }
       if (err instanceof BusClosedError) {
         conn.bus.disconnect();
         if (this.conn === conn) this.conn = undefined;

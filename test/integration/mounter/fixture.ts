@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type MounterDaemon, type MounterDaemonConfig, start } from '../../../src/daemons/mounter/index.js';
+import { isS3FuseMount } from '../../../src/lib/mount/fuse-binary.js';
 import { readMountTable } from '../../../src/lib/mount/mountinfo.js';
 import { listFuseProcesses } from '../../../src/lib/mount/processes.js';
 import { CsiClient } from '../../helpers/csi-client.js';
@@ -14,6 +15,11 @@ export const BUCKET = 'bucket1';
 /** Mounts whose mount point lies below `root`. */
 export async function mountsBelow(root: string) {
   return (await readMountTable()).filter((m) => m.mountPoint.startsWith(`${root}/`));
+}
+
+/** S3 FUSE mounts below `root` (what a test asserts is gone). */
+export async function fuseMountsBelow(root: string) {
+  return (await mountsBelow(root)).filter((m) => isS3FuseMount(m));
 }
 
 /** FUSE processes serving a target below `root` (started by the tests). */

@@ -1,0 +1,186 @@
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
+import { probePath } from '../../../src/lib/mount/health.js';
+import { mountsAt, readMountTable } from '../../../src/lib/mount/mountinfo.js';
+import { targetId } from '../../../src/lib/mount/unit-name.js';
+import type { CsiClient } from '../../helpers/csi-client.js';
+import { publishRequest } from '../../helpers/csi-client.js';
+import { S3RVER_KEYS } from '../../helpers/s3.js';
+import { waitFor } from '../../helpers/wait.js';
+import { BUCKET, type Env, fuseMountsBelow, fuseProcessesBelow, targetPath } from './fixture.js';
+
+/** What a suite needs from its file: the running pieces, and a restart of the mounter. */
+export interface SuiteContext {
+  env: Env;
+  daemon: MounterDaemon;
+  csi: CsiClient;
+  restart(): Promise<void>;
+  /** Extra checks after a publish (e.g. the unit of the target). */
+  daemonsFor(target: string): Promise<string[]>;
+}
+
+/** The publish/unpublish behaviour every mounter must show (run for ProcessMounter and SystemdMounter). */
+const mountAt = async (t: string) =>
+  mountsAt(await readMountTable(), t).find((m) => m.fsType === 'fuse.s3fs');
+
+export function mounterSuite(title: string, ctx: () => SuiteContext) {
+  describe(title, () => {
+    const c = () => ctx();
+    it('answers Identity and NodeGetInfo / NodeGetCapabilities; socket dir is 0700', async () => {
+      const info = await c().csi.identity<{ name: string; vendor_version: string }>('GetPluginInfo');
+      expect(info.name).toBe('s3.csi.storctl.io');
+      expect(await c().csi.identity('Probe')).toMatchObject({ ready: { value: true } });
+      expect(await c().csi.node('NodeGetInfo')).toMatchObject({ node_id: 'node-1' });
+      expect(await c().csi.node('NodeGetCapabilities')).toEqual({ capabilities: [] });
+      expect((await stat(join(c().env.root, 'sock'))).mode & 0o777).toBe(0o700);
+      await expect(c().csi.node('NodeStageVolume', {})).rejects.toMatchObject({ code: status.UNIMPLEMENTED });
+    });
+
+    it('publishes, writes land in the bucket, republish is idempotent, unpublish cleans everything', async () => {
+      const target = targetPath(c().env, 'pod-a', 'pv-a');
+      await c().csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-a', target, bucket: BUCKET }));
+      const m = await mountAt(target);
+      expect(m).toBeDefined();
+      await writeFile(join(target, 'hello.txt'), 'hello from storctl');
+      await waitFor(async () => (await c().env.s3.readObject(BUCKET, 'hello.txt')) === 'hello from storctl', {
+        what: 'object in bucket',
+      });
+
+      // Republish: same mount (same mount id), credentials rewritten in place, no second c().daemon.
+      const credFile = join(c().env.stateDir, 'credentials', `${targetId(target)}.passwd-s3fs`);
+      const before = await stat(credFile);
+      expect(before.mode & 0o777).toBe(0o600);
+      expect((await stat(join(c().env.stateDir, 'credentials'))).mode & 0o777).toBe(0o700);
+      await c().csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-a', target, bucket: BUCKET }));
+      expect((await mountAt(target))?.id).toBe(m!.id);
+      expect((await stat(credFile)).ino).not.toBe(before.ino);
+      expect((await fuseProcessesBelow(c().env.root)).filter((p) => p.argv[2] === target)).toHaveLength(1);
+      expect(await c().daemonsFor(target)).toHaveLength(1);
+
+      await c().csi.node('NodeUnpublishVolume', { volume_id: 'pv-a', target_path: target });
+      expect(await mountAt(target)).toBeUndefined();
+      expect(existsSync(target)).toBe(false);
+      expect(existsSync(credFile)).toBe(false);
+      expect((await fuseProcessesBelow(c().env.root)).filter((p) => p.argv[2] === target)).toHaveLength(0);
+      // Unpublish of something not mounted is success.
+      await c().csi.node('NodeUnpublishVolume', { volume_id: 'pv-a', target_path: target });
+    });
+
+    it('per-volume secrets: refreshed in place on republish, never in argv or env', async () => {
+      const target = targetPath(c().env, 'pod-s', 'pv-s');
+      const secrets = { access_key_id: S3RVER_KEYS.accessKeyId, secret_access_key: 'first-secret' };
+      await c().csi.node(
+        'NodePublishVolume',
+        publishRequest({
+          volumeId: 'pv-s',
+          target,
+          bucket: BUCKET,
+          context: { authenticationSource: 'secret' },
+          secrets,
+        }),
+      );
+      const credFile = join(c().env.stateDir, 'credentials', `${targetId(target)}.passwd-s3fs`);
+      expect(await readFile(credFile, 'utf8')).toBe('S3RVER:first-secret\n');
+      const mountId = (await mountAt(target))!.id;
+      await c().csi.node(
+        'NodePublishVolume',
+        publishRequest({
+          volumeId: 'pv-s',
+          target,
+          bucket: BUCKET,
+          context: { authenticationSource: 'secret' },
+          secrets: { ...secrets, secret_access_key: 'rotated-secret' },
+        }),
+      );
+      expect(await readFile(credFile, 'utf8')).toBe('S3RVER:rotated-secret\n');
+      expect((await mountAt(target))!.id).toBe(mountId);
+      const proc = (await fuseProcessesBelow(c().env.root)).find((p) => p.argv[2] === target)!;
+      expect(proc.argv.join(' ')).not.toContain('rotated-secret');
+      expect(await readFile(`/proc/${proc.pid}/environ`, 'utf8')).not.toContain('secret');
+      await c().csi.node('NodeUnpublishVolume', { volume_id: 'pv-s', target_path: target });
+      expect(existsSync(credFile)).toBe(false);
+    });
+
+    it('readonly publish refuses writes', async () => {
+      const target = targetPath(c().env, 'pod-ro', 'pv-ro');
+      await c().csi.node(
+        'NodePublishVolume',
+        publishRequest({ volumeId: 'pv-ro', target, bucket: BUCKET, mode: 'MULTI_NODE_READER_ONLY' }),
+      );
+      await expect(writeFile(join(target, 'nope.txt'), 'x')).rejects.toMatchObject({ code: 'EROFS' });
+      await c().csi.node('NodeUnpublishVolume', { volume_id: 'pv-ro', target_path: target });
+    });
+
+    it('kill -9 of s3fs: republish finds the corrupted mount (ENOTCONN), unmounts it and mounts fresh', async () => {
+      const target = targetPath(c().env, 'pod-k', 'pv-k');
+      await c().csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-k', target, bucket: BUCKET }));
+      const proc = (await fuseProcessesBelow(c().env.root)).find((p) => p.argv[2] === target)!;
+      process.kill(proc.pid, 'SIGKILL');
+      await waitFor(async () => (await probePath(target)).state === 'corrupted', {
+        what: 'ENOTCONN at target',
+      });
+      await c().csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-k', target, bucket: BUCKET }));
+      expect((await probePath(target)).state).toBe('ok');
+      expect(mountsAt(await readMountTable(), target)).toHaveLength(1);
+      await c().csi.node('NodeUnpublishVolume', { volume_id: 'pv-k', target_path: target });
+      expect(existsSync(target)).toBe(false);
+    });
+
+    it('a restart of the mounter leaves mounts untouched; republish reuses them', async () => {
+      const target = targetPath(c().env, 'pod-r', 'pv-r');
+      await c().csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-r', target, bucket: BUCKET }));
+      const mountId = (await mountAt(target))!.id;
+      const pid = (await fuseProcessesBelow(c().env.root)).find((p) => p.argv[2] === target)!.pid;
+      const daemonsBefore = await c().daemonsFor(target);
+      await c().restart();
+      expect((await mountAt(target))?.id).toBe(mountId);
+      await c().csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-r', target, bucket: BUCKET }));
+      expect((await mountAt(target))?.id).toBe(mountId);
+      expect(
+        (await fuseProcessesBelow(c().env.root)).filter((p) => p.argv[2] === target).map((p) => p.pid),
+      ).toEqual([pid]);
+      expect(await c().daemonsFor(target)).toEqual(daemonsBefore);
+      await c().csi.node('NodeUnpublishVolume', { volume_id: 'pv-r', target_path: target });
+      expect(existsSync(target)).toBe(false);
+    });
+
+    it('a failing mount returns INTERNAL with the FUSE daemon output, and leaves nothing behind', async () => {
+      const target = targetPath(c().env, 'pod-f', 'pv-f');
+      const err = await c()
+        .csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-f', target, bucket: 'no-such-bucket' }))
+        .catch((e) => e);
+      expect(err.code).toBe(status.INTERNAL);
+      expect(err.details).toMatch(/FUSE daemon output: .*(bucket|not found|CRT)/i);
+      expect(existsSync(target)).toBe(false);
+      expect(await readdir(join(c().env.stateDir, 'credentials'))).toEqual([]);
+      expect(await fuseMountsBelow(c().env.root)).toEqual([]);
+    });
+
+    it('50 volumes published concurrently and unpublished: no leftovers', async () => {
+      const targets = Array.from({ length: 50 }, (_, i) => targetPath(c().env, `pod-c${i}`, `pv-c${i}`));
+      await Promise.all(
+        targets.map((t, i) =>
+          c().csi.node(
+            'NodePublishVolume',
+            publishRequest({ volumeId: `pv-c${i}`, target: t, bucket: BUCKET }),
+          ),
+        ),
+      );
+      expect(await fuseMountsBelow(c().env.root)).toHaveLength(50);
+      await Promise.all(
+        targets.map((t, i) => c().csi.node('NodeUnpublishVolume', { volume_id: `pv-c${i}`, target_path: t })),
+      );
+      expect(await fuseMountsBelow(c().env.root)).toEqual([]);
+      await waitFor(async () => (await fuseProcessesBelow(c().env.root)).length === 0, {
+        what: 'daemons to end',
+      });
+      expect(await readdir(join(c().env.stateDir, 'credentials'))).toEqual([]);
+      expect(JSON.parse(await readFile(join(c().env.stateDir, 'mounts.json'), 'utf8')).mounts).toEqual({});
+      for (const t of targets) expect(existsSync(t)).toBe(false);
+    }, 120_000);
+  });
+}

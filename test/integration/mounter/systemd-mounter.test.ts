@@ -1,0 +1,94 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
+import { targetId, UNIT_PREFIX } from '../../../src/lib/mount/unit-name.js';
+import { SystemdClient } from '../../../src/lib/systemd/client.js';
+import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
+import { SystemdSandbox } from '../../helpers/systemd-sandbox.js';
+import { BUCKET, cleanupRoot, type Env, makeEnv, startMounter, targetPath } from './fixture.js';
+import { mounterSuite } from './suite.js';
+
+let env: Env;
+let sandbox: SystemdSandbox | undefined;
+let daemon: MounterDaemon;
+let csi: CsiClient;
+let systemd: SystemdClient;
+
+const start = () => startMounter(env, { mounter: 'systemd', systemdBus: sandbox!.busAddress });
+
+beforeAll(async () => {
+  env = await makeEnv('storctl-sdmnt');
+  // Targets live below the sandbox's MOUNT_ROOT, so the units' mounts reach the host.
+  sandbox = await SystemdSandbox.start(join(env.root, 'sandbox'), env.targets);
+  systemd = new SystemdClient(sandbox.busAddress);
+  ({ daemon, csi } = await start());
+});
+
+afterAll(async () => {
+  csi?.close();
+  await daemon?.stop().catch(() => {});
+  await systemd?.close();
+  // Always, even after a failure: stops the manager, unmounts leftovers, removes its cgroup.
+  if (sandbox) await sandbox.stop();
+  else if (env) await SystemdSandbox.stopDir(join(env.root, 'sandbox'));
+  await env?.s3.stop();
+  if (env) await cleanupRoot(env.root);
+});
+
+const unitsOf = async (target: string) =>
+  (await systemd.listUnitsByPatterns([`${UNIT_PREFIX}*-${targetId(target)}.service`]))
+    .filter((u) => u.activeState === 'active')
+    .map((u) => u.name);
+
+mounterSuite('S3 mounter, systemd mounter (transient units in a sandboxed systemd)', () => ({
+  env,
+  daemon,
+  csi,
+  restart: async () => {
+    csi.close();
+    await daemon.stop();
+    ({ daemon, csi } = await start());
+  },
+  daemonsFor: unitsOf,
+}));
+
+describe('systemd mounter specifics', () => {
+  it('uses the systemd mounter and names the unit mount-s3-<version>-<uuidv5(target)>.service', async () => {
+    expect(daemon.mounterKind).toBe('systemd');
+    const target = targetPath(env, 'pod-u', 'pv-u');
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-u', target, bucket: BUCKET }));
+    const [unit] = await unitsOf(target);
+    expect(unit).toMatch(new RegExp(`^mount-s3-[0-9.]+-${targetId(target)}\\.service$`));
+    const path = (await systemd.getUnit(unit))!;
+    expect(await systemd.getProperty(path, 'org.freedesktop.systemd1.Unit', 'CollectMode')).toBe(
+      'inactive-or-failed',
+    );
+    const environment = (await systemd.getProperty(
+      path,
+      'org.freedesktop.systemd1.Service',
+      'Environment',
+    )) as string[];
+    expect(environment.join(' ')).not.toMatch(/S3RVER|SECRET/i);
+    const exec = await systemd.execStart(unit);
+    expect(exec[0].argv.slice(1, 4)).toEqual([BUCKET, target, '-f']);
+    expect(exec[0].argv.join(' ')).not.toContain('S3RVER:');
+    const log = join(env.stateDir, 'logs', `${targetId(target)}.log`);
+    expect(
+      await systemd
+        .getProperty(path, 'org.freedesktop.systemd1.Service', 'StandardOutputFileToTruncate')
+        .catch(() => log),
+    ).toBeDefined();
+    await readFile(log, 'utf8');
+    await csi.node('NodeUnpublishVolume', { volume_id: 'pv-u', target_path: target });
+    expect(await unitsOf(target)).toEqual([]);
+  });
+
+  it('reconnects when the D-Bus connection drops and retries the call once', async () => {
+    const client = new SystemdClient(sandbox!.busAddress);
+    expect(await client.ping()).toMatch(/running|degraded/);
+    client.dropConnection();
+    expect(await client.ping()).toMatch(/running|degraded/);
+    await client.close();
+  });
+});
