@@ -1,0 +1,85 @@
+import { Flags } from '@oclif/core';
+import { start } from '../../daemons/io-engine/index.js';
+import { StorctlCommand } from '../../lib/command.js';
+import { UsageError } from '../../lib/errors.js';
+import { createLogger } from '../../lib/logger.js';
+import { openStore } from '../../lib/store/open.js';
+
+function hostPort(flag: string, value: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : -1;
+  if (!m || port > 65535)
+    throw new UsageError(
+      `--${flag} '${value}' is not HOST:PORT (e.g. 127.0.0.1:10124; port 0 picks a free port)`,
+    );
+  return { host: m[1].replace(/^\[|\]$/g, ''), port };
+}
+
+export default class DaemonIoEngine extends StorctlCommand {
+  static override description =
+    'Run one io-engine (storage node): pools, replicas, nexuses and NBD targets, controlled over gRPC';
+
+  static override examples = [
+    '<%= config.bin %> daemon io-engine --node node-1 --pool-dir /var/lib/storctl/pools --grpc 127.0.0.1:10124 --nbd 127.0.0.1:10809',
+  ];
+
+  static override flags = {
+    node: Flags.string({
+      description: 'node id this io-engine registers as',
+      required: true,
+      env: 'STORCTL_NODE',
+    }),
+    'pool-dir': Flags.string({
+      description: 'parent directory of pools created without an explicit disk',
+      required: true,
+    }),
+    grpc: Flags.string({ description: 'HOST:PORT of the gRPC control API', default: '127.0.0.1:10124' }),
+    nbd: Flags.string({ description: 'HOST:PORT of the NBD server (default: the gRPC host, port 10809)' }),
+    'heartbeat-ttl': Flags.integer({
+      description: 'liveness lease TTL in seconds (the heartbeat deadline)',
+      default: 10,
+      min: 1,
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(DaemonIoEngine);
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,126}$/.test(flags.node))
+      throw new UsageError(`--node '${flags.node}' is not a valid node id`);
+    const grpc = hostPort('grpc', flags.grpc);
+    const nbd = hostPort('nbd', flags.nbd ?? `${grpc.host}:10809`);
+    const logger = createLogger('io-engine', this.globals.logLevel);
+    const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
+    let handle: Awaited<ReturnType<typeof start>>;
+    try {
+      handle = await start({
+        nodeId: flags.node,
+        poolDir: flags['pool-dir'],
+        grpc,
+        nbd,
+        store,
+        keySpace: this.globals.keySpace,
+        heartbeatTtlSeconds: flags['heartbeat-ttl'],
+        version: this.config.version,
+        logger,
+      });
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    process.stdout.write(
+      `${JSON.stringify({ level: 'info', time: new Date().toISOString(), component: 'io-engine', msg: 'io-engine ready', node: flags.node, grpcEndpoint: handle.grpcEndpoint, nbdEndpoint: handle.nbdEndpoint, store: store.endpoint })}\n`,
+    );
+    await new Promise<void>((resolve) => {
+      const stop = (signal: string) => {
+        logger.info({ signal }, 'stopping');
+        handle
+          .stop()
+          .catch((err) => logger.error({ err: String(err) }, 'stop failed'))
+          .finally(() => store.close().finally(resolve));
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+  }
+}

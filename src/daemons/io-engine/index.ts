@@ -1,0 +1,112 @@
+import * as grpc from '@grpc/grpc-js';
+import { loadProto, lookupService } from '../../lib/grpc/proto.js';
+import { createLogger, type Logger } from '../../lib/logger.js';
+import { NbdServer } from '../../lib/nbd/server.js';
+import type { KeySpace } from '../../lib/store/keys.js';
+import type { Store } from '../../lib/store/types.js';
+import { Engine } from './engine.js';
+import { Liveness } from './liveness.js';
+import { ioEngineHandlers } from './service.js';
+
+export interface IoEngineConfig {
+  nodeId: string;
+  /** Default parent directory of pools (`<poolDir>/<pool name>`). */
+  poolDir: string;
+  grpc: { host: string; port: number };
+  nbd: { host: string; port: number };
+  /** The store (NodeSpec, liveness key, NexusInfo); null runs without one (tests of the data path). */
+  store: Store | null;
+  keySpace: KeySpace;
+  /** Liveness lease TTL: the heartbeat deadline. */
+  heartbeatTtlSeconds: number;
+  /** A remote child request unanswered this long faults the child. */
+  childTimeoutMs?: number;
+  version?: string;
+  logger?: Logger;
+}
+
+export interface IoEngineHandle {
+  grpcEndpoint: string;
+  nbdEndpoint: string;
+  stop(): Promise<void>;
+}
+
+export const IO_ENGINE_SERVICE = 'storctl.io_engine.v1.IoEngine';
+
+/** Start one storage node: NBD server, gRPC control API, node registration and liveness. */
+export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
+  const log = config.logger ?? createLogger('io-engine');
+  const nbd = new NbdServer({
+    onError: (err, remote) => log.warn({ remote, err: String(err) }, 'NBD client dropped'),
+  });
+  const nbdAddr = await nbd.listen(config.nbd.host, config.nbd.port);
+  const nbdEndpoint = `${nbdAddr.host}:${nbdAddr.port}`;
+  const engine = new Engine({
+    nodeId: config.nodeId,
+    poolDir: config.poolDir,
+    store: config.store,
+    keySpace: config.keySpace,
+    nbd,
+    log,
+    childTimeoutMs: config.childTimeoutMs ?? 30_000,
+  });
+
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  const service = lookupService(loadProto('io_engine.proto'), IO_ENGINE_SERVICE);
+  const startedAt = new Date().toISOString();
+  const version = config.version ?? '0.1.0';
+  let grpcEndpoint = '';
+  server.addService(
+    service.service,
+    ioEngineHandlers(engine, {
+      nodeId: config.nodeId,
+      get grpcEndpoint() {
+        return grpcEndpoint;
+      },
+      nbdEndpoint,
+      version,
+      startedAt,
+    }),
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(
+      `${config.grpc.host}:${config.grpc.port}`,
+      grpc.ServerCredentials.createInsecure(),
+      (err, p) => (err ? reject(err) : resolve(p)),
+    ),
+  );
+  grpcEndpoint = `${config.grpc.host}:${port}`;
+
+  let liveness: Liveness | null = null;
+  if (config.store) {
+    liveness = new Liveness(
+      config.store,
+      config.keySpace,
+      { node: config.nodeId, grpcEndpoint, nbdEndpoint, startedAt, version },
+      config.heartbeatTtlSeconds,
+      log,
+    );
+    try {
+      await liveness.start();
+    } catch (err) {
+      server.forceShutdown();
+      await nbd.close();
+      throw err;
+    }
+  }
+
+  let stopping: Promise<void> | null = null;
+  return {
+    grpcEndpoint,
+    nbdEndpoint,
+    stop() {
+      stopping ??= (async () => {
+        await new Promise<void>((r) => server.tryShutdown(() => r()));
+        await engine.serial(() => engine.stop());
+        await nbd.close();
+        await liveness?.stop();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import type { Logger } from '../../lib/logger.js';
+import type { Store } from '../../lib/store/types.js';
+
+/** Mayastor's NexusInfo record (reference mayastor.md §1.12), exactly as stored. */
+export interface NexusInfo {
+  children: { healthy: boolean; uuid: string }[];
+  clean_shutdown: boolean;
+}
+
+export function encodeNexusInfo(info: NexusInfo): string {
+  return JSON.stringify({
+    children: info.children.map((c) => ({ healthy: c.healthy, uuid: c.uuid })),
+    clean_shutdown: info.clean_shutdown,
+  });
+}
+
+export function decodeNexusInfo(raw: string): NexusInfo | null {
+  try {
+    const v = JSON.parse(raw) as Partial<NexusInfo>;
+    if (!Array.isArray(v.children)) return null;
+    return {
+      children: v.children
+        .filter((c) => typeof c?.uuid === 'string')
+        .map((c) => ({ uuid: c.uuid, healthy: c.healthy === true })),
+      clean_shutdown: v.clean_shutdown === true,
+    };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Writes one nexus's NexusInfo, one write at a time and in order, retrying like the io-engine does
+ * (reference §3.6). Resolves only once the record is stored, so callers can hold I/O until then.
+ */
+export class NexusInfoWriter {
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly store: Store | null,
+    readonly key: string,
+    private readonly log: Logger,
+    private readonly retries = 10,
+    private readonly retryDelayMs = 200,
+  ) {}
+
+  write(info: NexusInfo): Promise<void> {
+    const next = this.chain.then(() => this.put(info));
+    this.chain = next.catch(() => {});
+    return next;
+  }
+
+  private async put(info: NexusInfo): Promise<void> {
+    if (!this.store) return;
+    const value = encodeNexusInfo(info);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.store.put(this.key, value);
+        return;
+      } catch (err) {
+        if (attempt >= this.retries)
+          throw new Error(`cannot persist NexusInfo ${this.key}: ${(err as Error).message}`);
+        this.log.warn(
+          { key: this.key, err: (err as Error).message, attempt },
+          'NexusInfo write failed, retrying',
+        );
+        await new Promise((r) => setTimeout(r, this.retryDelayMs));
+      }
+    }
+  }
+}
+
+/** Find the NexusInfo for a nexus: its own key, else the newest one of the same volume. */
+export async function readNexusInfo(
+  store: Store | null,
+  key: string,
+  volumePrefix: string | null,
+): Promise<{ key: string; info: NexusInfo } | null> {
+  if (!store) return null;
+  const own = await store.get(key);
+  const ownInfo = own ? decodeNexusInfo(own.value) : null;
+  if (ownInfo) return { key, info: ownInfo };
+  if (!volumePrefix) return null;
+  const { kvs } = await store.range(volumePrefix);
+  const newest = kvs
+    .filter((kv) => kv.key.endsWith('/info'))
+    .sort((a, b) => b.modRevision - a.modRevision)[0];
+  const info = newest ? decodeNexusInfo(newest.value) : null;
+  return info && newest ? { key: newest.key, info } : null;
+}

@@ -1,0 +1,309 @@
+import type { Logger } from '../../lib/logger.js';
+import { type BlockBackend, BlockIoError } from '../../lib/nbd/backend.js';
+import { Errno } from '../../lib/nbd/protocol.js';
+import { precondition } from './errors.js';
+import type { NexusChild } from './nexus-child.js';
+import type { NexusInfo, NexusInfoWriter } from './nexus-info.js';
+import { rebuildChild } from './rebuild.js';
+
+export type NexusState = 'Online' | 'Degraded' | 'Faulted' | 'Shutdown';
+
+interface Span {
+  start: number;
+  end: number;
+  waiters: (() => void)[] | null;
+}
+
+const overlaps = (s: Span, start: number, end: number) => s.start < end && start < s.end;
+
+function finish(s: Span): void {
+  if (s.waiters) for (const w of s.waiters) w();
+}
+
+function waitSpan(s: Span): Promise<void> {
+  return new Promise((r) => {
+    s.waiters ??= [];
+    s.waiters.push(r);
+  });
+}
+
+/**
+ * A nexus: a mirror over children. Writes go to every healthy child (and to rebuilding children for
+ * the range already copied) and complete when all have; reads come from one healthy child, round
+ * robin. A child whose I/O fails is faulted and dropped, except the last healthy child, which is kept
+ * (the I/O fails instead). Every change of child health is persisted as NexusInfo before the I/O that
+ * caused it completes.
+ */
+export class Nexus implements BlockBackend {
+  readonly children: NexusChild[] = [];
+  private rr = 0;
+  private shutdown = false;
+  /** Ranges a rebuild is copying right now: writes to them wait. */
+  private readonly locks = new Set<Span>();
+  /** Writes in flight: a rebuild segment waits for those overlapping it. */
+  private readonly writes = new Set<Span>();
+  private readonly rebuilds = new Map<NexusChild, Promise<void>>();
+  exportedAs: string | null = null;
+
+  constructor(
+    readonly uuid: string,
+    readonly name: string,
+    readonly size: number,
+    readonly volumeId: string | null,
+    readonly infoWriter: NexusInfoWriter,
+    private readonly log: Logger,
+  ) {}
+
+  get state(): NexusState {
+    if (this.shutdown) return 'Shutdown';
+    const online = this.onlineCount();
+    if (online === 0) return 'Faulted';
+    return online === this.children.length ? 'Online' : 'Degraded';
+  }
+
+  get isShutdown(): boolean {
+    return this.shutdown;
+  }
+
+  private onlineCount(): number {
+    let n = 0;
+    for (const c of this.children) if (c.state === 'Online') n++;
+    return n;
+  }
+
+  nexusInfo(cleanShutdown = false): NexusInfo {
+    return {
+      children: this.children.map((c) => ({ uuid: c.uuid, healthy: c.healthy })),
+      clean_shutdown: cleanShutdown,
+    };
+  }
+
+  persist(cleanShutdown = false): Promise<void> {
+    return this.infoWriter.write(this.nexusInfo(cleanShutdown)).catch((err) => {
+      // Reference §3.6 would self-shut the nexus; we keep serving and say so loudly.
+      this.log.error({ nexus: this.uuid, err: (err as Error).message }, 'NexusInfo could not be persisted');
+    });
+  }
+
+  /**
+   * A child's I/O failed: fault it (and persist) unless it is the last healthy child.
+   * Returns true when the caller may retry elsewhere.
+   */
+  async childFailed(child: NexusChild, err: unknown): Promise<boolean> {
+    if (child.state === 'Faulted') return true;
+    if (child.state === 'Online' && this.onlineCount() <= 1) {
+      this.log.error(
+        { nexus: this.uuid, child: child.uri, err: String(err) },
+        'I/O failed on the last healthy child; keeping it',
+      );
+      return false;
+    }
+    child.state = 'Faulted';
+    child.reason = err instanceof Error ? err.message : String(err);
+    this.log.warn({ nexus: this.uuid, child: child.uri, reason: child.reason }, 'child faulted');
+    void child.detach().catch(() => {});
+    await this.persist();
+    return true;
+  }
+
+  private checkOpen(): void {
+    if (this.shutdown) throw new BlockIoError(`nexus ${this.uuid} is shut down`, Errno.ESHUTDOWN);
+  }
+
+  private pickReader(): NexusChild | null {
+    const n = this.children.length;
+    for (let i = 0; i < n; i++) {
+      const c = this.children[(this.rr + i) % n];
+      if (c.state === 'Online') {
+        this.rr = (this.rr + i + 1) % n;
+        return c;
+      }
+    }
+    return null;
+  }
+
+  async read(buf: Buffer, offset: number): Promise<void> {
+    this.checkOpen();
+    for (;;) {
+      const child = this.pickReader();
+      if (!child) throw new BlockIoError(`nexus ${this.uuid} has no healthy child`);
+      try {
+        await child.backend.read(buf, offset);
+        return;
+      } catch (err) {
+        if (!(await this.childFailed(child, err)))
+          throw new BlockIoError(`read failed on last healthy child ${child.uri}: ${String(err)}`);
+      }
+    }
+  }
+
+  write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
+    return this.mutate(offset, buf.length, (b) => b.write(buf, offset, fua));
+  }
+
+  trim(offset: number, length: number): Promise<void> {
+    return this.mutate(offset, length, (b) => b.trim(offset, length));
+  }
+
+  writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
+    return this.mutate(offset, length, (b) => b.writeZeroes(offset, length, fua));
+  }
+
+  async flush(): Promise<void> {
+    this.checkOpen();
+    const targets = this.children.filter((c) => c.state !== 'Faulted');
+    await this.applyAll(targets, (b) => b.flush());
+  }
+
+  private async mutate(
+    offset: number,
+    length: number,
+    op: (b: BlockBackend) => Promise<void>,
+  ): Promise<void> {
+    this.checkOpen();
+    const end = offset + length;
+    if (this.locks.size > 0) await this.waitUnlocked(offset, end);
+    const span: Span = { start: offset, end, waiters: null };
+    this.writes.add(span);
+    try {
+      const targets: NexusChild[] = [];
+      for (const c of this.children) {
+        if (c.state === 'Online' || (c.state === 'Degraded' && offset < c.rebuildCursor)) targets.push(c);
+      }
+      await this.applyAll(targets, op);
+    } finally {
+      this.writes.delete(span);
+      finish(span);
+    }
+  }
+
+  /** Run `op` on every target; fault the ones that fail; succeed if a healthy child succeeded. */
+  private async applyAll(targets: NexusChild[], op: (b: BlockBackend) => Promise<void>): Promise<void> {
+    if (targets.length === 1 && targets[0].state === 'Online') {
+      // the common single-child case without allSettled's allocations
+      const c = targets[0];
+      try {
+        await op(c.backend);
+        return;
+      } catch (err) {
+        await this.childFailed(c, err);
+        throw new BlockIoError(`I/O failed on ${c.uri}: ${String(err)}`);
+      }
+    }
+    const results = await Promise.allSettled(targets.map((c) => op(c.backend)));
+    let okHealthy = 0;
+    let firstError: unknown = null;
+    for (let i = 0; i < targets.length; i++) {
+      const r = results[i];
+      if (r.status === 'fulfilled') {
+        if (targets[i].state === 'Online') okHealthy++;
+      } else {
+        firstError ??= r.reason;
+        await this.childFailed(targets[i], r.reason);
+      }
+    }
+    if (okHealthy === 0)
+      throw new BlockIoError(
+        `nexus ${this.uuid}: I/O failed on every healthy child: ${String(firstError ?? 'no healthy child')}`,
+      );
+  }
+
+  private async waitUnlocked(start: number, end: number): Promise<void> {
+    for (;;) {
+      let blocking: Span | null = null;
+      for (const l of this.locks) {
+        if (overlaps(l, start, end)) {
+          blocking = l;
+          break;
+        }
+      }
+      if (!blocking) return;
+      await waitSpan(blocking);
+    }
+  }
+
+  /** Block writes to [start, end) and wait for the overlapping ones in flight; returns the release. */
+  async lockRange(start: number, end: number): Promise<() => void> {
+    const lock: Span = { start, end, waiters: null };
+    this.locks.add(lock);
+    for (;;) {
+      let busy: Span | null = null;
+      for (const w of this.writes) {
+        if (overlaps(w, start, end)) {
+          busy = w;
+          break;
+        }
+      }
+      if (!busy) break;
+      await waitSpan(busy);
+    }
+    return () => {
+      this.locks.delete(lock);
+      finish(lock);
+    };
+  }
+
+  /** Add a child and rebuild it in the background from the healthy children. */
+  async addChild(child: NexusChild): Promise<void> {
+    if (this.shutdown) throw precondition(`nexus '${this.uuid}' is shut down`);
+    if (this.children.some((c) => c.uuid === child.uuid || c.uri === child.uri)) {
+      throw precondition(`nexus '${this.uuid}' already has child '${child.uri}'`);
+    }
+    child.state = 'Degraded';
+    child.rebuildCursor = 0;
+    this.children.push(child);
+    await this.persist();
+    this.startRebuild(child);
+  }
+
+  startRebuild(child: NexusChild): void {
+    const job = rebuildChild(this, child, this.log).finally(() => this.rebuilds.delete(child));
+    this.rebuilds.set(child, job);
+  }
+
+  /** Whether the rebuild of some child is still running. */
+  get rebuilding(): boolean {
+    return this.rebuilds.size > 0;
+  }
+
+  async removeChild(uriOrUuid: string): Promise<void> {
+    const child = this.children.find((c) => c.uri === uriOrUuid || c.uuid === uriOrUuid);
+    if (!child) throw precondition(`nexus '${this.uuid}' has no child '${uriOrUuid}'`);
+    if (child.state === 'Online' && this.onlineCount() <= 1) {
+      throw precondition(
+        `child '${child.uri}' is the last healthy child of nexus '${this.uuid}'; add and rebuild another child first`,
+      );
+    }
+    child.state = 'Faulted';
+    child.reason = 'removed';
+    await this.rebuilds.get(child);
+    this.children.splice(this.children.indexOf(child), 1);
+    await child.detach().catch(() => {});
+    await this.persist();
+  }
+
+  async faultChild(uriOrUuid: string): Promise<void> {
+    const child = this.children.find((c) => c.uri === uriOrUuid || c.uuid === uriOrUuid);
+    if (!child) throw precondition(`nexus '${this.uuid}' has no child '${uriOrUuid}'`);
+    if (!(await this.childFailed(child, new Error('faulted by request')))) {
+      throw precondition(`child '${child.uri}' is the last healthy child of nexus '${this.uuid}'`);
+    }
+  }
+
+  /** Stop serving I/O, stop rebuilds, close children, record a clean shutdown. */
+  async shutdownNexus(): Promise<void> {
+    if (this.shutdown) return;
+    this.shutdown = true;
+    await Promise.allSettled([...this.rebuilds.values()]);
+    while (this.writes.size > 0) await waitSpan([...this.writes][0]);
+    for (const c of this.children) {
+      try {
+        if (c.state !== 'Faulted') await c.backend.flush();
+      } catch {
+        // closing anyway
+      }
+    }
+    await this.persist(true);
+    for (const c of this.children) await c.detach().catch(() => {});
+  }
+}

@@ -1,0 +1,254 @@
+import { stat } from 'node:fs/promises';
+import type * as grpc from '@grpc/grpc-js';
+import { unary } from '../../lib/grpc/status.js';
+import type { Engine } from './engine.js';
+import { alreadyExists, checkName, checkSize, invalid, notFound } from './errors.js';
+import type { Nexus } from './nexus.js';
+import type { Pool } from './pool.js';
+import type { Replica } from './replica.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: proto-loader requests are plain objects checked below
+type Req = Record<string, any>;
+
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+export interface NodeIdentity {
+  nodeId: string;
+  grpcEndpoint: string;
+  nbdEndpoint: string;
+  version: string;
+  startedAt: string;
+}
+
+async function poolMsg(p: Pool) {
+  const s = await p.stats();
+  return {
+    name: p.name,
+    uuid: p.uuid,
+    disk: p.disk,
+    capacity: String(s.capacity),
+    used: String(s.used),
+    committed: String(s.committed),
+    free: String(s.free),
+    state: 'Online',
+    replica_count: p.replicas.size,
+    snapshot_count: p.snapshots.length,
+  };
+}
+
+/** The IoEngine gRPC service: validates requests, runs them on the engine, renders replies. */
+export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.UntypedServiceImplementation {
+  const replicaMsg = async (r: Replica) => {
+    const allocated = await stat(r.path).then(
+      (s) => s.blocks * 512,
+      () => 0,
+    );
+    const pool = engine.pools.get(r.poolName);
+    return {
+      uuid: r.uuid,
+      name: r.meta.name,
+      pool: r.poolName,
+      pool_uuid: pool?.uuid ?? '',
+      size: String(r.size),
+      thin: r.meta.thin,
+      share: r.meta.share,
+      uri: engine.replicaUri(r),
+      allocated: String(allocated),
+      snapshot_source: r.meta.snapshotSource ?? '',
+    };
+  };
+  const nexusMsg = (n: Nexus) => ({
+    uuid: n.uuid,
+    name: n.name,
+    size: String(n.size),
+    state: n.state,
+    children: n.children.map((c) => ({
+      uri: c.uri,
+      uuid: c.uuid,
+      state: c.state,
+      reason: c.reason,
+      rebuild_progress: c.state === 'Online' ? 100 : Math.floor((c.rebuildCursor * 100) / n.size),
+      rebuilt_bytes: String(c.rebuildCursor),
+    })),
+    share: n.exportedAs ? 'nbd' : 'none',
+    device_uri: engine.targetUri(n),
+    volume_id: n.volumeId ?? '',
+    nexus_info_key: n.infoWriter.key,
+    rebuilds: n.children.filter((c) => c.state === 'Degraded').length,
+  });
+  const snapshotMsg = async (pool: Pool, uuid: string) => {
+    const s = pool.snapshots.find((x) => x.uuid === uuid)!;
+    const allocated = await stat(pool.snapshotPath(uuid)).then(
+      (st) => st.blocks * 512,
+      () => 0,
+    );
+    return {
+      uuid: s.uuid,
+      name: s.name,
+      replica_uuid: s.replicaUuid,
+      pool: pool.name,
+      size: String(s.size),
+      allocated: String(allocated),
+      created_at: s.createdAt,
+      reflink: s.reflink,
+    };
+  };
+  const findSnapshot = (uuid: string) => {
+    for (const pool of engine.pools.values()) if (pool.snapshots.some((s) => s.uuid === uuid)) return pool;
+    return null;
+  };
+  const s = <T>(fn: () => Promise<T>) => engine.serial(fn);
+
+  return {
+    GetNodeInfo: unary(async () => ({
+      node_id: identity.nodeId,
+      grpc_endpoint: identity.grpcEndpoint,
+      nbd_endpoint: identity.nbdEndpoint,
+      version: identity.version,
+      started_at: identity.startedAt,
+    })),
+
+    CreatePool: unary((r: Req) =>
+      s(async () =>
+        poolMsg(await engine.createPool(str(r.name), str(r.disk), checkSize('pool capacity', r.capacity))),
+      ),
+    ),
+    ImportPool: unary((r: Req) => s(async () => poolMsg(await engine.importPool(str(r.name), str(r.disk))))),
+    DestroyPool: unary((r: Req) =>
+      s(async () => {
+        await engine.destroyPool(str(r.name));
+        return {};
+      }),
+    ),
+    ExportPool: unary((r: Req) =>
+      s(async () => {
+        await engine.exportPool(str(r.name));
+        return {};
+      }),
+    ),
+    GetPool: unary(async (r: Req) => poolMsg(engine.pool(str(r.name)))),
+    ListPools: unary(async () => ({ pools: await Promise.all([...engine.pools.values()].map(poolMsg)) })),
+
+    CreateReplica: unary((r: Req) =>
+      s(async () =>
+        replicaMsg(
+          await engine.createReplica({
+            uuid: str(r.uuid),
+            name: str(r.name),
+            pool: str(r.pool),
+            size: checkSize('replica size', r.size),
+            thin: r.thin === true,
+            share: str(r.share) || 'none',
+          }),
+        ),
+      ),
+    ),
+    DestroyReplica: unary((r: Req) =>
+      s(async () => {
+        await engine.destroyReplica(str(r.uuid));
+        return {};
+      }),
+    ),
+    ResizeReplica: unary((r: Req) =>
+      s(async () => {
+        const { pool } = engine.replica(str(r.uuid));
+        return replicaMsg(await pool.resizeReplica(str(r.uuid), checkSize('replica size', r.size)));
+      }),
+    ),
+    ShareReplica: unary((r: Req) =>
+      s(async () => {
+        const protocol = str(r.protocol) || 'nbd';
+        if (protocol !== 'nbd') throw invalid(`protocol '${protocol}' is not supported; use nbd`);
+        return replicaMsg(await engine.shareReplica(str(r.uuid)));
+      }),
+    ),
+    UnshareReplica: unary((r: Req) => s(async () => replicaMsg(await engine.unshareReplica(str(r.uuid))))),
+    GetReplica: unary(async (r: Req) => replicaMsg(engine.replica(str(r.uuid)).replica)),
+    ListReplicas: unary(async (r: Req) => {
+      const pools = r.pool ? [engine.pool(str(r.pool))] : [...engine.pools.values()];
+      const all = pools.flatMap((p) => [...p.replicas.values()]);
+      return { replicas: await Promise.all(all.map(replicaMsg)) };
+    }),
+
+    CreateReplicaSnapshot: unary((r: Req) =>
+      s(async () => {
+        const uuid = checkName('snapshot uuid', r.snapshot_uuid);
+        if (findSnapshot(uuid)) throw alreadyExists('snapshot', uuid);
+        const { pool } = engine.replica(str(r.replica_uuid));
+        await pool.createSnapshot(str(r.replica_uuid), uuid, str(r.name) || uuid);
+        return snapshotMsg(pool, uuid);
+      }),
+    ),
+    DestroyReplicaSnapshot: unary((r: Req) =>
+      s(async () => {
+        const pool = findSnapshot(str(r.uuid));
+        if (!pool) throw notFound('snapshot', str(r.uuid));
+        await pool.destroySnapshot(str(r.uuid));
+        return {};
+      }),
+    ),
+    ListReplicaSnapshots: unary(async (r: Req) => {
+      const out = [];
+      for (const pool of engine.pools.values()) {
+        for (const snap of pool.snapshots) {
+          if (!r.replica_uuid || snap.replicaUuid === r.replica_uuid)
+            out.push(await snapshotMsg(pool, snap.uuid));
+        }
+      }
+      return { snapshots: out };
+    }),
+    CreateSnapshotClone: unary((r: Req) =>
+      s(async () => {
+        const pool = findSnapshot(str(r.snapshot_uuid));
+        if (!pool) throw notFound('snapshot', str(r.snapshot_uuid));
+        const uuid = checkName('clone uuid', r.clone_uuid);
+        const existing = engine.findReplica(uuid);
+        if (existing) throw alreadyExists('replica', uuid, `in pool '${existing.pool.name}'`);
+        return replicaMsg(await pool.cloneSnapshot(str(r.snapshot_uuid), uuid, str(r.name) || uuid));
+      }),
+    ),
+
+    CreateNexus: unary((r: Req) =>
+      s(async () =>
+        nexusMsg(
+          await engine.createNexus({
+            uuid: str(r.uuid),
+            name: str(r.name),
+            size: checkSize('nexus size', r.size),
+            children: Array.isArray(r.children) ? r.children.map(str) : [],
+            volumeId: str(r.volume_id),
+            nexusInfoKey: str(r.nexus_info_key),
+          }),
+        ),
+      ),
+    ),
+    DestroyNexus: unary((r: Req) =>
+      s(async () => {
+        await engine.destroyNexus(str(r.uuid));
+        return {};
+      }),
+    ),
+    ShutdownNexus: unary((r: Req) => s(async () => nexusMsg(await engine.shutdownNexus(str(r.uuid))))),
+    PublishNexus: unary((r: Req) =>
+      s(async () => nexusMsg(await engine.publishNexus(str(r.uuid), str(r.protocol)))),
+    ),
+    UnpublishNexus: unary((r: Req) => s(async () => nexusMsg(await engine.unpublishNexus(str(r.uuid))))),
+    AddChildNexus: unary((r: Req) => s(async () => nexusMsg(await engine.addChild(str(r.uuid), str(r.uri))))),
+    RemoveChildNexus: unary((r: Req) =>
+      s(async () => {
+        const n = engine.nexus(str(r.uuid));
+        await n.removeChild(str(r.uri));
+        return nexusMsg(n);
+      }),
+    ),
+    FaultNexusChild: unary((r: Req) =>
+      s(async () => {
+        const n = engine.nexus(str(r.uuid));
+        await n.faultChild(str(r.uri));
+        return nexusMsg(n);
+      }),
+    ),
+    GetNexus: unary(async (r: Req) => nexusMsg(engine.nexus(str(r.uuid)))),
+    ListNexuses: unary(async () => ({ nexuses: [...engine.nexuses.values()].map(nexusMsg) })),
+  };
+}

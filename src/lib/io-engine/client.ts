@@ -1,0 +1,254 @@
+import * as grpc from '@grpc/grpc-js';
+import { loadProto, lookupService } from '../grpc/proto.js';
+import type { CreateNexusOptions, Nexus, NodeInfo, Pool, Replica, ReplicaSnapshot } from './types.js';
+
+export * from './types.js';
+
+/** A failed io-engine call: the gRPC status code (NOT_FOUND, ALREADY_EXISTS, …) and the server's message. */
+export class IoEngineError extends Error {
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+    readonly endpoint: string,
+    readonly method: string,
+  ) {
+    super(message);
+    this.name = 'IoEngineError';
+  }
+  get codeName(): string {
+    return grpc.status[this.code] ?? String(this.code);
+  }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: raw proto-loader objects, converted right here
+type Raw = Record<string, any>;
+const num = (v: unknown) => Number(v ?? 0);
+
+const toPool = (p: Raw): Pool => ({
+  name: p.name,
+  uuid: p.uuid,
+  disk: p.disk,
+  capacity: num(p.capacity),
+  used: num(p.used),
+  committed: num(p.committed),
+  free: num(p.free),
+  state: p.state,
+  replicaCount: p.replica_count,
+  snapshotCount: p.snapshot_count,
+});
+const toReplica = (r: Raw): Replica => ({
+  uuid: r.uuid,
+  name: r.name,
+  pool: r.pool,
+  poolUuid: r.pool_uuid,
+  size: num(r.size),
+  thin: r.thin,
+  share: r.share,
+  uri: r.uri,
+  allocated: num(r.allocated),
+  snapshotSource: r.snapshot_source,
+});
+const toSnapshot = (s: Raw): ReplicaSnapshot => ({
+  uuid: s.uuid,
+  name: s.name,
+  replicaUuid: s.replica_uuid,
+  pool: s.pool,
+  size: num(s.size),
+  allocated: num(s.allocated),
+  createdAt: s.created_at,
+  reflink: s.reflink,
+});
+const toNexus = (n: Raw): Nexus => ({
+  uuid: n.uuid,
+  name: n.name,
+  size: num(n.size),
+  state: n.state,
+  children: (n.children ?? []).map((c: Raw) => ({
+    uri: c.uri,
+    uuid: c.uuid,
+    state: c.state,
+    reason: c.reason,
+    rebuildProgress: c.rebuild_progress,
+    rebuiltBytes: num(c.rebuilt_bytes),
+  })),
+  share: n.share,
+  deviceUri: n.device_uri,
+  volumeId: n.volume_id,
+  nexusInfoKey: n.nexus_info_key,
+  rebuilds: n.rebuilds,
+});
+
+let serviceCtor: grpc.ServiceClientConstructor | null = null;
+
+/**
+ * Typed client of one io-engine's gRPC API (service storctl.io_engine.v1.IoEngine). Every call has a
+ * deadline; failures are IoEngineError with the server's status code and message.
+ */
+export class IoEngineClient {
+  private readonly client: grpc.Client;
+
+  constructor(
+    readonly endpoint: string,
+    private readonly options: { deadlineMs?: number } = {},
+  ) {
+    serviceCtor ??= lookupService(loadProto('io_engine.proto'), 'storctl.io_engine.v1.IoEngine');
+    this.client = new serviceCtor(endpoint, grpc.credentials.createInsecure());
+  }
+
+  private call(method: string, request: Raw, deadlineMs = this.options.deadlineMs ?? 30_000): Promise<Raw> {
+    return new Promise((resolve, reject) => {
+      const fn = (this.client as unknown as Record<string, (...a: unknown[]) => void>)[method].bind(
+        this.client,
+      );
+      fn(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: Raw) => {
+        if (err) reject(new IoEngineError(err.code, err.details || err.message, this.endpoint, method));
+        else resolve(res);
+      });
+    });
+  }
+
+  async getNodeInfo(): Promise<NodeInfo> {
+    const r = await this.call('GetNodeInfo', {});
+    return {
+      nodeId: r.node_id,
+      grpcEndpoint: r.grpc_endpoint,
+      nbdEndpoint: r.nbd_endpoint,
+      version: r.version,
+      startedAt: r.started_at,
+    };
+  }
+
+  async createPool(o: { name: string; capacity: number; disk?: string }): Promise<Pool> {
+    return toPool(
+      await this.call('CreatePool', { name: o.name, capacity: String(o.capacity), disk: o.disk ?? '' }),
+    );
+  }
+  async importPool(o: { name: string; disk?: string }): Promise<Pool> {
+    return toPool(await this.call('ImportPool', { name: o.name, disk: o.disk ?? '' }));
+  }
+  async destroyPool(name: string): Promise<void> {
+    await this.call('DestroyPool', { name });
+  }
+  async exportPool(name: string): Promise<void> {
+    await this.call('ExportPool', { name });
+  }
+  async getPool(name: string): Promise<Pool> {
+    return toPool(await this.call('GetPool', { name }));
+  }
+  async listPools(): Promise<Pool[]> {
+    return ((await this.call('ListPools', {})).pools ?? []).map(toPool);
+  }
+
+  async createReplica(o: {
+    uuid: string;
+    pool: string;
+    size: number;
+    thin?: boolean;
+    share?: 'none' | 'nbd';
+    name?: string;
+  }): Promise<Replica> {
+    return toReplica(
+      await this.call('CreateReplica', {
+        uuid: o.uuid,
+        pool: o.pool,
+        size: String(o.size),
+        thin: o.thin ?? false,
+        share: o.share ?? 'none',
+        name: o.name ?? '',
+      }),
+    );
+  }
+  async destroyReplica(uuid: string): Promise<void> {
+    await this.call('DestroyReplica', { uuid });
+  }
+  async resizeReplica(uuid: string, size: number): Promise<Replica> {
+    return toReplica(await this.call('ResizeReplica', { uuid, size: String(size) }));
+  }
+  async shareReplica(uuid: string): Promise<Replica> {
+    return toReplica(await this.call('ShareReplica', { uuid, protocol: 'nbd' }));
+  }
+  async unshareReplica(uuid: string): Promise<Replica> {
+    return toReplica(await this.call('UnshareReplica', { uuid }));
+  }
+  async getReplica(uuid: string): Promise<Replica> {
+    return toReplica(await this.call('GetReplica', { uuid }));
+  }
+  async listReplicas(pool?: string): Promise<Replica[]> {
+    return ((await this.call('ListReplicas', { pool: pool ?? '' })).replicas ?? []).map(toReplica);
+  }
+
+  async createReplicaSnapshot(o: {
+    replicaUuid: string;
+    snapshotUuid: string;
+    name?: string;
+  }): Promise<ReplicaSnapshot> {
+    return toSnapshot(
+      await this.call('CreateReplicaSnapshot', {
+        replica_uuid: o.replicaUuid,
+        snapshot_uuid: o.snapshotUuid,
+        name: o.name ?? '',
+      }),
+    );
+  }
+  async destroyReplicaSnapshot(uuid: string): Promise<void> {
+    await this.call('DestroyReplicaSnapshot', { uuid });
+  }
+  async listReplicaSnapshots(replicaUuid?: string): Promise<ReplicaSnapshot[]> {
+    return (
+      (await this.call('ListReplicaSnapshots', { replica_uuid: replicaUuid ?? '' })).snapshots ?? []
+    ).map(toSnapshot);
+  }
+  async createSnapshotClone(o: { snapshotUuid: string; cloneUuid: string; name?: string }): Promise<Replica> {
+    return toReplica(
+      await this.call('CreateSnapshotClone', {
+        snapshot_uuid: o.snapshotUuid,
+        clone_uuid: o.cloneUuid,
+        name: o.name ?? '',
+      }),
+    );
+  }
+
+  async createNexus(o: CreateNexusOptions): Promise<Nexus> {
+    return toNexus(
+      await this.call('CreateNexus', {
+        uuid: o.uuid,
+        name: o.name ?? '',
+        size: String(o.size),
+        children: o.children,
+        volume_id: o.volumeId ?? '',
+        nexus_info_key: o.nexusInfoKey ?? '',
+      }),
+    );
+  }
+  async destroyNexus(uuid: string): Promise<void> {
+    await this.call('DestroyNexus', { uuid });
+  }
+  async shutdownNexus(uuid: string): Promise<Nexus> {
+    return toNexus(await this.call('ShutdownNexus', { uuid }));
+  }
+  async publishNexus(uuid: string): Promise<Nexus> {
+    return toNexus(await this.call('PublishNexus', { uuid, protocol: 'nbd' }));
+  }
+  async unpublishNexus(uuid: string): Promise<Nexus> {
+    return toNexus(await this.call('UnpublishNexus', { uuid }));
+  }
+  async addChildNexus(uuid: string, uri: string): Promise<Nexus> {
+    return toNexus(await this.call('AddChildNexus', { uuid, uri }));
+  }
+  async removeChildNexus(uuid: string, uri: string): Promise<Nexus> {
+    return toNexus(await this.call('RemoveChildNexus', { uuid, uri }));
+  }
+  async faultNexusChild(uuid: string, uri: string): Promise<Nexus> {
+    return toNexus(await this.call('FaultNexusChild', { uuid, uri }));
+  }
+  async getNexus(uuid: string): Promise<Nexus> {
+    return toNexus(await this.call('GetNexus', { uuid }));
+  }
+  async listNexuses(): Promise<Nexus[]> {
+    return ((await this.call('ListNexuses', {})).nexuses ?? []).map(toNexus);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -1,0 +1,82 @@
+/** Typed shapes of the io-engine gRPC API (proto/io_engine.proto), sizes as numbers. */
+
+export interface NodeInfo {
+  nodeId: string;
+  grpcEndpoint: string;
+  nbdEndpoint: string;
+  version: string;
+  startedAt: string;
+}
+
+export interface Pool {
+  name: string;
+  uuid: string;
+  disk: string;
+  capacity: number;
+  used: number;
+  committed: number;
+  free: number;
+  state: string;
+  replicaCount: number;
+  snapshotCount: number;
+}
+
+export interface Replica {
+  uuid: string;
+  name: string;
+  pool: string;
+  poolUuid: string;
+  size: number;
+  thin: boolean;
+  share: 'none' | 'nbd';
+  /** nbd://host:port/<uuid>?uuid=<uuid> when shared, else bdev:///<uuid>?uuid=<uuid>. */
+  uri: string;
+  allocated: number;
+  snapshotSource: string;
+}
+
+export interface ReplicaSnapshot {
+  uuid: string;
+  name: string;
+  replicaUuid: string;
+  pool: string;
+  size: number;
+  allocated: number;
+  createdAt: string;
+  reflink: boolean;
+}
+
+export type ChildState = 'Online' | 'Degraded' | 'Faulted';
+export type NexusState = 'Online' | 'Degraded' | 'Faulted' | 'Shutdown';
+
+export interface NexusChild {
+  uri: string;
+  uuid: string;
+  state: ChildState;
+  reason: string;
+  rebuildProgress: number;
+  rebuiltBytes: number;
+}
+
+export interface Nexus {
+  uuid: string;
+  name: string;
+  size: number;
+  state: NexusState;
+  children: NexusChild[];
+  share: 'none' | 'nbd';
+  /** Target URI (nbd://host:port/<nexus uuid>) when published, else ''. */
+  deviceUri: string;
+  volumeId: string;
+  nexusInfoKey: string;
+  rebuilds: number;
+}
+
+export interface CreateNexusOptions {
+  uuid: string;
+  size: number;
+  children: string[];
+  name?: string;
+  volumeId?: string;
+  nexusInfoKey?: string;
+}
