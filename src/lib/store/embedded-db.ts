@@ -1,0 +1,181 @@
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { StorctlError, StoreUnavailableError } from '../errors.js';
+import type { KeyValue } from './types.js';
+
+/**
+ * The embedded store's SQLite schema and statements (kine-style: current keys plus an event
+ * history). `meta` holds the one global revision counter and the compaction point.
+ */
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (name, value) VALUES ('schema', 1), ('revision', 1), ('compact_revision', 0);
+CREATE TABLE IF NOT EXISTS kv (
+  key TEXT NOT NULL UNIQUE, value TEXT NOT NULL,
+  create_rev INTEGER NOT NULL, mod_rev INTEGER NOT NULL, version INTEGER NOT NULL, lease INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS kv_by_lease ON kv (lease) WHERE lease != 0;
+CREATE TABLE IF NOT EXISTS history (
+  rev INTEGER NOT NULL, sub INTEGER NOT NULL, key TEXT NOT NULL, deleted INTEGER NOT NULL,
+  value TEXT, create_rev INTEGER, version INTEGER, lease INTEGER,
+  prev_value TEXT, prev_create INTEGER, prev_mod INTEGER, prev_version INTEGER, prev_lease INTEGER,
+  UNIQUE (rev, sub));
+CREATE TABLE IF NOT EXISTS leases (id INTEGER PRIMARY KEY, ttl INTEGER NOT NULL, expires_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS leases_by_expiry ON leases (expires_at);
+`;
+
+export interface KvRow {
+  key: string;
+  value: string;
+  create_rev: number;
+  mod_rev: number;
+  version: number;
+  lease: number;
+}
+
+export interface EventRow {
+  rev: number;
+  sub: number;
+  key: string;
+  deleted: number;
+  value: string | null;
+  create_rev: number | null;
+  version: number | null;
+  lease: number | null;
+  prev_value: string | null;
+  prev_create: number | null;
+  prev_mod: number | null;
+  prev_version: number | null;
+  prev_lease: number | null;
+}
+
+export function toKeyValue(row: KvRow): KeyValue {
+  return {
+    key: row.key,
+    value: row.value,
+    createRevision: row.create_rev,
+    modRevision: row.mod_rev,
+    version: row.version,
+    lease: row.lease.toString(16),
+  };
+}
+
+const LIVE = 'LEFT JOIN leases l ON l.id = k.lease WHERE (k.lease = 0 OR l.expires_at > @now)';
+const KV_COLS = 'k.key, k.value, k.create_rev, k.mod_rev, k.version, k.lease';
+// '' as the end bound means "no upper bound" (the empty prefix).
+const IN_RANGE = "k.key >= @from AND (@end = '' OR k.key < @end)";
+
+export function prepareStatements(db: Database.Database) {
+  return {
+    meta: db.prepare<[string], number>('SELECT value FROM meta WHERE name = ?').pluck(),
+    setMeta: db.prepare<[number, string]>('UPDATE meta SET value = ? WHERE name = ?'),
+    // Reads hide keys of expired leases even before a writer sweeps them.
+    getLive: db.prepare<{ key: string; now: number }, KvRow>(
+      `SELECT ${KV_COLS} FROM kv k ${LIVE} AND k.key = @key`,
+    ),
+    rangeLive: db.prepare<{ from: string; end: string; now: number; limit: number }, KvRow>(
+      `SELECT ${KV_COLS} FROM kv k ${LIVE} AND ${IN_RANGE} ORDER BY k.key LIMIT @limit`,
+    ),
+    getRaw: db.prepare<[string], KvRow>(
+      'SELECT key, value, create_rev, mod_rev, version, lease FROM kv WHERE key = ?',
+    ),
+    rangeRaw: db.prepare<{ from: string; end: string }, KvRow>(
+      `SELECT ${KV_COLS} FROM kv k WHERE ${IN_RANGE} ORDER BY k.key`,
+    ),
+    byLease: db.prepare<[number], KvRow>(
+      'SELECT key, value, create_rev, mod_rev, version, lease FROM kv WHERE lease = ? ORDER BY key',
+    ),
+    upsert: db.prepare<KvRow>(
+      `INSERT INTO kv (key, value, create_rev, mod_rev, version, lease)
+       VALUES (@key, @value, @create_rev, @mod_rev, @version, @lease)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value, mod_rev = excluded.mod_rev,
+         version = excluded.version, lease = excluded.lease`,
+    ),
+    deleteKey: db.prepare<[string]>('DELETE FROM kv WHERE key = ?'),
+    insertEvent: db.prepare<EventRow>(
+      `INSERT INTO history (rev, sub, key, deleted, value, create_rev, version, lease,
+         prev_value, prev_create, prev_mod, prev_version, prev_lease)
+       VALUES (@rev, @sub, @key, @deleted, @value, @create_rev, @version, @lease,
+         @prev_value, @prev_create, @prev_mod, @prev_version, @prev_lease)`,
+    ),
+    eventsAfter: db.prepare<{ rev: number; sub: number; from: string; end: string; limit: number }, EventRow>(
+      `SELECT * FROM history k WHERE (rev, sub) > (@rev, @sub) AND ${IN_RANGE} ORDER BY rev, sub LIMIT @limit`,
+    ),
+    compactBefore: db.prepare<[number]>('DELETE FROM history WHERE rev < ?'),
+    expiredLeases: db
+      .prepare<[number], number>('SELECT id FROM leases WHERE expires_at <= ? ORDER BY expires_at')
+      .pluck(),
+    anyExpired: db.prepare<[number], number>('SELECT 1 FROM leases WHERE expires_at <= ? LIMIT 1').pluck(),
+    insertLease: db.prepare<[number, number, number]>(
+      'INSERT INTO leases (id, ttl, expires_at) VALUES (?, ?, ?)',
+    ),
+    renewLease: db.prepare<{ id: number; now: number }>(
+      'UPDATE leases SET expires_at = @now + ttl * 1000 WHERE id = @id AND expires_at > @now',
+    ),
+    getLease: db.prepare<[number], { ttl: number; expires_at: number }>(
+      'SELECT ttl, expires_at FROM leases WHERE id = ?',
+    ),
+    deleteLease: db.prepare<[number]>('DELETE FROM leases WHERE id = ?'),
+  };
+}
+
+export type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * Open (creating if needed) the database file: parent dir 0700, file 0600 before SQLite touches it
+ * (SQLite gives its -wal/-shm files the database file's mode), WAL, a busy timeout so writers of
+ * several processes queue instead of failing.
+ */
+export function openDatabase(path: string, endpoint: string, busyTimeoutMs: number): Database.Database {
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    closeSync(openSync(path, 'a', 0o600));
+    const db = new Database(path, { timeout: busyTimeoutMs });
+    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    db.pragma('journal_mode = WAL');
+    // FULL: a committed write survives power loss, like etcd's fsync per commit.
+    db.pragma('synchronous = FULL');
+    db.pragma('foreign_keys = OFF');
+    db.transaction(() => db.exec(SCHEMA)).immediate();
+    return db;
+  } catch (err) {
+    throw mapSqliteError(err, endpoint, busyTimeoutMs);
+  }
+}
+
+/** SQLite failures as storctl errors: the file is locked, missing, unreadable or not a store. */
+export function mapSqliteError(err: unknown, endpoint: string, busyTimeoutMs: number): Error {
+  if (err instanceof StorctlError) return err;
+  const code = (err as { code?: unknown })?.code;
+  const message = err instanceof Error ? err.message : String(err);
+  const path = endpoint.replace(/^sqlite:/, '');
+  if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
+    return new StoreUnavailableError(
+      endpoint,
+      `the database stayed locked by another process for ${busyTimeoutMs} ms`,
+      {
+        suggestions: ['check for a stuck storctl process holding the store open'],
+        cause: err,
+      },
+    );
+  }
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+    return new StoreUnavailableError(endpoint, `${path} is not a usable storctl database (${message})`, {
+      suggestions: ['point --store at the right file, or restore it from `storctl store dump` output'],
+      cause: err,
+    });
+  }
+  if (
+    (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|IOERR|FULL|PERM|AUTH)/.test(code)) ||
+    (typeof code === 'string' && /^E(ACCES|PERM|NOENT|ROFS|NOSPC|ISDIR|NOTDIR)$/.test(code))
+  ) {
+    return new StoreUnavailableError(endpoint, message, {
+      suggestions: [
+        `check that ${path} and its directory exist, are writable by this user and the disk is not full`,
+      ],
+      cause: err,
+    });
+  }
+  return new StorctlError('STORE_FAILED', `store ${endpoint}: ${message}`, 1, { cause: err });
+}

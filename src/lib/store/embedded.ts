@@ -1,0 +1,283 @@
+import { randomInt } from 'node:crypto';
+import { resolve } from 'node:path';
+import type Database from 'better-sqlite3';
+import { NotFoundError, StoreUnavailableError, UsageError } from '../errors.js';
+import {
+  mapSqliteError,
+  openDatabase,
+  prepareStatements,
+  type Statements,
+  toKeyValue,
+} from './embedded-db.js';
+import { EmbeddedWatch, type HistoryPage, type WatchCursor } from './embedded-watch.js';
+import { WriteContext } from './embedded-write.js';
+import { LeaseHandle } from './lease-handle.js';
+import type {
+  KeyValue,
+  Lease,
+  LeaseOptions,
+  RangeOptions,
+  RangeResult,
+  Store,
+  TxnRequest,
+  TxnResult,
+  Watch,
+  WatchOptions,
+} from './types.js';
+import { assertKey, assertLeaseId, assertTtl, prefixEnd, validateTxn } from './validate.js';
+
+export interface EmbeddedStoreOptions {
+  /** Revisions of history kept for watches; older history is compacted automatically. */
+  historyRetention?: number;
+  /** How long a write waits for another process's write to finish. */
+  busyTimeoutMs?: number;
+  /** How often watches look for writes of other processes (and sweep expired leases). */
+  pollIntervalMs?: number;
+}
+
+const PAGE = 1000;
+
+/** Stores of this process by database file: a write wakes their watches at once. */
+const storesByFile = new Map<string, Set<EmbeddedStore>>();
+
+/**
+ * The embedded backend: etcd semantics on one SQLite file (better-sqlite3, WAL). Every write is one
+ * IMMEDIATE transaction that first sweeps expired leases, so several processes can share the file.
+ */
+export class EmbeddedStore implements Store {
+  readonly backend = 'embedded' as const;
+  readonly endpoint: string;
+  private readonly db: Database.Database;
+  private readonly st: Statements;
+  private readonly file: string;
+  private readonly retention: number;
+  private readonly busyTimeoutMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly watches = new Set<EmbeddedWatch>();
+  private readonly leases = new Set<LeaseHandle>();
+  private ticker: NodeJS.Timeout | undefined;
+  private pumpScheduled = false;
+  private polledRevision = 0;
+  private closed = false;
+
+  private constructor(path: string, options: EmbeddedStoreOptions) {
+    this.file = resolve(path);
+    this.endpoint = `sqlite:${path}`;
+    this.retention = options.historyRetention ?? 10_000;
+    this.busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 50;
+    this.db = openDatabase(this.file, this.endpoint, this.busyTimeoutMs);
+    this.st = prepareStatements(this.db);
+    const peers = storesByFile.get(this.file) ?? new Set<EmbeddedStore>();
+    storesByFile.set(this.file, peers);
+    peers.add(this);
+  }
+
+  /** Open (creating when missing) the store file; parent dir 0700, file 0600. */
+  static open(path: string, options: EmbeddedStoreOptions = {}): EmbeddedStore {
+    return new EmbeddedStore(path, options);
+  }
+
+  async get(key: string): Promise<KeyValue | null> {
+    assertKey(key);
+    const row = this.guard(() => this.st.getLive.get({ key, now: Date.now() }));
+    return row ? toKeyValue(row) : null;
+  }
+
+  async range(prefix: string, options: RangeOptions = {}): Promise<RangeResult> {
+    if (typeof prefix !== 'string') throw new UsageError('range prefix must be a string');
+    const limit = options.limit ?? 0;
+    if (!Number.isInteger(limit) || limit < 0)
+      throw new UsageError(`range limit must be a whole number >= 0, got ${limit}`);
+    const start = options.startKey;
+    if (start !== undefined && !start.startsWith(prefix)) {
+      throw new UsageError(`range start key '${start}' does not lie under the prefix '${prefix}'`);
+    }
+    return this.guard(() =>
+      this.db.transaction(() => {
+        const rows = this.st.rangeLive.all({
+          from: start ?? prefix,
+          end: prefixEnd(prefix),
+          now: Date.now(),
+          limit: limit === 0 ? -1 : limit + 1,
+        });
+        const more = limit > 0 && rows.length > limit;
+        if (more) rows.pop();
+        return { kvs: rows.map(toKeyValue), more, revision: this.st.meta.get('revision')! };
+      })(),
+    );
+  }
+
+  async put(key: string, value: string, options: { lease?: string } = {}): Promise<{ revision: number }> {
+    const r = await this.txn({ compare: [], success: [{ type: 'put', key, value, lease: options.lease }] });
+    return { revision: r.revision };
+  }
+
+  async delete(key: string): Promise<{ deleted: number; revision: number }> {
+    const r = await this.txn({ compare: [], success: [{ type: 'delete', key }] });
+    return { deleted: r.responses[0].deleted ?? 0, revision: r.revision };
+  }
+
+  async deletePrefix(prefix: string): Promise<{ deleted: number; revision: number }> {
+    const r = await this.txn({ compare: [], success: [{ type: 'deletePrefix', prefix }] });
+    return { deleted: r.responses[0].deleted ?? 0, revision: r.revision };
+  }
+
+  async txn(request: TxnRequest): Promise<TxnResult> {
+    const plan = validateTxn(request);
+    return this.write((w) => w.txn(plan));
+  }
+
+  async revision(): Promise<number> {
+    return this.guard(() => this.st.meta.get('revision')!);
+  }
+
+  async grantLease(ttlSeconds: number, options: LeaseOptions = {}): Promise<Lease> {
+    assertTtl(ttlSeconds);
+    const grantedAt = Date.now();
+    const id = this.write((w) => {
+      for (;;) {
+        const candidate = randomInt(1, 2 ** 48);
+        if (this.st.getLease.get(candidate)) continue;
+        this.st.insertLease.run(candidate, ttlSeconds, w.now + ttlSeconds * 1000);
+        return candidate;
+      }
+    });
+    const handle = new LeaseHandle(
+      id.toString(16),
+      ttlSeconds,
+      {
+        keepAlive: async (hex) =>
+          this.write((w) => this.st.renewLease.run({ id: parseInt(hex, 16), now: w.now }).changes === 1),
+        revoke: async (hex) => {
+          this.write((w) => w.revokeLease(parseInt(hex, 16)));
+          this.leases.delete(handle);
+        },
+        put: (hex, key, value) => this.put(key, value, { lease: hex }),
+      },
+      grantedAt,
+      options.keepAlive !== false,
+    );
+    this.leases.add(handle);
+    handle.lost.addEventListener('abort', () => this.leases.delete(handle), { once: true });
+    return handle;
+  }
+
+  async leaseTimeToLive(id: string): Promise<number> {
+    assertLeaseId(id);
+    const lease = this.guard(() => this.st.getLease.get(parseInt(id, 16)));
+    const remainingMs = lease ? lease.expires_at - Date.now() : -1;
+    return remainingMs > 0 ? Math.floor(remainingMs / 1000) : -1;
+  }
+
+  async watch(prefix: string, options: WatchOptions = {}): Promise<Watch> {
+    if (typeof prefix !== 'string') throw new UsageError('watch prefix must be a string');
+    const from = options.fromRevision;
+    if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
+      throw new UsageError(`watch fromRevision must be a whole number >= 1, got ${from}`);
+    }
+    const start = from ?? (await this.revision()) + 1;
+    const w = new EmbeddedWatch(prefix, prefixEnd(prefix), start, (closed) => {
+      this.watches.delete(closed);
+      if (this.watches.size === 0) this.stopTicker();
+    });
+    this.watches.add(w);
+    this.startTicker();
+    this.schedulePump();
+    return w;
+  }
+
+  async compact(revision: number): Promise<void> {
+    if (!Number.isInteger(revision) || revision < 1)
+      throw new UsageError(`compact revision must be >= 1, got ${revision}`);
+    this.write((w) => w.compact(revision));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    for (const w of [...this.watches]) await w.close();
+    for (const l of [...this.leases]) l.release();
+    this.stopTicker();
+    this.closed = true;
+    storesByFile.get(this.file)?.delete(this);
+    if (storesByFile.get(this.file)?.size === 0) storesByFile.delete(this.file);
+    this.db.close();
+  }
+
+  /** One IMMEDIATE transaction: sweep expired leases, run `fn`, bump the revision once if anything changed. */
+  private write<T>(fn: (w: WriteContext) => T): T {
+    const { result, changed } = this.guard(() =>
+      this.db
+        .transaction(() => {
+          const w = new WriteContext(this.st, Date.now(), this.retention);
+          w.sweepExpiredLeases();
+          const result = fn(w);
+          return { result, changed: w.finish() };
+        })
+        .immediate(),
+    );
+    if (changed) {
+      for (const peer of storesByFile.get(this.file) ?? []) peer.schedulePump();
+    }
+    return result;
+  }
+
+  private guard<T>(fn: () => T): T {
+    if (this.closed) throw new StoreUnavailableError(this.endpoint, 'the store was closed');
+    try {
+      return fn();
+    } catch (err) {
+      throw err instanceof NotFoundError || err instanceof UsageError
+        ? err
+        : mapSqliteError(err, this.endpoint, this.busyTimeoutMs);
+    }
+  }
+
+  private readHistory = (from: string, end: string, after: WatchCursor): HistoryPage =>
+    this.guard(() =>
+      this.db.transaction(() => {
+        const events = this.st.eventsAfter.all({ rev: after.rev, sub: after.sub, from, end, limit: PAGE });
+        return {
+          events,
+          complete: events.length < PAGE,
+          revision: this.st.meta.get('revision')!,
+          compactRevision: this.st.meta.get('compact_revision')!,
+        };
+      })(),
+    );
+
+  private schedulePump(): void {
+    if (this.pumpScheduled || this.closed) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      if (this.closed) return;
+      for (const w of [...this.watches]) w.pump(this.readHistory);
+    });
+  }
+
+  private startTicker(): void {
+    if (this.ticker) return;
+    this.ticker = setInterval(() => this.tick(), this.pollIntervalMs);
+  }
+
+  private stopTicker(): void {
+    clearInterval(this.ticker);
+    this.ticker = undefined;
+  }
+
+  /** Notice other processes' writes, and sweep expired leases so their delete events reach watchers. */
+  private tick(): void {
+    if (this.closed) return;
+    try {
+      if (this.st.anyExpired.get(Date.now())) this.write(() => undefined);
+      const revision = this.st.meta.get('revision')!;
+      if (revision !== this.polledRevision) {
+        this.polledRevision = revision;
+        this.schedulePump();
+      }
+    } catch {
+      // A busy database: the next tick tries again.
+    }
+  }
+}
