@@ -1,0 +1,71 @@
+import {
+  ClientClosedError,
+  EtcdLeaseInvalidError,
+  EtcdPermissionDeniedError,
+  GRPCDeadlineExceededError,
+  GRPCUnauthenticatedError,
+  GRPCUnavailableError,
+  isRecoverableError,
+} from 'etcd3';
+import { ExitCode, NotFoundError, StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
+
+/**
+ * etcd3 errors as storctl errors: nothing above the store ever sees an etcd3 or gRPC class.
+ * `leaseHex` names the lease when the call involved one.
+ */
+export function mapEtcdError(err: unknown, endpoint: string, leaseHex?: string): Error {
+  if (err instanceof StorctlError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const where = endpoint.replace(/^etcd(\+https)?:\/\//, '');
+  if (err instanceof EtcdLeaseInvalidError || message.includes('requested lease not found')) {
+    return new NotFoundError('lease', leaseHex ?? 'unknown', {
+      suggestions: ['the lease expired or was revoked; grant a new one'],
+      cause: err,
+    });
+  }
+  if (err instanceof GRPCUnauthenticatedError || err instanceof EtcdPermissionDeniedError) {
+    return new StorctlError(
+      'STORE_ACCESS_DENIED',
+      `store ${endpoint} refused access: ${message}`,
+      ExitCode.storeUnavailable,
+      {
+        suggestions: [
+          'check the client certificate and key (--etcd-cert/--etcd-key) and etcd authentication',
+        ],
+        cause: err,
+      },
+    );
+  }
+  if (
+    err instanceof GRPCUnavailableError ||
+    err instanceof GRPCDeadlineExceededError ||
+    err instanceof ClientClosedError ||
+    (err instanceof Error && (isRecoverableError(err) || err.name === 'BrokenCircuitError'))
+  ) {
+    return unavailable(endpoint, `${shortGrpc(message)}`, err, where);
+  }
+  if (message.includes('mvcc: required revision is a future revision')) {
+    return new UsageError(`store ${endpoint}: the requested revision is in the future`, { cause: err });
+  }
+  return new StorctlError('STORE_FAILED', `store ${endpoint}: ${message}`, ExitCode.failure, { cause: err });
+}
+
+export function unavailable(
+  endpoint: string,
+  detail: string,
+  cause: unknown,
+  where: string,
+): StoreUnavailableError {
+  return new StoreUnavailableError(endpoint, detail, {
+    suggestions: [
+      `check that etcd is running and reachable at ${where} (etcdctl --endpoints=${where} endpoint health)`,
+      'for TLS use etcd+https:// (or --etcd-ca/--etcd-cert/--etcd-key) with the right files',
+    ],
+    cause,
+  });
+}
+
+/** "14 UNAVAILABLE: No connection established…" → "No connection established…" */
+function shortGrpc(message: string): string {
+  return message.replace(/^\w+Error:\s*/, '').replace(/^\d+ [A-Z_]+:\s*/, '') || 'no answer';
+}

@@ -1,0 +1,178 @@
+import { EventEmitter } from 'node:events';
+import type { Etcd3, IDuplexStream, IKeyValue, IWatchRequest, IWatchResponse } from 'etcd3';
+import { StorctlError } from '../errors.js';
+import { mapEtcdError } from './etcd-errors.js';
+import type { KeyValue, Watch, WatchEvent } from './types.js';
+
+const MIN_BACKOFF_MS = 50;
+const MAX_BACKOFF_MS = 1_000;
+const CREATE_TIMEOUT_MS = 5_000;
+
+export function toKeyValue(kv: IKeyValue): KeyValue {
+  return {
+    key: kv.key.toString('utf8'),
+    value: kv.value.toString('utf8'),
+    createRevision: Number(kv.create_revision),
+    modRevision: Number(kv.mod_revision),
+    version: Number(kv.version),
+    lease: BigInt(kv.lease || '0').toString(16),
+  };
+}
+
+/**
+ * A prefix watch on its own gRPC stream. etcd3's Watcher resumes from the header revision of the
+ * create response, which can skip history that was still being replayed; this one resumes from
+ * the revision after the last event it delivered, so every event arrives exactly once, in order,
+ * across reconnects. etcd never splits one revision's events across responses.
+ */
+export class EtcdWatch extends EventEmitter implements Watch {
+  lastRevision: number;
+  private nextRevision: number;
+  private stream: IDuplexStream<IWatchRequest, IWatchResponse> | undefined;
+  private closed = false;
+  private backoffMs = MIN_BACKOFF_MS;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly client: Etcd3,
+    private readonly endpoint: string,
+    private readonly key: Buffer,
+    private readonly rangeEnd: Buffer,
+    startRevision: number,
+    private readonly onClose: (w: EtcdWatch) => void,
+  ) {
+    super();
+    this.nextRevision = startRevision;
+    this.lastRevision = startRevision - 1;
+  }
+
+  /** Resolves once etcd accepted the watch; rejects (mapped) if the first attempt fails. */
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        void this.close();
+        reject(mapEtcdError(new StorctlError('TIMEOUT', 'watch was not accepted in time'), this.endpoint));
+      }, CREATE_TIMEOUT_MS);
+      this.connect((err) => {
+        clearTimeout(timer);
+        if (err) {
+          void this.close();
+          reject(mapEtcdError(err, this.endpoint));
+        } else resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    this.dropStream();
+    this.onClose(this);
+  }
+
+  private connect(onCreated?: (err?: unknown) => void): void {
+    this.client.watchClient
+      .watch()
+      .then((stream) => {
+        if (this.closed) {
+          stream.cancel();
+          return;
+        }
+        this.stream = stream;
+        let created = false;
+        stream.on('data', (res: IWatchResponse) => {
+          if (stream !== this.stream) return;
+          if (res.created && !created) {
+            created = true;
+            this.backoffMs = MIN_BACKOFF_MS;
+            onCreated?.();
+          }
+          this.onResponse(res);
+        });
+        const broken = (err: unknown) => {
+          if (stream !== this.stream) return;
+          this.dropStream();
+          if (!created && onCreated) onCreated(err);
+          else this.reconnectLater();
+        };
+        stream.on('error', broken);
+        stream.on('end', () => broken(new Error('watch stream ended')));
+        stream.write({
+          create_request: {
+            key: this.key,
+            range_end: this.rangeEnd,
+            start_revision: this.nextRevision,
+            prev_kv: true,
+          },
+        });
+      })
+      .catch((err) => {
+        if (onCreated) onCreated(err);
+        else this.reconnectLater();
+      });
+  }
+
+  private reconnectLater(): void {
+    if (this.closed) return;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    this.reconnectTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  private dropStream(): void {
+    const stream = this.stream;
+    this.stream = undefined;
+    if (stream) {
+      stream.on('error', () => undefined); // the cancel itself reports CANCELLED
+      stream.cancel();
+    }
+  }
+
+  private onResponse(res: IWatchResponse): void {
+    if (this.closed) return;
+    if (res.compact_revision && res.compact_revision !== '0') {
+      this.emit('compacted', Number(res.compact_revision));
+      void this.close();
+      return;
+    }
+    if (res.canceled) {
+      // Cancelled by the server for another reason: start over from where we are.
+      if (this.listenerCount('error') > 0) {
+        this.emit(
+          'error',
+          new StorctlError('WATCH_CANCELED', `etcd cancelled a watch: ${res.cancel_reason || 'no reason'}`),
+        );
+      }
+      this.dropStream();
+      this.reconnectLater();
+      return;
+    }
+    const floor = this.nextRevision;
+    for (const ev of res.events ?? []) {
+      const rev = Number(ev.kv.mod_revision);
+      if (rev < floor) continue; // replayed after a reconnect: already delivered
+      this.lastRevision = rev;
+      this.nextRevision = rev + 1;
+      this.emit('event', toWatchEvent(ev.type, ev.kv, ev.prev_kv));
+      if (this.closed) return;
+    }
+  }
+}
+
+function toWatchEvent(
+  type: string | number,
+  kv: IKeyValue,
+  prevKv: IKeyValue | undefined | null,
+): WatchEvent {
+  const prev = prevKv ? toKeyValue(prevKv) : undefined;
+  if (type === 'Delete' || type === 1) {
+    const ev: WatchEvent = {
+      type: 'delete',
+      key: kv.key.toString('utf8'),
+      modRevision: Number(kv.mod_revision),
+    };
+    return prev ? { ...ev, prev } : ev;
+  }
+  return prev ? { type: 'put', kv: toKeyValue(kv), prev } : { type: 'put', kv: toKeyValue(kv) };
+}

@@ -1,0 +1,372 @@
+import { readFileSync } from 'node:fs';
+import { ExponentialBackoff, handleWhen, noop, retry } from 'cockatiel';
+import {
+  CompareResult,
+  CompareTarget,
+  Etcd3,
+  type ICompare,
+  type IKeyValue,
+  type IRequestOp,
+  isRecoverableError,
+} from 'etcd3';
+import { StorctlError, UsageError } from '../errors.js';
+import { mapEtcdError, unavailable } from './etcd-errors.js';
+import { EtcdWatch, toKeyValue } from './etcd-watch.js';
+import { LeaseHandle } from './lease-handle.js';
+import type { StoreTlsFiles } from './open.js';
+import type {
+  Compare,
+  KeyValue,
+  Lease,
+  LeaseOptions,
+  RangeOptions,
+  RangeResult,
+  Store,
+  TxnOp,
+  TxnOpResult,
+  TxnRequest,
+  TxnResult,
+  Watch,
+  WatchOptions,
+} from './types.js';
+import { assertKey, assertLeaseId, assertTtl, prefixEnd, validateTxn } from './validate.js';
+
+export interface EtcdConnectOptions {
+  /** `http://h:p` or `https://h:p` URLs. */
+  hosts: string[];
+  /** Present (possibly empty) for TLS. */
+  tls?: StoreTlsFiles;
+  connectTimeoutMs?: number;
+  /** Deadline of each unary call. */
+  callTimeoutMs?: number;
+}
+
+/** Range bounds of a prefix in etcd's terms: the empty prefix is every key ("\0" to "\0"). */
+function prefixBounds(prefix: string, start?: string): { key: Buffer; range_end: Buffer } {
+  const end = prefixEnd(prefix);
+  return {
+    key: Buffer.from(start ?? (prefix === '' ? '\0' : prefix)),
+    range_end: end === '' ? Buffer.from([0]) : Buffer.from(end),
+  };
+}
+
+const leaseToDecimal = (hex: string) => BigInt(`0x${hex}`).toString();
+const leaseToHex = (dec: string) => BigInt(dec).toString(16);
+
+const TARGET = {
+  mod: CompareTarget.Mod,
+  create: CompareTarget.Create,
+  version: CompareTarget.Version,
+  value: CompareTarget.Value,
+  lease: CompareTarget.Lease,
+};
+const RESULT = {
+  '==': CompareResult.Equal,
+  '!=': CompareResult.NotEqual,
+  '<': CompareResult.Less,
+  '>': CompareResult.Greater,
+};
+const FIELD = {
+  mod: 'mod_revision',
+  create: 'create_revision',
+  version: 'version',
+  value: 'value',
+  lease: 'lease',
+} as const;
+
+/**
+ * The etcd backend, on the etcd3 client's raw RPCs. Fault handling per the verified recipe: no
+ * per-host circuit breaker (it left the client unusable for 5 s after one error or an etcd
+ * restart), a short retry with backoff, and a deadline on every unary call.
+ */
+export class EtcdStore implements Store {
+  readonly backend = 'etcd' as const;
+  readonly endpoint: string;
+  private readonly watches = new Set<EtcdWatch>();
+  private readonly leases = new Set<LeaseHandle>();
+
+  private constructor(
+    private readonly client: Etcd3,
+    readonly hosts: string[],
+    secure: boolean,
+  ) {
+    this.endpoint = `${secure ? 'etcd+https' : 'etcd'}://${hosts.map((h) => h.replace(/^https?:\/\//, '')).join(',')}`;
+  }
+
+  /** The endpoints as host:port list, for messages. */
+  get where(): string {
+    return this.endpoint.replace(/^etcd(\+https)?:\/\//, '');
+  }
+
+  /** Connect and check with one request that etcd answers (StoreUnavailableError otherwise). */
+  static async connect(options: EtcdConnectOptions): Promise<EtcdStore> {
+    const callTimeoutMs = options.callTimeoutMs ?? 10_000;
+    const client = new Etcd3({
+      hosts: options.hosts,
+      credentials: options.tls ? readTls(options.tls) : undefined,
+      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
+      faultHandling: {
+        host: () => noop,
+        global: retry(handleWhen(isRecoverableError), {
+          maxAttempts: 3,
+          backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 500 }),
+        }),
+      },
+    });
+    const store = new EtcdStore(client, options.hosts, options.tls !== undefined);
+    const timeoutMs = options.connectTimeoutMs ?? 3_000;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        client.maintenance.status({ deadline: Date.now() + timeoutMs }),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+    } catch (err) {
+      client.close();
+      const mapped = mapEtcdError(err, store.endpoint);
+      if (mapped instanceof StorctlError && mapped.code === 'STORE_ACCESS_DENIED') throw mapped;
+      const detail = err instanceof Error ? err.message.replace(/^\d+ [A-Z_]+:\s*/, '') : String(err);
+      throw unavailable(store.endpoint, detail, err, store.where);
+    } finally {
+      clearTimeout(timer);
+    }
+    return store;
+  }
+
+  async get(key: string): Promise<KeyValue | null> {
+    assertKey(key);
+    const res = await this.call(() => this.client.kv.range({ key: Buffer.from(key) }));
+    return res.kvs.length > 0 ? toKeyValue(res.kvs[0]) : null;
+  }
+
+  async range(prefix: string, options: RangeOptions = {}): Promise<RangeResult> {
+    if (typeof prefix !== 'string') throw new UsageError('range prefix must be a string');
+    const limit = options.limit ?? 0;
+    if (!Number.isInteger(limit) || limit < 0)
+      throw new UsageError(`range limit must be a whole number >= 0, got ${limit}`);
+    if (options.startKey !== undefined && !options.startKey.startsWith(prefix)) {
+      throw new UsageError(`range start key '${options.startKey}' does not lie under the prefix '${prefix}'`);
+    }
+    const res = await this.call(() =>
+      this.client.kv.range({ ...prefixBounds(prefix, options.startKey), limit }),
+    );
+    return { kvs: res.kvs.map(toKeyValue), more: res.more, revision: Number(res.header.revision) };
+  }
+
+  async put(key: string, value: string, options: { lease?: string } = {}): Promise<{ revision: number }> {
+    assertKey(key);
+    if (typeof value !== 'string') throw new UsageError(`put of '${key}' needs a string value`);
+    if (options.lease !== undefined) assertLeaseId(options.lease);
+    const lease = options.lease && options.lease !== '0' ? leaseToDecimal(options.lease) : undefined;
+    const res = await this.call(
+      () => this.client.kv.put({ key: Buffer.from(key), value: Buffer.from(value), lease }),
+      options.lease,
+    );
+    return { revision: Number(res.header.revision) };
+  }
+
+  async delete(key: string): Promise<{ deleted: number; revision: number }> {
+    assertKey(key);
+    const res = await this.call(() => this.client.kv.deleteRange({ key: Buffer.from(key) }));
+    return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
+  }
+
+  async deletePrefix(prefix: string): Promise<{ deleted: number; revision: number }> {
+    if (typeof prefix !== 'string') throw new UsageError('deletePrefix needs a string prefix');
+    const res = await this.call(() => this.client.kv.deleteRange(prefixBounds(prefix)));
+    return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
+  }
+
+  async txn(request: TxnRequest): Promise<TxnResult> {
+    const plan = validateTxn(request);
+    const leaseOf = [...plan.success, ...plan.failure].find(
+      (op) => op.type === 'put' && op.lease && op.lease !== '0',
+    );
+    const res = await this.call(
+      () =>
+        this.client.kv.txn({
+          compare: plan.compare.map(toCompare),
+          success: plan.success.map(toRequestOp),
+          failure: plan.failure.map(toRequestOp),
+        }),
+      leaseOf?.type === 'put' ? leaseOf.lease : undefined,
+    );
+    const ops = res.succeeded ? plan.success : plan.failure;
+    const responses = ops.map((op, i): TxnOpResult => {
+      const r = res.responses[i];
+      if (op.type === 'get') {
+        const kvs: IKeyValue[] = r?.response_range?.kvs ?? [];
+        return { kv: kvs.length > 0 ? toKeyValue(kvs[0]) : null };
+      }
+      if (op.type === 'put') return {};
+      return { deleted: Number(r?.response_delete_range?.deleted ?? 0) };
+    });
+    return { succeeded: res.succeeded, revision: Number(res.header.revision), responses };
+  }
+
+  async revision(): Promise<number> {
+    const res = await this.call(() => this.client.kv.range({ key: Buffer.from([0]), count_only: true }));
+    return Number(res.header.revision);
+  }
+
+  async grantLease(ttlSeconds: number, options: LeaseOptions = {}): Promise<Lease> {
+    assertTtl(ttlSeconds);
+    const grantedAt = Date.now();
+    const res = await this.call(() => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }));
+    const handle = new LeaseHandle(
+      leaseToHex(res.ID),
+      ttlSeconds,
+      {
+        keepAlive: (hex) => this.keepAliveOnce(hex),
+        revoke: async (hex) => {
+          this.leases.delete(handle);
+          try {
+            await this.call(() => this.client.leaseClient.leaseRevoke({ ID: leaseToDecimal(hex) }), hex);
+          } catch (err) {
+            if ((err as { code?: string }).code !== 'LEASE_NOT_FOUND') throw err;
+          }
+        },
+        put: (hex, key, value) => this.put(key, value, { lease: hex }),
+      },
+      grantedAt,
+      options.keepAlive !== false,
+    );
+    this.leases.add(handle);
+    handle.lost.addEventListener('abort', () => this.leases.delete(handle), { once: true });
+    return handle;
+  }
+
+  async leaseTimeToLive(id: string): Promise<number> {
+    assertLeaseId(id);
+    const res = await this.call(
+      () => this.client.leaseClient.leaseTimeToLive({ ID: leaseToDecimal(id) }),
+      id,
+    );
+    const ttl = Number(res.TTL);
+    return ttl >= 0 ? ttl : -1;
+  }
+
+  async watch(prefix: string, options: WatchOptions = {}): Promise<Watch> {
+    if (typeof prefix !== 'string') throw new UsageError('watch prefix must be a string');
+    const from = options.fromRevision;
+    if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
+      throw new UsageError(`watch fromRevision must be a whole number >= 1, got ${from}`);
+    }
+    // An explicit start revision even for "from now", so resuming never depends on the server's header.
+    const start = from ?? (await this.revision()) + 1;
+    const { key, range_end } = prefixBounds(prefix);
+    const w = new EtcdWatch(this.client, this.endpoint, key, range_end, start, (closed) =>
+      this.watches.delete(closed),
+    );
+    this.watches.add(w);
+    await w.start();
+    return w;
+  }
+
+  async compact(revision: number): Promise<void> {
+    if (!Number.isInteger(revision) || revision < 1)
+      throw new UsageError(`compact revision must be >= 1, got ${revision}`);
+    try {
+      await this.call(() => this.client.kv.compact({ revision, physical: true }));
+    } catch (err) {
+      const message = (err as Error).message ?? '';
+      if (message.includes('required revision has been compacted')) return; // already compacted that far
+      if (err instanceof UsageError) {
+        throw new UsageError(`cannot compact to revision ${revision}: the store is not there yet`, {
+          cause: err,
+        });
+      }
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const w of [...this.watches]) await w.close();
+    for (const l of [...this.leases]) l.release();
+    this.client.close();
+  }
+
+  /** One keepalive round trip on a short-lived stream: true while the lease exists. */
+  private async keepAliveOnce(hex: string): Promise<boolean> {
+    const stream = await this.call(() => this.client.leaseClient.leaseKeepAlive(), hex);
+    return new Promise<boolean>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stream.cancel();
+        reject(unavailable(this.endpoint, 'lease keepalive got no answer', undefined, this.where));
+      }, 5_000);
+      stream.on('data', (res) => {
+        clearTimeout(timer);
+        stream.end();
+        resolve(Number(res.TTL) > 0);
+      });
+      stream.on('error', (err) => {
+        clearTimeout(timer);
+        reject(mapEtcdError(err, this.endpoint, hex));
+      });
+      stream.write({ ID: leaseToDecimal(hex) });
+    });
+  }
+
+  private async call<T>(fn: () => Promise<T>, leaseHex?: string): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw mapEtcdError(err, this.endpoint, leaseHex);
+    }
+  }
+}
+
+function readTls(tls: StoreTlsFiles): { rootCertificate: Buffer; privateKey?: Buffer; certChain?: Buffer } {
+  const read = (what: string, path: string | undefined) => {
+    if (!path) return undefined;
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new UsageError(`cannot read the etcd TLS ${what} file ${path}: ${(err as Error).message}`);
+    }
+  };
+  const cert = read('certificate', tls.cert);
+  const key = read('key', tls.key);
+  if (Boolean(cert) !== Boolean(key))
+    throw new UsageError('etcd TLS needs both a client certificate and its key, or neither');
+  // grpc-js accepts a null root certificate (system roots); etcd3's typing insists on a Buffer.
+  return { rootCertificate: read('CA', tls.ca) as Buffer, privateKey: key, certChain: cert };
+}
+
+function toCompare(c: Compare): ICompare {
+  const value =
+    c.target === 'value'
+      ? Buffer.from(c.value)
+      : c.target === 'lease'
+        ? c.value === '0'
+          ? '0'
+          : leaseToDecimal(c.value)
+        : c.value;
+  return {
+    key: Buffer.from(c.key),
+    target: TARGET[c.target],
+    result: RESULT[c.op],
+    [FIELD[c.target]]: value,
+  };
+}
+
+function toRequestOp(op: TxnOp): IRequestOp {
+  switch (op.type) {
+    case 'get':
+      return { request_range: { key: Buffer.from(op.key) } };
+    case 'put':
+      return {
+        request_put: {
+          key: Buffer.from(op.key),
+          value: Buffer.from(op.value),
+          lease: op.lease && op.lease !== '0' ? leaseToDecimal(op.lease) : undefined,
+        },
+      };
+    case 'delete':
+      return { request_delete_range: { key: Buffer.from(op.key) } };
+    case 'deletePrefix':
+      return { request_delete_range: prefixBounds(op.prefix) };
+  }
+}
