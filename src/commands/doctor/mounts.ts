@@ -1,0 +1,129 @@
+import { createInterface } from 'node:readline/promises';
+import { Flags } from '@oclif/core';
+import { stringify } from 'yaml';
+import { StorctlCommand } from '../../lib/command.js';
+import { ExitCode, ServiceUnavailableError } from '../../lib/errors.js';
+import { type DoctorReport, diagnoseMounts, fixMounts } from '../../lib/mount/doctor.js';
+import { defaultMounterStateDir } from '../../lib/mount/state-dir.js';
+import { prettyJson, renderTable } from '../../lib/output/render.js';
+import { DEFAULT_SYSTEM_BUS, SystemdClient } from '../../lib/systemd/client.js';
+
+export default class DoctorMounts extends StorctlCommand {
+  static override description =
+    `Check this node's S3 FUSE mounts: stale mounts (daemon dead, ENOTCONN), orphaned units or processes (no mount at their target), collisions (several daemons for one target), failed units, leftover credential files and records.
+Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
+
+  static override examples = [
+    '<%= config.bin %> doctor mounts',
+    '<%= config.bin %> doctor mounts --fix -y',
+    '<%= config.bin %> doctor mounts -o json',
+  ];
+
+  static override flags = {
+    fix: Flags.boolean({ description: 'repair what was found (asks first unless -y)' }),
+    yes: Flags.boolean({ char: 'y', description: 'do not ask before fixing' }),
+    'systemd-bus': Flags.string({
+      description: 'D-Bus address of the systemd manager (default: the system bus, skipped when absent)',
+      env: 'STORCTL_SYSTEMD_BUS',
+    }),
+    'state-dir': Flags.string({
+      description: 'the mounter state directory',
+      env: 'STORCTL_MOUNTER_STATE_DIR',
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(DoctorMounts);
+    const stateDir = flags['state-dir'] ?? defaultMounterStateDir();
+    let systemd: SystemdClient | undefined = new SystemdClient(
+      flags['systemd-bus'] ?? DEFAULT_SYSTEM_BUS,
+      5000,
+    );
+    try {
+      await systemd.ping();
+    } catch (err) {
+      await systemd.close();
+      // An explicit bus that does not answer is an error; the default one may simply not exist here.
+      if (flags['systemd-bus']) {
+        this.fail(
+          new ServiceUnavailableError('systemd manager', flags['systemd-bus'], (err as Error).message),
+        );
+      }
+      systemd = undefined;
+    }
+    let healthy = false;
+    try {
+      const report = await diagnoseMounts(stateDir, systemd);
+      let fixed: string[] = [];
+      let after: DoctorReport | undefined;
+      if (flags.fix && report.findings.length) {
+        if (flags.yes || (await this.confirm(`Fix ${report.findings.length} finding(s)? [y/N] `))) {
+          fixed = await fixMounts(stateDir, report.findings, systemd);
+          after = await diagnoseMounts(stateDir, systemd);
+        } else {
+          this.logToStderr('Nothing changed.');
+        }
+      }
+      this.printReport(report, fixed, after);
+      healthy = (after ?? report).healthy;
+    } catch (err) {
+      // The check itself failed (unreadable state, systemd error): exit 2, not "findings".
+      this.fail(err as Error);
+    } finally {
+      await systemd?.close();
+    }
+    if (!healthy) this.exit(ExitCode.failure);
+  }
+
+  private fail(err: Error): never {
+    this.logToStderr(`Error: ${err.message}`);
+    this.exit(ExitCode.usage);
+  }
+
+  private async confirm(question: string): Promise<boolean> {
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    try {
+      const answer = await Promise.race([
+        rl.question(question),
+        new Promise<string>((r) => rl.once('close', () => r(''))),
+      ]);
+      return /^y(es)?$/i.test(answer.trim());
+    } finally {
+      rl.close();
+    }
+  }
+
+  private printReport(report: DoctorReport, fixed: string[], after: DoctorReport | undefined): void {
+    const format = this.globals.output;
+    if (format === 'json' || format === 'yaml') {
+      const value = { ...report, ...(fixed.length || after ? { fixed, after } : {}) };
+      this.log(format === 'json' ? prettyJson(value) : stringify(value).trimEnd());
+      return;
+    }
+    const s = report.scanned;
+    this.log(
+      `Scanned ${s.mounts} S3 mount(s), ${s.units ?? 'no'} unit(s), ${s.processes} FUSE process(es), ${s.records} record(s), ${s.credentialFiles} credential file(s).`,
+    );
+    for (const n of report.notes) this.log(`Note: ${n}`);
+    if (report.healthy) {
+      this.log('Healthy: nothing to fix.');
+      return;
+    }
+    const wide = format === 'wide';
+    this.log(
+      renderTable(
+        wide ? ['KIND', 'SUBJECT', 'MEANING', 'FIX'] : ['KIND', 'SUBJECT', 'MEANING'],
+        report.findings.map((f) =>
+          wide ? [f.kind, f.subject, f.meaning, f.fix] : [f.kind, f.subject, f.meaning],
+        ),
+      ),
+    );
+    if (!fixed.length && !after) {
+      this.log('Run `storctl doctor mounts --fix` to repair (-o wide shows each fix).');
+      return;
+    }
+    this.log('Fixed:');
+    for (const line of fixed) this.log(`  ${line}`);
+    this.log(after?.healthy ? 'Healthy now.' : `${after?.findings.length} finding(s) remain.`);
+  }
+}

@@ -1,0 +1,198 @@
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
+import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
+import {
+  BUCKET,
+  cleanupRoot,
+  type Env,
+  fuseMountsBelow,
+  fuseProcessesBelow,
+  makeEnv,
+  startMounter,
+  targetPath,
+} from './fixture.js';
+
+let env: Env;
+let daemon: MounterDaemon;
+let csi: CsiClient;
+
+beforeAll(async () => {
+  env = await makeEnv('storctl-badin');
+  ({ daemon, csi } = await startMounter(env, { mounter: 'process' }));
+});
+
+afterAll(async () => {
+  csi?.close();
+  await daemon?.stop();
+  await env?.s3.stop();
+  if (env) await cleanupRoot(env.root);
+});
+
+/** The call fails with `code` and a message matching `message`, and nothing was mounted or written. */
+async function refused(req: unknown, code: status, message: RegExp, method = 'NodePublishVolume') {
+  const err = await csi.node(method, req).then(
+    () => undefined,
+    (e) => e,
+  );
+  expect(err, 'the call must fail').toBeDefined();
+  expect(err.code).toBe(code);
+  expect(err.details).toMatch(message);
+  expect(await fuseMountsBelow(env.root)).toEqual([]);
+  expect(await fuseProcessesBelow(env.root)).toEqual([]);
+  expect(await readdir(join(env.stateDir, 'credentials'))).toEqual([]);
+  expect(existsSync(env.targets)).toBe(false);
+  return err.details as string;
+}
+
+const t = () => targetPath(env, 'pod-x', 'pv-x');
+const ok = () => ({ volumeId: 'pv-x', target: t(), bucket: BUCKET });
+
+describe('bad NodePublishVolume input: clear errors, nothing mounted, nothing written', () => {
+  it('missing required fields', async () => {
+    await refused(
+      { ...publishRequest(ok()), volume_id: '' },
+      status.INVALID_ARGUMENT,
+      /volume_id is required/,
+    );
+    await refused(
+      { ...publishRequest(ok()), target_path: '' },
+      status.INVALID_ARGUMENT,
+      /target_path is required/,
+    );
+    await refused(
+      { ...publishRequest(ok()), volume_capability: null },
+      status.INVALID_ARGUMENT,
+      /volume_capability is required/,
+    );
+    await refused(
+      publishRequest({ volumeId: 'pv-x', target: t() }),
+      status.INVALID_ARGUMENT,
+      /bucketName is required/,
+    );
+    await refused(
+      { volume_id: '', target_path: t() },
+      status.INVALID_ARGUMENT,
+      /volume_id is required/,
+      'NodeUnpublishVolume',
+    );
+  });
+
+  it('unsupported capabilities and bucket names', async () => {
+    await refused(
+      publishRequest({ ...ok(), mode: 'SINGLE_NODE_WRITER' }),
+      status.INVALID_ARGUMENT,
+      /access mode SINGLE_NODE_WRITER/,
+    );
+    await refused(
+      {
+        ...publishRequest(ok()),
+        volume_capability: { block: {}, access_mode: { mode: 'MULTI_NODE_MULTI_WRITER' } },
+      },
+      status.INVALID_ARGUMENT,
+      /block access is not supported/,
+    );
+    await refused(
+      publishRequest({ ...ok(), bucket: 'Bad_Bucket!' }),
+      status.INVALID_ARGUMENT,
+      /not a valid bucket name/,
+    );
+    await refused(
+      publishRequest({ ...ok(), context: { authenticationSource: 'pod' } }),
+      status.INVALID_ARGUMENT,
+      /unknown authenticationSource 'pod'/,
+    );
+  });
+
+  it('refused mount options name the option', async () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [['--endpoint-url=http://127.0.0.1:1'], {}, /'endpoint-url' is refused: redirects the S3 endpoint/],
+      [[], { mountOptions: 'allow-other,url=http://evil.example' }, /'url' is refused/],
+      [['--profile admin'], {}, /'profile' is refused: switches the credential profile/],
+      [['passwd_file=/etc/passwd-s3fs'], {}, /'passwd-file' is refused/],
+      [['--foreground'], {}, /'foreground' is refused/],
+      [['-o allow_other,url=http://evil'], {}, /'-o' is refused: raw -o/],
+      [['--region eu-west-1'], {}, /'region' is refused/],
+      [['--no-such-option'], {}, /'no-such-option' is not allowed/],
+      [['uid=abc'], {}, /'uid' needs an integer/],
+      [['prefix=../other'], {}, /'prefix' needs a key prefix/],
+      [['--dir-mode=0755'], {}, /'dir-mode' is not supported by s3fs/],
+    ];
+    for (const [mountFlags, context, message] of cases)
+      await refused(publishRequest({ ...ok(), mountFlags, context }), status.INVALID_ARGUMENT, message);
+  });
+
+  it('path traversal and non-canonical target paths', async () => {
+    const base = targetPath(env, 'pod-x', 'pv-x');
+    await refused(
+      publishRequest({ ...ok(), target: `${env.targets}/pod-x/../../../etc/evil` }),
+      status.INVALID_ARGUMENT,
+      /'\.\.' segments \(path traversal\)/,
+    );
+    await refused(
+      publishRequest({ ...ok(), target: 'relative/mount' }),
+      status.INVALID_ARGUMENT,
+      /is not absolute/,
+    );
+    await refused(publishRequest({ ...ok(), target: `${base}/` }), status.INVALID_ARGUMENT, /canonical/);
+    await refused(
+      publishRequest({ ...ok(), target: `${base}\n` }),
+      status.INVALID_ARGUMENT,
+      /control characters/,
+    );
+    await refused(
+      { volume_id: 'pv-x', target_path: `${env.targets}/../x` },
+      status.INVALID_ARGUMENT,
+      /path traversal/,
+      'NodeUnpublishVolume',
+    );
+  });
+
+  it('oversized, non-printable or missing secrets; the message never echoes a value', async () => {
+    const ctx = { authenticationSource: 'secret' };
+    const big = 'A'.repeat(200);
+    let msg = await refused(
+      publishRequest({ ...ok(), context: ctx, secrets: { access_key_id: 'S3RVER', secret_access_key: big } }),
+      status.INVALID_ARGUMENT,
+      /secret_access_key/,
+    );
+    expect(msg).not.toContain(big);
+    msg = await refused(
+      publishRequest({
+        ...ok(),
+        context: ctx,
+        secrets: { access_key_id: 'S3RVER', secret_access_key: 'bell\u0007secret' },
+      }),
+      status.INVALID_ARGUMENT,
+      /secret_access_key/,
+    );
+    expect(msg).not.toContain('bell');
+    await refused(
+      publishRequest({ ...ok(), context: ctx, secrets: { access_key_id: 'S3RVER' } }),
+      status.INVALID_ARGUMENT,
+      /missing or invalid keys .*secret_access_key/,
+    );
+    await refused(
+      publishRequest({
+        ...ok(),
+        context: ctx,
+        secrets: { access_key_id: 'bad key!', secret_access_key: 'x' },
+      }),
+      status.INVALID_ARGUMENT,
+      /access_key_id/,
+    );
+    await refused(publishRequest({ ...ok(), context: ctx }), status.INVALID_ARGUMENT, /carries no secrets/);
+    await refused(
+      publishRequest({
+        ...ok(),
+        context: ctx,
+        secrets: { access_key_id: 'S3RVER', secret_access_key: 'x', huge: 'y'.repeat(9000) },
+      }),
+      status.INVALID_ARGUMENT,
+      /too large/,
+    );
+  });
+});
