@@ -1,0 +1,141 @@
+import { hostname } from 'node:os';
+import { Flags } from '@oclif/core';
+import { CORE_DEFAULTS, start } from '../../daemons/core/index.js';
+import { StorctlCommand } from '../../lib/command.js';
+import { UsageError } from '../../lib/errors.js';
+import { createLogger } from '../../lib/logger.js';
+import { parseDuration } from '../../lib/mount/duration.js';
+
+/** Mayastor's exit code when another core replaced this one (reference §4.4). */
+const EXIT_LEASE_LOST = 128;
+
+function hostPort(value: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : -1;
+  if (!m || port > 65535)
+    throw new UsageError(
+      `--rest '${value}' is not HOST:PORT (e.g. 127.0.0.1:8081; port 0 picks a free port)`,
+    );
+  return { host: m[1].replace(/^\[|\]$/g, ''), port };
+}
+
+function duration(flag: string, value: string): number {
+  const ms = parseDuration(value);
+  if (ms === undefined) throw new UsageError(`--${flag} '${value}' is not a duration (e.g. 500ms, 10s, 2m)`);
+  return ms;
+}
+
+const dur = (description: string, def: number) =>
+  Flags.string({ description: `${description} (default ${def / 1000}s)` });
+
+export default class DaemonCore extends StorctlCommand {
+  static override description =
+    'Run the core agent: REST API v0, single-writer store lease, scheduler, crash-safe volume operations and reconcilers';
+
+  static override examples = [
+    '<%= config.bin %> daemon core --rest 127.0.0.1:8081',
+    '<%= config.bin %> daemon core --store etcd://127.0.0.1:2379 --rest 127.0.0.1:0 --node-deadline 30s --cache-period 2s',
+  ];
+
+  static override flags = {
+    rest: Flags.string({
+      description: 'HOST:PORT of the REST API (binds loopback unless told otherwise)',
+      default: '127.0.0.1:8081',
+      env: 'STORCTL_CORE_REST',
+    }),
+    'lease-ttl': Flags.integer({
+      description: 'single-writer lease TTL in seconds',
+      default: CORE_DEFAULTS.leaseTtlSeconds,
+      min: 1,
+    }),
+    'instance-name': Flags.string({
+      description: 'name recorded in StoreLeaseOwner (default: host name and pid)',
+    }),
+    'reconcile-period': dur('reconcile loop period while work is pending', CORE_DEFAULTS.reconcilePeriodMs),
+    'reconcile-idle-period': dur('reconcile loop period when idle', CORE_DEFAULTS.reconcileIdlePeriodMs),
+    'cache-period': dur(
+      'how often io-engines are polled for pools, replicas and nexuses',
+      CORE_DEFAULTS.cachePeriodMs,
+    ),
+    'gc-period': dur('how often orphaned replicas and nexuses are collected', CORE_DEFAULTS.gcPeriodMs),
+    'replica-gc-grace': dur(
+      'grace period before an ownerless replica is destroyed',
+      CORE_DEFAULTS.replicaGcGraceMs,
+    ),
+    'node-deadline': dur(
+      'a replica on a node offline this long is replaced (self-heal)',
+      CORE_DEFAULTS.nodeOfflineDeadlineMs,
+    ),
+    'request-timeout': dur('gRPC request timeout towards io-engines', CORE_DEFAULTS.requestTimeoutMs),
+    'pool-commitment': Flags.integer({
+      description: 'thin overcommit limit, percent of pool capacity',
+      default: CORE_DEFAULTS.poolCommitmentPercent,
+      min: 100,
+    }),
+    'volume-commitment': Flags.integer({
+      description: 'free space a thin replica needs, percent of its size',
+      default: CORE_DEFAULTS.volumeCommitmentPercent,
+      min: 0,
+      max: 100,
+    }),
+    'events-kept': Flags.integer({
+      description: 'size of the bounded events log in the store',
+      default: CORE_DEFAULTS.eventsKept,
+      min: 10,
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(DaemonCore);
+    const rest = hostPort(flags.rest);
+    const d = (name: keyof typeof flags, def: number) =>
+      flags[name] === undefined ? def : duration(name, String(flags[name]));
+    const log = createLogger('core', this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel);
+    const abort = new AbortController();
+    const onSignal = () => abort.abort();
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+    const core = await start(
+      {
+        storeUrl: this.globals.storeUrl,
+        clusterId: this.globals.keySpace.clusterId,
+        namespace: this.globals.keySpace.namespace,
+        restHost: rest.host,
+        restPort: rest.port,
+        leaseTtlSeconds: flags['lease-ttl'],
+        instanceName: flags['instance-name'] ?? `${hostname()}-${process.pid}`,
+        reconcilePeriodMs: d('reconcile-period', CORE_DEFAULTS.reconcilePeriodMs),
+        reconcileIdlePeriodMs: d('reconcile-idle-period', CORE_DEFAULTS.reconcileIdlePeriodMs),
+        cachePeriodMs: d('cache-period', CORE_DEFAULTS.cachePeriodMs),
+        gcPeriodMs: d('gc-period', CORE_DEFAULTS.gcPeriodMs),
+        replicaGcGraceMs: d('replica-gc-grace', CORE_DEFAULTS.replicaGcGraceMs),
+        nodeOfflineDeadlineMs: d('node-deadline', CORE_DEFAULTS.nodeOfflineDeadlineMs),
+        requestTimeoutMs: d('request-timeout', CORE_DEFAULTS.requestTimeoutMs),
+        poolCommitmentPercent: flags['pool-commitment'],
+        volumeCommitmentPercent: flags['volume-commitment'],
+        eventsKept: flags['events-kept'],
+      },
+      { log, signal: abort.signal },
+    ).catch((err) => {
+      if (abort.signal.aborted) this.exit(0);
+      throw err;
+    });
+    process.stdout.write(
+      `${JSON.stringify({ level: 'info', time: new Date().toISOString(), component: 'core', msg: 'core ready', url: core.url, timings: core.timings })}\n`,
+    );
+    const outcome = await Promise.race([
+      new Promise<'signal'>((resolve) => {
+        if (abort.signal.aborted) resolve('signal');
+        abort.signal.addEventListener('abort', () => resolve('signal'), { once: true });
+      }),
+      core.leaseLost.then(() => 'lost' as const),
+    ]);
+    await core.stop().catch((err) => log.error({ err: String(err) }, 'stop failed'));
+    if (outcome === 'lost') {
+      this.logToStderr(
+        'Error: core lost its store lease (another core took over or the store expired it); exiting',
+      );
+      this.exit(EXIT_LEASE_LOST);
+    }
+  }
+}

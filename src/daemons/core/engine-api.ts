@@ -1,0 +1,78 @@
+/**
+ * What core needs from one io-engine, in core's own terms. engines.ts implements it over the
+ * io-engine gRPC client; keeping the seam here lets scheduling and operation code stay readable.
+ */
+export interface PoolState {
+  id: string;
+  disk: string;
+  capacity: number;
+  used: number;
+  status: 'Online' | 'Degraded' | 'Faulted' | 'Unknown';
+}
+
+export interface ReplicaState {
+  uuid: string;
+  pool: string;
+  size: number;
+  thin: boolean;
+  share: string;
+  /** URI a nexus on another node uses to reach this replica ('' when not shared). */
+  uri: string;
+  allocated?: number;
+}
+
+export interface ChildState {
+  uri: string;
+  state: string;
+  rebuildProgress?: number | null;
+}
+
+export interface NexusState {
+  uuid: string;
+  size: number;
+  state: string;
+  children: ChildState[];
+  deviceUri: string;
+  protocol: string;
+}
+
+export interface SnapshotState {
+  uuid: string;
+  replicaUuid: string;
+  name: string;
+  size: number;
+}
+
+export interface EngineApi {
+  readonly nodeId: string;
+  listPools(): Promise<PoolState[]>;
+  createPool(id: string, disk: string, capacity?: number): Promise<PoolState>;
+  importPool(id: string, disk: string): Promise<PoolState>;
+  destroyPool(id: string): Promise<void>;
+  listReplicas(): Promise<ReplicaState[]>;
+  createReplica(r: { uuid: string; pool: string; size: number; thin: boolean }): Promise<ReplicaState>;
+  destroyReplica(uuid: string, pool: string): Promise<void>;
+  /** Share a replica so a nexus on another node can use it; returns its URI. */
+  shareReplica(uuid: string): Promise<string>;
+  /** URI of a replica as a child of a nexus on the same node. */
+  localReplicaUri(uuid: string): string;
+  resizeReplica(uuid: string, size: number): Promise<void>;
+  listNexuses(): Promise<NexusState[]>;
+  createNexus(n: {
+    uuid: string;
+    size: number;
+    children: string[];
+    nexusInfoKey: string;
+    volumeId?: string;
+  }): Promise<NexusState>;
+  destroyNexus(uuid: string): Promise<void>;
+  /** Share the nexus over `protocol`; returns the target URI. */
+  publishNexus(uuid: string, protocol: string): Promise<string>;
+  unpublishNexus(uuid: string): Promise<void>;
+  addChild(nexus: string, uri: string): Promise<NexusState>;
+  removeChild(nexus: string, uri: string): Promise<void>;
+  resizeNexus(uuid: string, size: number): Promise<void>;
+  createReplicaSnapshot(replica: string, snapshotUuid: string, name: string): Promise<SnapshotState>;
+  destroyReplicaSnapshot(snapshotUuid: string): Promise<void>;
+  close(): void;
+}

@@ -1,0 +1,125 @@
+import { createLogger, type Logger } from '../../lib/logger.js';
+import { openStore } from '../../lib/store/open.js';
+import type { Store } from '../../lib/store/types.js';
+import type { CoreConfig } from './config.js';
+import type { CoreContext } from './context.js';
+import { type EngineFactory, Engines } from './engines.js';
+import { makeEvent } from './events.js';
+import { acquireLeaseLock } from './lease-lock.js';
+import { GuardedWriter } from './persist.js';
+import { ReconcileLoop } from './reconcile/loop.js';
+import { handleIncompleteOps } from './recovery.js';
+import { Registry } from './registry.js';
+import { Router } from './rest/router.js';
+import { resourceRoutes } from './rest/routes-resources.js';
+import { volumeRoutes } from './rest/routes-volumes.js';
+import { startRestServer } from './rest/server.js';
+
+export type { CoreConfig } from './config.js';
+export { CORE_DEFAULTS } from './config.js';
+
+export interface CoreDaemon {
+  /** REST base URL, `http://127.0.0.1:PORT` (the API lives under /v0). */
+  url: string;
+  /** Resolves with the reason when the lease is lost; the process must then exit non-zero. */
+  leaseLost: Promise<string>;
+  /** Milestones in ms since start(): lease held, specs loaded, first reconcile pass done. */
+  timings: { lease: number; loaded: number; recovered: number; reconciled: number };
+  ctx: CoreContext;
+  loop: ReconcileLoop;
+  stop(): Promise<void>;
+}
+
+export interface CoreDeps {
+  engineFactory?: EngineFactory;
+  log?: Logger;
+  /** Aborts waiting for the lease (a second core blocks until the first one's lease is gone). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Start core: take the single-writer lease, load every spec, finish or roll back pending operations,
+ * then serve REST v0 and run the reconcilers.
+ */
+export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<CoreDaemon> {
+  const t0 = Date.now();
+  const log = deps.log ?? createLogger('core');
+  const space = { clusterId: config.clusterId, namespace: config.namespace };
+  const store: Store = await openStore(config.storeUrl);
+  let lostReason: (why: string) => void = () => {};
+  const leaseLost = new Promise<string>((resolve) => {
+    lostReason = resolve;
+  });
+  let lock: Awaited<ReturnType<typeof acquireLeaseLock>>;
+  try {
+    lock = await acquireLeaseLock(store, space, {
+      ttlSeconds: config.leaseTtlSeconds,
+      instanceName: config.instanceName,
+      log,
+      signal: deps.signal,
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const tLease = Date.now() - t0;
+  const onLost = (why: string) => {
+    log.error({ why }, 'core lost its store lease; it stops writing');
+    lostReason(why);
+  };
+  lock.lost.addEventListener('abort', () => onLost('lease expired or revoked'), { once: true });
+  const writer = new GuardedWriter(store, lock, onLost);
+  const registry = new Registry(store, space, writer, log);
+  const engineFactory =
+    deps.engineFactory ?? (await import('./engine-grpc.js')).grpcEngineFactory(config.requestTimeoutMs);
+  const engines = new Engines(registry, engineFactory);
+  let loop: ReconcileLoop | undefined;
+  const ctx: CoreContext = { registry, engines, config, log, wake: () => loop?.wake() };
+  await registry.load();
+  const tLoaded = Date.now() - t0;
+  await registry.watchLiveness();
+  await handleIncompleteOps(ctx);
+  const tRecovered = Date.now() - t0;
+  loop = new ReconcileLoop(ctx);
+  registry.onNodeChange = () => loop?.wake();
+  await loop.pass();
+  const tReconciled = Date.now() - t0;
+  loop.start();
+
+  const router = new Router();
+  volumeRoutes(router, ctx);
+  resourceRoutes(router, ctx);
+  const rest = await startRestServer(router, config.restHost, config.restPort, log);
+  await registry
+    .persist({
+      events: [
+        makeEvent(
+          'core',
+          config.instanceName,
+          'Started',
+          `REST ${rest.url}, ${registry.volumes.size} volume(s) loaded`,
+        ),
+      ],
+    })
+    .catch(() => {});
+  log.info({ url: rest.url, volumes: registry.volumes.size, ms: Date.now() - t0 }, 'core ready');
+
+  let stopped = false;
+  return {
+    url: rest.url,
+    leaseLost,
+    timings: { lease: tLease, loaded: tLoaded, recovered: tRecovered, reconciled: tReconciled },
+    ctx,
+    loop,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await rest.close();
+      await loop?.stop();
+      await registry.close();
+      engines.close();
+      await lock.release();
+      await store.close();
+    },
+  };
+}

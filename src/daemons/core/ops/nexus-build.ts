@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { nexusInfoKey } from '../../../lib/store/keys.js';
+import type { CoreContext } from '../context.js';
+import type { NexusState } from '../engine-api.js';
+import type { NexusChild, NexusInfo, NexusSpec, ReplicaSpec, VolumeSpec } from '../model.js';
+import { isCreated } from '../model.js';
+import { SvcError } from '../svc-error.js';
+
+/** The NexusInfo the io-engine persisted for a volume's last nexus, if any. */
+export async function readNexusInfo(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  nexusId: string | null,
+): Promise<NexusInfo | null> {
+  if (!nexusId) return null;
+  const kv = await ctx.registry.store.get(nexusInfoKey(ctx.registry.space, nexusId, volume.uuid));
+  if (!kv) return null;
+  try {
+    return JSON.parse(kv.value) as NexusInfo;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Replicas a new nexus may use (reference §3.6): created replicas on online nodes; when the previous
+ * nexus left a NexusInfo, only its healthy children, and only one of them after an unclean shutdown
+ * (the others are rebuilt from it afterwards).
+ */
+export async function usableReplicas(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  targetNode: string,
+): Promise<ReplicaSpec[]> {
+  const { registry } = ctx;
+  let candidates = registry
+    .volumeReplicas(volume.uuid)
+    .filter((r) => isCreated(r.status) && !r.operation && registry.isOnline(registry.replicaNode(r) ?? ''));
+  const info = await readNexusInfo(ctx, volume, volume.last_nexus_id);
+  if (info) {
+    const healthy = new Set(info.children.filter((c) => c.healthy).map((c) => c.uuid));
+    candidates = candidates.filter((r) => healthy.has(r.uuid));
+    if (!info.clean_shutdown && candidates.length > 1) {
+      const local = candidates.find((r) => registry.replicaNode(r) === targetNode);
+      candidates = [local ?? candidates[0]];
+    }
+  }
+  if (candidates.length === 0) {
+    throw new SvcError(
+      'FailedPrecondition',
+      'No online replicas are available',
+      info
+        ? `volume ${volume.uuid}: NexusInfo has no healthy child on an online node; manual intervention required`
+        : `volume ${volume.uuid}: no online replica`,
+    );
+  }
+  return candidates;
+}
+
+/** The URI a nexus on `targetNode` uses for a replica: local bdev, or the replica shared remotely. */
+export async function childUri(ctx: CoreContext, r: ReplicaSpec, targetNode: string): Promise<string> {
+  const node = ctx.registry.replicaNode(r);
+  if (!node) throw new SvcError('NotFound', `pool of replica ${r.uuid} not found`);
+  if (node === targetNode) return ctx.engines.get(targetNode).localReplicaUri(r.uuid);
+  return ctx.engines.get(node).shareReplica(r.uuid);
+}
+
+export function newNexusSpec(volume: VolumeSpec, node: string, uuid = randomUUID()): NexusSpec {
+  return {
+    uuid,
+    name: volume.uuid,
+    node,
+    children: [],
+    size: volume.size,
+    spec_status: 'Creating',
+    share: 'none',
+    managed: true,
+    owner: volume.uuid,
+    operation: { operation: 'Create', result: null },
+    status_info: { shutdown_failed: false },
+    allowed_hosts: [],
+  };
+}
+
+/**
+ * Create the nexus on its node from the given replicas and share it over `protocol`. On any failure
+ * the nexus is destroyed again (rollback) and the error says what failed.
+ */
+export async function buildAndShareNexus(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  nexus: NexusSpec,
+  replicas: ReplicaSpec[],
+  protocol: string,
+): Promise<{ state: NexusState; uri: string; children: NexusChild[] }> {
+  const engine = ctx.engines.get(nexus.node);
+  const children: NexusChild[] = [];
+  for (const r of replicas)
+    children.push({ Replica: { uuid: r.uuid, share_uri: await childUri(ctx, r, nexus.node) } });
+  const uris = children.map((c) => ('Replica' in c ? c.Replica.share_uri : c.Uri));
+  try {
+    const state = await engine.createNexus({
+      uuid: nexus.uuid,
+      size: volume.size,
+      children: uris,
+      nexusInfoKey: nexusInfoKey(ctx.registry.space, nexus.uuid, volume.uuid),
+      volumeId: volume.uuid,
+    });
+    const uri = await engine.publishNexus(nexus.uuid, protocol);
+    return { state: { ...state, deviceUri: uri, protocol }, uri, children };
+  } catch (err) {
+    // Rollback: destroy whatever was made (a create that failed half-way may still have left it).
+    await engine.destroyNexus(nexus.uuid).catch(() => {});
+    throw err;
+  }
+}

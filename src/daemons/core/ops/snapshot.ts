@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import { poolName, type ReplicaSnapshotRecord, type VolumeSnapshot } from '../model.js';
+import { replicaOnline } from '../rest/present.js';
+import { SvcError } from '../svc-error.js';
+import { checkUsable } from './volume-publish.js';
+
+/**
+ * Volume snapshot (reference §1.11): one replica snapshot per online replica, named
+ * `<snapshot-uuid>/<txn_id>` on the io-engine; the VolumeSnapshot record is logged Creating first and
+ * left Creating on failure (LeaveAsIs: a retry with the same id is allowed).
+ */
+export async function createSnapshot(
+  ctx: CoreContext,
+  volumeId: string,
+  snapId: string,
+): Promise<VolumeSnapshot> {
+  const { registry, engines } = ctx;
+  return registry.exclusive('volume', volumeId, async () => {
+    const volume = registry.volume(volumeId);
+    checkUsable(volume);
+    const existing = registry.snapshots.get(snapId);
+    if (existing && existing.spec.source_id !== volumeId)
+      throw new SvcError('AlreadyExists', `snapshot '${snapId}' exists for another volume`);
+    if (existing && existing.status !== 'Creating')
+      throw new SvcError('AlreadyExists', `snapshot '${snapId}' already exists`);
+    const count = [...registry.snapshots.values()].filter((s) => s.spec.source_id === volumeId).length;
+    if (!existing && volume.max_snapshots !== undefined && count >= volume.max_snapshots) {
+      throw new SvcError(
+        'OutOfRange',
+        `volume '${volumeId}' already has its maximum of ${volume.max_snapshots} snapshots`,
+        'SnapshotMaxLimit',
+      );
+    }
+    const replicas = registry.volumeReplicas(volumeId).filter((r) => replicaOnline(registry, r));
+    if (replicas.length === 0) throw new SvcError('FailedPrecondition', 'No online replicas are available');
+    const txnId = String(Number(existing?.metadata.txn_id ?? '0') + 1);
+    const snap: VolumeSnapshot = existing
+      ? structuredClone(existing)
+      : {
+          status: 'Creating',
+          spec: { source_id: volumeId, uuid: snapId },
+          metadata: {
+            operation: null,
+            timestamp: null,
+            spec_size: volume.size,
+            size: 0,
+            total_allocated_size: 0,
+            txn_id: '0',
+            transactions: {},
+          },
+        };
+    snap.metadata.txn_id = txnId;
+    snap.metadata.operation = { operation: { Create: { txn_id: txnId, replicas: [] } }, result: null };
+    await registry.persist({ snapshots: [snap] });
+    const records: ReplicaSnapshotRecord[] = [];
+    try {
+      for (const r of replicas) {
+        const rsUuid = randomUUID();
+        const st = await engines
+          .get(registry.replicaNode(r)!)
+          .createReplicaSnapshot(r.uuid, rsUuid, `${snapId}/${txnId}`);
+        records.push({
+          status: { Created: null },
+          spec: {
+            source_id: { replica_id: r.uuid, pool_id: poolName(r.pool), pool_uuid: null },
+            uuid: rsUuid,
+          },
+          metadata: {
+            operation: null,
+            timestamp: new Date().toISOString(),
+            source_spec_size: volume.size,
+            size: st.size,
+            allocated_size: st.size,
+            meta: { Volume: { parent: snapId, txn_id: txnId } },
+          },
+        });
+      }
+    } catch (err) {
+      snap.metadata.operation = null;
+      snap.metadata.transactions[txnId] = records;
+      await registry.persist({ snapshots: [snap] }).catch(() => {});
+      throw err;
+    }
+    snap.status = { Created: null };
+    snap.metadata.operation = null;
+    snap.metadata.timestamp = new Date().toISOString();
+    snap.metadata.size = volume.size;
+    snap.metadata.transactions = { [txnId]: records };
+    await registry.persist({
+      snapshots: [snap],
+      events: [
+        makeEvent(
+          'snapshot',
+          snapId,
+          'Created',
+          `of volume ${volumeId} (${records.length} replica snapshot(s))`,
+        ),
+      ],
+    });
+    return snap;
+  });
+}
+
+export async function deleteSnapshot(
+  ctx: CoreContext,
+  volumeId: string | null,
+  snapId: string,
+): Promise<void> {
+  const { registry, engines } = ctx;
+  const snap = registry.snapshots.get(snapId);
+  if (!snap || (volumeId && snap.spec.source_id !== volumeId))
+    throw new SvcError('NotFound', `snapshot '${snapId}' not found`);
+  if ([...registry.volumes.values()].some((v) => v.content_source?.Snapshot[0] === snapId)) {
+    throw new SvcError('InUse', `snapshot '${snapId}' is the source of a volume; delete the clone first`);
+  }
+  await registry.exclusive('snapshot', snapId, async () => {
+    const copy = structuredClone(snap);
+    copy.status = 'Deleting';
+    copy.metadata.operation = { operation: 'Destroy', result: null };
+    await registry.persist({ snapshots: [copy] });
+    const left: ReplicaSnapshotRecord[] = [];
+    for (const records of Object.values(copy.metadata.transactions)) {
+      for (const rs of records) {
+        const pool = registry.pools.get(rs.spec.source_id.pool_id);
+        const engine = pool ? engines.tryGet(pool.node) : null;
+        try {
+          if (!engine) throw new Error('node offline');
+          await engine.destroyReplicaSnapshot(rs.spec.uuid);
+        } catch (err) {
+          if (!/not found/i.test(String((err as Error).message))) left.push(rs);
+        }
+      }
+    }
+    if (left.length) {
+      copy.metadata.operation = null;
+      copy.metadata.transactions = { [copy.metadata.txn_id]: left };
+      await registry.persist({ snapshots: [copy] });
+      throw new SvcError(
+        'Unavailable',
+        `snapshot '${snapId}': ${left.length} replica snapshot(s) could not be destroyed now; the garbage collector retries`,
+      );
+    }
+    await registry.persist({
+      deleteSnapshots: [snapId],
+      events: [makeEvent('snapshot', snapId, 'Deleted', `of volume ${snap.spec.source_id}`)],
+    });
+  });
+}

@@ -1,0 +1,177 @@
+import { randomUUID } from 'node:crypto';
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import type { ReplicaSpec, VolumeSpec } from '../model.js';
+import type { CreateVolumeBody } from '../rest/validate.js';
+import { placeReplicas } from '../scheduler.js';
+import { dirty, SvcError, toSvcError } from '../svc-error.js';
+
+export function newReplicaSpec(volume: VolumeSpec, pool: string): ReplicaSpec {
+  const uuid = randomUUID();
+  return {
+    name: uuid,
+    uuid,
+    size: volume.size,
+    pool,
+    share: 'none',
+    thin: volume.thin,
+    status: 'Creating',
+    managed: true,
+    owners: { volume: volume.uuid, disown_all: false },
+    operation: { operation: 'Create', result: null },
+    allowed_hosts: [],
+  };
+}
+
+/** Create logged replica specs on their io-engines, in parallel. */
+export async function createOnEngines(
+  ctx: CoreContext,
+  specs: ReplicaSpec[],
+): Promise<{ created: ReplicaSpec[]; failed: ReplicaSpec[]; error?: unknown }> {
+  const { registry, engines } = ctx;
+  const results = await Promise.allSettled(
+    specs.map(async (r) => {
+      const node = registry.replicaNode(r)!;
+      const st = await engines
+        .get(node)
+        .createReplica({ uuid: r.uuid, pool: r.pool as string, size: r.size, thin: r.thin });
+      registry.replicaStates.get(node)?.set(r.uuid, st);
+    }),
+  );
+  const created: ReplicaSpec[] = [];
+  const failed: ReplicaSpec[] = [];
+  let error: unknown;
+  results.forEach((res, i) => {
+    if (res.status === 'fulfilled') created.push(specs[i]);
+    else {
+      failed.push(specs[i]);
+      error ??= res.reason;
+    }
+  });
+  return { created, failed, error };
+}
+
+/** Best-effort destroy of replicas created by a failed operation; those that fail are left to GC. */
+export async function destroyReplicasQuietly(
+  ctx: CoreContext,
+  specs: ReplicaSpec[],
+): Promise<{ destroyed: ReplicaSpec[]; left: ReplicaSpec[] }> {
+  const destroyed: ReplicaSpec[] = [];
+  const left: ReplicaSpec[] = [];
+  await Promise.all(
+    specs.map(async (r) => {
+      try {
+        const node = ctx.registry.replicaNode(r);
+        if (!node) throw new Error('pool unknown');
+        await ctx.engines.get(node).destroyReplica(r.uuid, r.pool as string);
+        ctx.registry.replicaStates.get(node)?.delete(r.uuid);
+        destroyed.push(r);
+      } catch (err) {
+        if (toSvcError(err).kind === 'NotFound') destroyed.push(r);
+        else left.push(r);
+      }
+    }),
+  );
+  return { destroyed, left };
+}
+
+/**
+ * Volume creation (seed 001): validate → schedule → log Create in the volume and replica specs →
+ * create the replicas → commit. Two store transactions per create. On failure everything created is
+ * destroyed again (or left disowned for the replica GC) and the specs are removed.
+ */
+export async function createVolume(
+  ctx: CoreContext,
+  uuid: string,
+  body: CreateVolumeBody,
+): Promise<VolumeSpec> {
+  const { registry, config } = ctx;
+  return registry.exclusive('volume', uuid, async () => {
+    const existing = registry.volumes.get(uuid);
+    if (existing) {
+      if (existing.operation) throw dirty('volume', uuid);
+      if (existing.status === 'Deleting' || existing.status === 'Deleted') {
+        throw new SvcError('Deleting', `volume '${uuid}' is being deleted; retry once it is gone`);
+      }
+      if (
+        existing.size !== body.size ||
+        existing.num_replicas !== body.replicas ||
+        existing.thin !== body.thin
+      ) {
+        throw new SvcError('AlreadyExists', `volume '${uuid}' already exists with different parameters`);
+      }
+      throw new SvcError('AlreadyExists', `volume '${uuid}' already exists`);
+    }
+    const volume: VolumeSpec = {
+      uuid,
+      size: body.size,
+      labels: body.labels,
+      num_replicas: body.replicas,
+      status: 'Creating',
+      policy: body.policy,
+      topology: body.topology,
+      last_nexus_id: null,
+      operation: { operation: 'Create', result: null },
+      thin: body.thin,
+      target: null,
+      publish_context: null,
+      affinity_group: body.affinity_group,
+      ...(body.max_snapshots !== undefined ? { max_snapshots: body.max_snapshots } : {}),
+    };
+    const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
+      size: body.size,
+      thin: body.thin,
+      count: body.replicas,
+      topology: body.topology,
+      poolCommitmentPercent: config.poolCommitmentPercent,
+      volumeCommitmentPercent: config.volumeCommitmentPercent,
+    });
+    const replicas = pools.map((p) => newReplicaSpec(volume, p.id));
+    await registry.persist({ volumes: [volume], replicas });
+
+    const { created, failed, error } = await createOnEngines(ctx, replicas);
+    if (failed.length > 0) {
+      const { left } = await destroyReplicasQuietly(ctx, created);
+      // Replicas that could not be destroyed stay as disowned Deleting specs; the replica GC ends them.
+      const orphans = left.map((r) => ({
+        ...r,
+        status: 'Deleting' as const,
+        owners: { volume: null, disown_all: true },
+        operation: null,
+      }));
+      const why = toSvcError(error);
+      await registry
+        .persist({
+          deleteVolumes: [uuid],
+          deleteReplicas: [...failed, ...created.filter((r) => !left.includes(r))].map((r) => r.uuid),
+          replicas: orphans,
+          events: [makeEvent('volume', uuid, 'CreateFailed', why.message)],
+        })
+        .catch(() => {});
+      throw new SvcError(
+        why.kind,
+        `volume '${uuid}' not created: replica creation failed: ${why.message}`,
+        why.details,
+      );
+    }
+    volume.status = { Created: 'Online' };
+    volume.operation = null;
+    for (const r of replicas) {
+      r.status = { Created: 'online' };
+      r.operation = null;
+    }
+    await registry.persist({
+      volumes: [volume],
+      replicas,
+      events: [
+        makeEvent(
+          'volume',
+          uuid,
+          'Created',
+          `${body.replicas} replica(s) of ${body.size} bytes on ${pools.map((p) => p.node).join(', ')}`,
+        ),
+      ],
+    });
+    return volume;
+  });
+}

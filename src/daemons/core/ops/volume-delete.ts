@@ -1,0 +1,82 @@
+import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import type { ReplicaSpec, VolumeSpec } from '../model.js';
+import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { destroyReplicasQuietly } from './volume-create.js';
+
+/**
+ * Delete: log Destroy (status Deleting), destroy the nexuses and replicas on their io-engines, then
+ * remove every spec in one transaction. What cannot be destroyed now (node offline) stays as a
+ * disowned Deleting spec that the garbage collectors finish later; the volume itself is gone.
+ */
+export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void> {
+  return ctx.registry.exclusive('volume', uuid, async () => {
+    const volume = ctx.registry.volumes.get(uuid);
+    if (!volume)
+      throw new SvcError('NotFound', `volume '${uuid}' not found`, `The volume '${uuid}' was not found`);
+    if (volume.operation) throw dirty('volume', uuid);
+    if ([...ctx.registry.snapshots.values()].some((s) => s.spec.source_id === uuid)) {
+      // Mayastor keeps snapshots of a deleted volume; storctl keeps it simple and refuses instead.
+      throw new SvcError(
+        'InUse',
+        `volume '${uuid}' has snapshots; delete them first (storctl snapshot delete)`,
+      );
+    }
+    await finishVolumeDelete(ctx, structuredClone(volume));
+  });
+}
+
+/** Shared by the delete request and the volume GC (which finishes deletes interrupted by a crash). */
+export async function finishVolumeDelete(ctx: CoreContext, volume: VolumeSpec): Promise<void> {
+  const { registry, engines } = ctx;
+  const uuid = volume.uuid;
+  const nexuses = registry.volumeNexuses(uuid);
+  const replicas = registry.volumeReplicas(uuid);
+  volume.status = 'Deleting';
+  volume.operation = { operation: 'Destroy', result: null };
+  await registry.persist({
+    volumes: [volume],
+    nexuses: nexuses.map((n) => ({ ...n, spec_status: 'Deleting' as const, operation: null })),
+    replicas: replicas.map((r) => ({ ...r, status: 'Deleting' as const, operation: null })),
+  });
+  const leftNexuses: string[] = [];
+  await Promise.all(
+    nexuses.map(async (n) => {
+      try {
+        await engines.get(n.node).destroyNexus(n.uuid);
+        registry.nexusStates.get(n.node)?.delete(n.uuid);
+      } catch (err) {
+        if (toSvcError(err).kind !== 'NotFound') leftNexuses.push(n.uuid);
+      }
+    }),
+  );
+  const { left } = await destroyReplicasQuietly(ctx, replicas);
+  const leftIds = new Set(left.map((r) => r.uuid));
+  const orphans: ReplicaSpec[] = left.map((r) => ({
+    ...r,
+    status: 'Deleting',
+    owners: { volume: null, disown_all: true },
+    operation: null,
+  }));
+  await registry.persist({
+    deleteVolumes: [uuid],
+    deleteReplicas: replicas.filter((r) => !leftIds.has(r.uuid)).map((r) => r.uuid),
+    replicas: orphans,
+    deleteNexuses: nexuses.filter((n) => !leftNexuses.includes(n.uuid)).map((n) => n.uuid),
+    nexuses: nexuses
+      .filter((n) => leftNexuses.includes(n.uuid))
+      .map((n) => ({ ...n, spec_status: 'Deleting' as const, owner: null, operation: null })),
+    deletePrefixes: [volumeNexusInfoPrefix(registry.space, uuid)],
+    events: [
+      makeEvent(
+        'volume',
+        uuid,
+        'Deleted',
+        left.length
+          ? `${left.length} replica(s) left for garbage collection`
+          : 'volume and replicas destroyed',
+      ),
+    ],
+  });
+}

@@ -1,0 +1,198 @@
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import { isCreated, type TargetConfig, type VolumeSpec } from '../model.js';
+import type { PublishVolumeBody } from '../rest/validate.js';
+import { chooseTargetNode } from '../scheduler.js';
+import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
+
+export function checkUsable(volume: VolumeSpec): void {
+  if (volume.operation) throw dirty('volume', volume.uuid);
+  if (volume.status === 'Creating')
+    throw new SvcError(
+      'FailedPrecondition',
+      `volume '${volume.uuid}' is still being created`,
+      'PendingCreation',
+    );
+  if (!isCreated(volume.status))
+    throw new SvcError('FailedPrecondition', `volume '${volume.uuid}' is being deleted`, 'PendingDeletion');
+}
+
+/**
+ * Publish (seed 001): create a nexus from the healthy replicas on the requested (or chosen) node and
+ * share it over NBD. The Publish intent and the Creating nexus spec are stored first; on failure the
+ * nexus is destroyed again and both are rolled back.
+ */
+export async function publishVolume(
+  ctx: CoreContext,
+  uuid: string,
+  body: PublishVolumeBody,
+): Promise<VolumeSpec> {
+  const { registry } = ctx;
+  return registry.exclusive('volume', uuid, async () => {
+    const volume = registry.volume(uuid);
+    checkUsable(volume);
+    if (volume.target?.active !== false && volume.target) {
+      if (!body.republish) {
+        throw new SvcError(
+          'AlreadyPublished',
+          `volume '${uuid}' is already published on node '${volume.target.node}'`,
+        );
+      }
+      return republish(ctx, volume, body);
+    }
+    if (body.republish)
+      throw new SvcError('NotPublished', `volume '${uuid}' is not published; publish it first`);
+    const replicaNodes = registry.volumeReplicas(uuid).map((r) => registry.replicaNode(r) ?? '');
+    const node = chooseTargetNode(
+      registry.nodeViews(),
+      replicaNodes.filter((n) => registry.isOnline(n)),
+      body.node,
+    );
+    return publishOn(ctx, volume, node, body);
+  });
+}
+
+async function publishOn(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  node: string,
+  body: PublishVolumeBody,
+): Promise<VolumeSpec> {
+  const { registry } = ctx;
+  const replicas = await usableReplicas(ctx, volume, node);
+  const nexus = newNexusSpec(volume, node);
+  const config: TargetConfig = {
+    node,
+    nexus: nexus.uuid,
+    protocol: body.protocol,
+    active: true,
+    frontend: { host_acl: [] },
+  };
+  if (body.frontend_node)
+    config.frontend = {
+      host_acl: [{ node_name: body.frontend_node, node_nqn: `storctl:node-name:${body.frontend_node}` }],
+    };
+  volume.operation = {
+    operation: { Publish2: { config, publish_context: body.publish_context } },
+    result: null,
+  };
+  await registry.persist({ volumes: [volume], nexuses: [nexus] });
+  try {
+    const { state, children } = await buildAndShareNexus(ctx, volume, nexus, replicas, body.protocol);
+    registry.nexusStates.get(node)?.set(nexus.uuid, state) ??
+      registry.nexusStates.set(node, new Map([[nexus.uuid, state]]));
+    nexus.children = children;
+    nexus.spec_status = { Created: 'Online' };
+    nexus.share = body.protocol;
+    nexus.operation = null;
+    volume.target = config;
+    volume.last_nexus_id = nexus.uuid;
+    volume.publish_context = body.publish_context;
+    volume.operation = null;
+    await registry.persist({
+      volumes: [volume],
+      nexuses: [nexus],
+      events: [makeEvent('volume', volume.uuid, 'Published', `target ${state.deviceUri} on node ${node}`)],
+    });
+    return volume;
+  } catch (err) {
+    const why = toSvcError(err);
+    volume.operation = null;
+    await registry
+      .persist({
+        volumes: [volume],
+        deleteNexuses: [nexus.uuid],
+        events: [
+          makeEvent(
+            'volume',
+            volume.uuid,
+            'PublishFailed',
+            `on node ${node}: ${why.message}; nexus destroyed again`,
+          ),
+        ],
+      })
+      .catch(() => {});
+    throw new SvcError(
+      why.kind,
+      `publish of volume '${volume.uuid}' on node '${node}' failed: ${why.message}; the nexus was destroyed again`,
+      why.details,
+    );
+  }
+}
+
+/** Move the target: tear the old nexus down (best effort) and publish on another node. */
+async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolumeBody): Promise<VolumeSpec> {
+  const old = volume.target!;
+  await teardownTarget(ctx, volume, true);
+  const fresh = ctx.registry.volume(volume.uuid);
+  const replicaNodes = ctx.registry.volumeReplicas(volume.uuid).map((r) => ctx.registry.replicaNode(r) ?? '');
+  const node = chooseTargetNode(
+    ctx.registry.nodeViews(),
+    replicaNodes.filter((n) => ctx.registry.isOnline(n)),
+    body.node,
+    body.node ? [] : [old.node],
+  );
+  return publishOn(ctx, fresh, node, { ...body, republish: false });
+}
+
+/** Unpublish: destroy the nexus (its node must be online unless `force`), keep the target config inactive. */
+export async function unpublishVolume(ctx: CoreContext, uuid: string, force: boolean): Promise<VolumeSpec> {
+  return ctx.registry.exclusive('volume', uuid, async () => {
+    const volume = ctx.registry.volume(uuid);
+    checkUsable(volume);
+    if (!volume.target || volume.target.active === false)
+      throw new SvcError('NotPublished', `volume '${uuid}' is not published`);
+    await teardownTarget(ctx, volume, force);
+    return ctx.registry.volume(uuid);
+  });
+}
+
+async function teardownTarget(ctx: CoreContext, volume: VolumeSpec, force: boolean): Promise<void> {
+  const { registry, engines } = ctx;
+  const target = volume.target!;
+  const nexus = registry.nexuses.get(target.nexus);
+  const engine = engines.tryGet(target.node);
+  if (!engine && !force) {
+    throw new SvcError(
+      'FailedPrecondition',
+      `node '${target.node}' of the volume target is not online; use force to unpublish anyway`,
+      `NodeNotOnline: ${target.node}`,
+    );
+  }
+  volume.operation = { operation: 'Unpublish', result: null };
+  const nexusDel = nexus
+    ? {
+        ...nexus,
+        spec_status: 'Deleting' as const,
+        operation: { operation: 'Destroy' as const, result: null },
+      }
+    : null;
+  await registry.persist({ volumes: [volume], nexuses: nexusDel ? [nexusDel] : [] });
+  let destroyed = !nexus;
+  if (engine && nexus) {
+    try {
+      await engine.destroyNexus(nexus.uuid);
+      destroyed = true;
+    } catch (err) {
+      if (toSvcError(err).kind === 'NotFound') destroyed = true;
+      else if (!force) {
+        volume.operation = null;
+        await registry
+          .persist({ volumes: [volume], nexuses: [{ ...nexus, operation: null }] })
+          .catch(() => {});
+        throw err;
+      }
+    }
+    registry.nexusStates.get(target.node)?.delete(nexus.uuid);
+  }
+  volume.target = { ...target, active: false };
+  volume.operation = null;
+  await registry.persist({
+    volumes: [volume],
+    // A nexus that could not be destroyed stays Deleting; the nexus GC ends it when its node is back.
+    nexuses: !destroyed && nexusDel ? [{ ...nexusDel, owner: null, operation: null }] : [],
+    deleteNexuses: destroyed && nexus ? [nexus.uuid] : [],
+    events: [makeEvent('volume', volume.uuid, 'Unpublished', `target on node ${target.node} removed`)],
+  });
+}

@@ -1,0 +1,224 @@
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../model.js';
+import { replicaOnline } from '../rest/present.js';
+import { placeReplicas } from '../scheduler.js';
+import { SvcError, toSvcError } from '../svc-error.js';
+import { childUri } from './nexus-build.js';
+import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
+import { checkUsable } from './volume-publish.js';
+
+/** The active nexus of a published volume, if its node is online. */
+export function activeNexus(ctx: CoreContext, v: VolumeSpec): NexusSpec | undefined {
+  if (!v.target || v.target.active === false) return undefined;
+  return ctx.registry.nexuses.get(v.target.nexus);
+}
+
+/**
+ * Add `count` replicas to a volume: place them on new nodes, create them, and if the volume is
+ * published add each as a nexus child (the io-engine rebuilds it from the healthy children).
+ * Shared by scale-up and self-heal. Returns the replicas added.
+ */
+export async function addReplicas(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  count: number,
+  avoidNodes: string[] = [],
+): Promise<ReplicaSpec[]> {
+  const { registry, config } = ctx;
+  const holders = registry
+    .volumeReplicas(volume.uuid)
+    .map((r) => registry.replicaNode(r))
+    .filter((n): n is string => !!n);
+  const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
+    size: volume.size,
+    thin: volume.thin,
+    count,
+    topology: volume.topology,
+    excludeNodes: [...holders, ...avoidNodes],
+    poolCommitmentPercent: config.poolCommitmentPercent,
+    volumeCommitmentPercent: config.volumeCommitmentPercent,
+  });
+  const specs = pools.map((p) => newReplicaSpec(volume, p.id));
+  await registry.persist({ replicas: specs });
+  const { created, failed, error } = await createOnEngines(ctx, specs);
+  if (failed.length) {
+    await destroyReplicasQuietly(ctx, created);
+    await registry.persist({ deleteReplicas: specs.map((r) => r.uuid) }).catch(() => {});
+    throw toSvcError(error);
+  }
+  for (const r of specs) {
+    r.status = { Created: 'online' };
+    r.operation = null;
+  }
+  const nexus = activeNexus(ctx, volume);
+  const nexusCopy = nexus ? structuredClone(nexus) : undefined;
+  if (nexusCopy) {
+    const engine = ctx.engines.get(nexusCopy.node);
+    for (const r of specs) {
+      const uri = await childUri(ctx, r, nexusCopy.node);
+      const st = await engine.addChild(nexusCopy.uuid, uri);
+      registry.nexusStates.get(nexusCopy.node)?.set(nexusCopy.uuid, st);
+      nexusCopy.children.push({ Replica: { uuid: r.uuid, share_uri: uri } });
+    }
+  }
+  await registry.persist({
+    replicas: specs,
+    nexuses: nexusCopy ? [nexusCopy] : [],
+    events: specs.map((r) =>
+      makeEvent(
+        'replica',
+        r.uuid,
+        'Created',
+        `replica of volume ${volume.uuid} on pool ${r.pool}${nexusCopy ? ' (rebuilding)' : ''}`,
+      ),
+    ),
+  });
+  return specs;
+}
+
+/** Remove replicas from a volume: out of the nexus first, then destroyed (or left disowned to GC). */
+export async function removeReplicas(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  victims: ReplicaSpec[],
+  reason: string,
+): Promise<void> {
+  const { registry } = ctx;
+  const nexus = activeNexus(ctx, volume);
+  const nexusCopy = nexus ? structuredClone(nexus) : undefined;
+  if (nexusCopy) {
+    const engine = ctx.engines.tryGet(nexusCopy.node);
+    for (const r of victims) {
+      const child = nexusCopy.children.find((c) => 'Replica' in c && c.Replica.uuid === r.uuid);
+      if (!child) continue;
+      if (engine) {
+        const uri = 'Replica' in child ? child.Replica.share_uri : child.Uri;
+        await engine.removeChild(nexusCopy.uuid, uri).catch((err) => {
+          if (toSvcError(err).kind !== 'NotFound') throw err;
+        });
+      }
+      nexusCopy.children = nexusCopy.children.filter((c) => c !== child);
+    }
+  }
+  const disowned = victims.map((r) => ({
+    ...r,
+    status: 'Deleting' as const,
+    owners: { volume: null, disown_all: true },
+    operation: null,
+  }));
+  await registry.persist({ replicas: disowned, nexuses: nexusCopy ? [nexusCopy] : [] });
+  const { destroyed } = await destroyReplicasQuietly(ctx, victims);
+  await registry.persist({
+    deleteReplicas: destroyed.map((r) => r.uuid),
+    events: victims.map((r) =>
+      makeEvent('replica', r.uuid, 'Removed', `from volume ${volume.uuid}: ${reason}`),
+    ),
+  });
+}
+
+/** Pick replicas to drop on scale-down: offline ones first, then ones not local to the target. */
+export function scaleDownVictims(ctx: CoreContext, volume: VolumeSpec, count: number): ReplicaSpec[] {
+  const { registry } = ctx;
+  const targetNode = volume.target?.active !== false ? volume.target?.node : undefined;
+  const rank = (r: ReplicaSpec) =>
+    (replicaOnline(registry, r) ? 2 : 0) + (registry.replicaNode(r) === targetNode ? 1 : 0);
+  return registry
+    .volumeReplicas(volume.uuid)
+    .sort((a, b) => rank(a) - rank(b) || a.uuid.localeCompare(b.uuid))
+    .slice(0, count);
+}
+
+/** PUT /volumes/{id}/replica_count/{n}. */
+export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: number): Promise<VolumeSpec> {
+  const { registry } = ctx;
+  return registry.exclusive('volume', uuid, async () => {
+    const volume = registry.volume(uuid);
+    checkUsable(volume);
+    if (replicas === volume.num_replicas) {
+      throw new SvcError(
+        'FailedPrecondition',
+        `volume '${uuid}' already has ${replicas} replica(s)`,
+        'ReplicaCountAchieved',
+      );
+    }
+    if (Math.abs(replicas - volume.num_replicas) !== 1) {
+      throw new SvcError(
+        'FailedPrecondition',
+        `replica count can only change by one at a time (now ${volume.num_replicas})`,
+        'ReplicaChangeCount',
+      );
+    }
+    volume.operation = { operation: { SetReplica: replicas }, result: null };
+    await registry.persist({ volumes: [volume] });
+    try {
+      const have = registry.volumeReplicas(uuid).length;
+      if (replicas > volume.num_replicas && have < replicas) await addReplicas(ctx, volume, replicas - have);
+      else if (replicas < volume.num_replicas && have > replicas) {
+        const healthy = registry.volumeReplicas(uuid).filter((r) => replicaOnline(registry, r));
+        const victims = scaleDownVictims(ctx, volume, have - replicas);
+        if (healthy.every((r) => victims.includes(r)))
+          throw new SvcError(
+            'FailedPrecondition',
+            'cannot remove the last healthy replica',
+            'LastHealthyReplica',
+          );
+        await removeReplicas(ctx, volume, victims, `scaled down to ${replicas}`);
+      }
+    } catch (err) {
+      volume.operation = null;
+      await registry.persist({ volumes: [volume] }).catch(() => {});
+      throw err;
+    }
+    volume.num_replicas = replicas;
+    volume.operation = null;
+    await registry.persist({
+      volumes: [volume],
+      events: [makeEvent('volume', uuid, 'Scaled', `replica count set to ${replicas}`)],
+    });
+    return volume;
+  });
+}
+
+/** PUT /volumes/{id}/size: grow every replica, then the nexus; shrinking is refused (406). */
+export async function resizeVolume(ctx: CoreContext, uuid: string, size: number): Promise<VolumeSpec> {
+  const { registry, engines } = ctx;
+  return registry.exclusive('volume', uuid, async () => {
+    const volume = registry.volume(uuid);
+    checkUsable(volume);
+    if (size <= volume.size)
+      throw new SvcError(
+        'NotAcceptable',
+        `new size ${size} must be larger than the current ${volume.size}`,
+        'VolumeResizeSize',
+      );
+    const replicas = registry.volumeReplicas(uuid);
+    const offline = replicas.filter((r) => !replicaOnline(registry, r));
+    if (offline.length)
+      throw new SvcError(
+        'FailedPrecondition',
+        `replica(s) ${offline.map((r) => r.uuid).join(', ')} are not online; resize needs every replica`,
+      );
+    volume.operation = { operation: { Resize: size }, result: null };
+    await registry.persist({ volumes: [volume] });
+    try {
+      for (const r of replicas) await engines.get(registry.replicaNode(r)!).resizeReplica(r.uuid, size);
+      const nexus = activeNexus(ctx, volume);
+      if (nexus) await engines.get(nexus.node).resizeNexus(nexus.uuid, size);
+    } catch (err) {
+      volume.operation = null;
+      await registry.persist({ volumes: [volume] }).catch(() => {});
+      throw err;
+    }
+    volume.size = size;
+    volume.operation = null;
+    const nexus = activeNexus(ctx, volume);
+    await registry.persist({
+      volumes: [volume],
+      replicas: replicas.map((r) => ({ ...r, size })),
+      nexuses: nexus ? [{ ...nexus, size }] : [],
+      events: [makeEvent('volume', uuid, 'Resized', `to ${size} bytes`)],
+    });
+    return volume;
+  });
+}

@@ -1,0 +1,95 @@
+import type { CoreContext } from '../context.js';
+import { eventsToTrim } from '../events.js';
+import { handleIncompleteOps } from '../recovery.js';
+import { pollEngines } from './cache.js';
+import { collectNexuses, collectReplicas, collectVolumes } from './gc.js';
+import { reconcilePools } from './pools.js';
+import { drainNodes, healVolumes, recreateMissingNexuses } from './volumes.js';
+
+/**
+ * The reconcile worker (reference §4.3): one pass runs every reconciler in the seed's priority
+ * order — persistent store, pools, replicas, nexuses, targets — then sleeps the reconcile period if
+ * any reported work, else the idle period; `wake()` cuts the sleep short.
+ */
+export class ReconcileLoop {
+  private stopped = false;
+  private wakeUp: (() => void) | null = null;
+  private lastPoll = 0;
+  private lastGc = 0;
+  private running: Promise<void> | null = null;
+  /** Passes completed (tests and the bench wait on it). */
+  passes = 0;
+
+  constructor(private readonly ctx: CoreContext) {}
+
+  start(): void {
+    this.running = this.run();
+  }
+
+  wake(): void {
+    this.lastPoll = 0;
+    this.wakeUp?.();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wakeUp?.();
+    await this.running;
+  }
+
+  private async step(name: string, fn: () => Promise<unknown>): Promise<unknown> {
+    if (this.stopped || this.ctx.registry.writer.leaseLost) return false;
+    try {
+      return await fn();
+    } catch (err) {
+      this.ctx.log.warn({ reconciler: name, err: (err as Error).message }, 'reconciler failed');
+      return true;
+    }
+  }
+
+  /** One full pass; exported for tests that drive reconciliation deterministically. */
+  async pass(): Promise<boolean> {
+    const { config, registry } = this.ctx;
+    let busy = false;
+    const now = Date.now();
+    if (now - this.lastPoll >= config.cachePeriodMs) {
+      this.lastPoll = now;
+      await this.step('nodes', () => registry.refreshNodes());
+      await this.step('cache', () => pollEngines(this.ctx));
+    }
+    busy = Boolean(await this.step('persistent-store', () => handleIncompleteOps(this.ctx))) || busy;
+    busy = Boolean(await this.step('pools', () => reconcilePools(this.ctx))) || busy;
+    const gc = now - this.lastGc >= config.gcPeriodMs;
+    if (gc) {
+      this.lastGc = now;
+      await this.step('volume-gc', () => collectVolumes(this.ctx));
+      await this.step('replica-gc', () => collectReplicas(this.ctx));
+      await this.step('nexus-gc', () => collectNexuses(this.ctx));
+      await this.step('events-trim', async () => {
+        const old = await eventsToTrim(registry.store, registry.space, config.eventsKept);
+        if (old.length) await registry.writer.write([], old);
+      });
+    }
+    busy = Boolean(await this.step('nexus-recreate', () => recreateMissingNexuses(this.ctx))) || busy;
+    busy = Boolean(await this.step('self-heal', () => healVolumes(this.ctx))) || busy;
+    busy = Boolean(await this.step('drain', () => drainNodes(this.ctx))) || busy;
+    this.passes++;
+    return busy;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const busy = await this.pass();
+      if (this.stopped) break;
+      const { reconcilePeriodMs, reconcileIdlePeriodMs } = this.ctx.config;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, busy ? reconcilePeriodMs : reconcileIdlePeriodMs);
+        this.wakeUp = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      this.wakeUp = null;
+    }
+  }
+}

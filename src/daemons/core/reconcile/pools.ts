@@ -1,0 +1,39 @@
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import { toSvcError } from '../svc-error.js';
+
+/**
+ * Pool reconciler: a pool whose io-engine no longer reports it (the io-engine restarted) is
+ * re-imported from its disk, never created; Deleting pools are destroyed and forgotten.
+ */
+export async function reconcilePools(ctx: CoreContext): Promise<boolean> {
+  const { registry, engines, log } = ctx;
+  let busy = false;
+  for (const p of [...registry.pools.values()]) {
+    const engine = engines.tryGet(p.node);
+    const polled = registry.polledPools.get(p.node);
+    if (!engine || !polled || registry.isBusy('pool', p.id)) continue;
+    if (p.status === 'Deleting') {
+      try {
+        await engine.destroyPool(p.id);
+      } catch (err) {
+        if (toSvcError(err).kind !== 'NotFound') continue;
+      }
+      await registry.persist({ deletePools: [p.id] });
+      continue;
+    }
+    if (polled.has(p.id)) continue;
+    busy = true;
+    try {
+      const st = await engine.importPool(p.id, p.disks[0]);
+      registry.poolStates.set(p.id, st);
+      polled.add(p.id);
+      await registry.persist({
+        events: [makeEvent('pool', p.id, 'Imported', `re-imported on node ${p.node} from ${p.disks[0]}`)],
+      });
+    } catch (err) {
+      log.warn({ pool: p.id, node: p.node, err: (err as Error).message }, 'pool import failed');
+    }
+  }
+  return busy;
+}

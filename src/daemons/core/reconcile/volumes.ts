@@ -1,0 +1,176 @@
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import { isCreated, type VolumeSpec } from '../model.js';
+import { buildAndShareNexus, usableReplicas } from '../ops/nexus-build.js';
+import { publishVolume } from '../ops/volume-publish.js';
+import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
+import { replicaOnline } from '../rest/present.js';
+import { toSvcError } from '../svc-error.js';
+
+const idle = (ctx: CoreContext, v: VolumeSpec) =>
+  isCreated(v.status) && !v.operation && !ctx.registry.isBusy('volume', v.uuid);
+
+/**
+ * Volume nexus reconciler: a published volume whose nexus is missing on its (online) node — the
+ * io-engine restarted — gets the same nexus recreated from the replicas its NexusInfo says are
+ * healthy, and shared again at the same target. Runs after pools are re-imported.
+ */
+export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean> {
+  const { registry } = ctx;
+  let busy = false;
+  for (const v of [...registry.volumes.values()]) {
+    if (!idle(ctx, v)) continue;
+    const nexus = activeNexus(ctx, v);
+    if (!nexus || !registry.isOnline(nexus.node)) continue;
+    const states = registry.nexusStates.get(nexus.node);
+    if (!states || states.has(nexus.uuid)) continue;
+    const pools = registry.polledPools.get(nexus.node);
+    if (!pools) continue;
+    busy = true;
+    await registry
+      .exclusive('volume', v.uuid, async () => {
+        const volume = registry.volume(v.uuid);
+        const replicas = await usableReplicas(ctx, volume, nexus.node);
+        const { state, children } = await buildAndShareNexus(
+          ctx,
+          volume,
+          nexus,
+          replicas,
+          nexus.share === 'none' ? 'nbd' : nexus.share,
+        );
+        states.set(nexus.uuid, state);
+        await registry.persist({
+          nexuses: [{ ...nexus, children }],
+          events: [
+            makeEvent(
+              'nexus',
+              nexus.uuid,
+              'Recreated',
+              `for volume ${v.uuid} on node ${nexus.node} from ${replicas.length} healthy replica(s)`,
+            ),
+          ],
+        });
+      })
+      .catch((err) =>
+        ctx.log.warn({ volume: v.uuid, err: toSvcError(err).message }, 'nexus recreation failed'),
+      );
+  }
+  return busy;
+}
+
+/**
+ * Self-heal (HotSpare): a replica on a node offline past the deadline, or a faulted nexus child, is
+ * removed and replaced by a new replica on another node (added to the nexus, so it is rebuilt);
+ * healthy replicas missing from the nexus (after an unclean recreate) are added back.
+ */
+export async function healVolumes(ctx: CoreContext): Promise<boolean> {
+  const { registry, config, engines } = ctx;
+  let busy = false;
+  for (const v of [...registry.volumes.values()]) {
+    if (!idle(ctx, v) || !v.policy.self_heal) continue;
+    const nexus = activeNexus(ctx, v);
+    const nst = nexus ? registry.nexusStates.get(nexus.node)?.get(nexus.uuid) : undefined;
+    if (nexus && !nst) continue; // target not running: recreate first
+    const replicas = registry.volumeReplicas(v.uuid).filter((r) => isCreated(r.status));
+    const childOf = (uuid: string) => nst?.children.find((c) => c.uri.includes(uuid));
+    const dead = replicas.filter((r) => {
+      const node = registry.replicaNode(r) ?? '';
+      if (!registry.isOnline(node) && registry.offlineFor(node) >= config.nodeOfflineDeadlineMs) return true;
+      return childOf(r.uuid)?.state === 'Faulted';
+    });
+    const live = replicas.filter((r) => !dead.includes(r));
+    const missingChildren = nst ? live.filter((r) => !childOf(r.uuid) && replicaOnline(registry, r)) : [];
+    const want = v.num_replicas - live.length;
+    if (dead.length === 0 && want <= 0 && missingChildren.length === 0) continue;
+    if (live.length === 0) continue; // nothing to rebuild from; manual intervention
+    busy = true;
+    await registry
+      .exclusive('volume', v.uuid, async () => {
+        const volume = registry.volume(v.uuid);
+        if (dead.length) {
+          await removeReplicas(
+            ctx,
+            volume,
+            dead,
+            'replica lost (node offline past the deadline or child faulted)',
+          );
+        }
+        if (nexus && missingChildren.length) {
+          const engine = engines.get(nexus.node);
+          const copy = structuredClone(registry.nexuses.get(nexus.uuid)!);
+          const { childUri } = await import('../ops/nexus-build.js');
+          for (const r of missingChildren) {
+            const uri = await childUri(ctx, r, nexus.node);
+            const st = await engine.addChild(nexus.uuid, uri);
+            registry.nexusStates.get(nexus.node)?.set(nexus.uuid, st);
+            copy.children = copy.children.filter((c) => !('Replica' in c && c.Replica.uuid === r.uuid));
+            copy.children.push({ Replica: { uuid: r.uuid, share_uri: uri } });
+          }
+          await registry.persist({
+            nexuses: [copy],
+            events: [
+              makeEvent(
+                'volume',
+                v.uuid,
+                'Rebuilding',
+                `${missingChildren.length} replica(s) re-added to the nexus`,
+              ),
+            ],
+          });
+        }
+        if (want > 0) {
+          const added = await addReplicas(
+            ctx,
+            volume,
+            want,
+            dead.map((r) => registry.replicaNode(r) ?? ''),
+          );
+          await registry.persist({
+            events: [
+              makeEvent('volume', v.uuid, 'Healing', `${added.length} replacement replica(s) created`),
+            ],
+          });
+        }
+      })
+      .catch((err) =>
+        ctx.log.warn({ volume: v.uuid, err: toSvcError(err).message }, 'self-heal step failed'),
+      );
+  }
+  return busy;
+}
+
+/** Drain: move every volume target off a Draining node (republish elsewhere), then mark it Drained. */
+export async function drainNodes(ctx: CoreContext): Promise<boolean> {
+  const { registry } = ctx;
+  const { markDrained } = await import('../ops/pool-node.js');
+  let busy = false;
+  for (const n of [...registry.nodes.values()]) {
+    const cds = n.cordon_drain_state;
+    if (!cds || !('Draining' in cds)) continue;
+    busy = true;
+    const targets = [...registry.volumes.values()].filter(
+      (v) => v.target?.active !== false && v.target?.node === n.id,
+    );
+    for (const v of targets) {
+      if (!idle(ctx, v)) continue;
+      await publishVolume(ctx, v.uuid, {
+        protocol: v.target!.protocol ?? 'nbd',
+        publish_context: v.publish_context ?? {},
+        republish: true,
+      })
+        .then(() =>
+          registry.persist({
+            events: [makeEvent('volume', v.uuid, 'Moved', `target moved off draining node ${n.id}`)],
+          }),
+        )
+        .catch((err) =>
+          ctx.log.warn({ volume: v.uuid, err: toSvcError(err).message }, 'drain: republish failed'),
+        );
+    }
+    const left = [...registry.volumes.values()].some(
+      (v) => v.target?.active !== false && v.target?.node === n.id,
+    );
+    if (!left) await markDrained(ctx, n.id).catch(() => {});
+  }
+  return busy;
+}

@@ -1,0 +1,294 @@
+import type { Logger } from '../../lib/logger.js';
+import { type KeySpace, nodeLivenessPrefix, objectKey, typePrefix } from '../../lib/store/keys.js';
+import type { Store, Watch } from '../../lib/store/types.js';
+import type { NexusState, PoolState, ReplicaState } from './engine-api.js';
+import { type CoreEvent, eventKey } from './events.js';
+import {
+  isCordoned,
+  type NexusSpec,
+  type NodeSpec,
+  type PoolSpec,
+  poolName,
+  type ReplicaSpec,
+  type VolumeSnapshot,
+  type VolumeSpec,
+} from './model.js';
+import type { GuardedWriter } from './persist.js';
+import type { NodeView, PoolView } from './scheduler.js';
+import { busy, SvcError } from './svc-error.js';
+
+export interface NodeLive {
+  online: boolean;
+  grpcEndpoint: string | null;
+  nbdEndpoint: string | null;
+  /** When the node was last seen going offline (ms epoch); core start for nodes never seen. */
+  offlineSince: number;
+}
+
+const PAGE = 500;
+
+/**
+ * Core's in-memory view: every spec loaded from the store at start and kept in step with each write
+ * (core is the only writer of specs), plus live state: node liveness from the io-engines' lease-bound
+ * keys and pool/replica/nexus state polled from io-engines.
+ */
+export class Registry {
+  readonly volumes = new Map<string, VolumeSpec>();
+  readonly replicas = new Map<string, ReplicaSpec>();
+  readonly pools = new Map<string, PoolSpec>();
+  readonly nexuses = new Map<string, NexusSpec>();
+  readonly nodes = new Map<string, NodeSpec>();
+  readonly snapshots = new Map<string, VolumeSnapshot>();
+
+  readonly nodeLive = new Map<string, NodeLive>();
+  readonly poolStates = new Map<string, PoolState>();
+  /** Per node: replica and nexus state as last polled. */
+  readonly replicaStates = new Map<string, Map<string, ReplicaState>>();
+  readonly nexusStates = new Map<string, Map<string, NexusState>>();
+  /** Per node: pool ids its io-engine reported at the last poll (absent = not polled yet). */
+  readonly polledPools = new Map<string, Set<string>>();
+
+  private readonly busySet = new Set<string>();
+  private livenessWatch: Watch | null = null;
+  private readonly startedAt = Date.now();
+  onNodeChange: (node: string, online: boolean) => void = () => {};
+
+  constructor(
+    readonly store: Store,
+    readonly space: KeySpace,
+    readonly writer: GuardedWriter,
+    private readonly log: Logger,
+  ) {}
+
+  key(type: string, id: string): string {
+    return objectKey(this.space, type, id);
+  }
+
+  /** Load every spec type in Mayastor's order (reference §1.2), page by page. */
+  async load(): Promise<void> {
+    const load = async <T>(type: string, into: Map<string, T>, idOf: (v: T) => string) => {
+      const prefix = typePrefix(this.space, type);
+      let startKey: string | undefined;
+      for (;;) {
+        const page = await this.store.range(prefix, { limit: PAGE, startKey });
+        for (const kv of page.kvs) {
+          if (kv.key === startKey) continue;
+          try {
+            const v = JSON.parse(kv.value) as T;
+            into.set(idOf(v), v);
+          } catch (err) {
+            throw new Error(`cannot decode ${kv.key}: ${(err as Error).message}`);
+          }
+        }
+        if (!page.more || page.kvs.length === 0) break;
+        startKey = page.kvs[page.kvs.length - 1].key;
+      }
+    };
+    await load<VolumeSpec>('VolumeSpec', this.volumes, (v) => v.uuid);
+    await load<NodeSpec>('NodeSpec', this.nodes, (v) => v.id);
+    await load<NexusSpec>('NexusSpec', this.nexuses, (v) => v.uuid);
+    await load<PoolSpec>('PoolSpec', this.pools, (v) => v.id);
+    await load<ReplicaSpec>('ReplicaSpec', this.replicas, (v) => v.uuid);
+    await load<VolumeSnapshot>('VolumeSnapshot', this.snapshots, (v) => v.spec.uuid);
+  }
+
+  /** Re-read NodeSpecs: io-engines register (write) their own NodeSpec. */
+  async refreshNodes(): Promise<void> {
+    const { kvs } = await this.store.range(typePrefix(this.space, 'NodeSpec'));
+    const seen = new Set<string>();
+    for (const kv of kvs) {
+      try {
+        const n = JSON.parse(kv.value) as NodeSpec;
+        this.nodes.set(n.id, n);
+        seen.add(n.id);
+      } catch {
+        // an undecodable NodeSpec is reported by `storctl get nodes`; keep the cached one
+      }
+    }
+    for (const id of [...this.nodes.keys()]) if (!seen.has(id)) this.nodes.delete(id);
+  }
+
+  /** Follow the io-engines' liveness keys: present = online (with endpoints), gone = offline. */
+  async watchLiveness(): Promise<void> {
+    const prefix = nodeLivenessPrefix(this.space);
+    const { kvs, revision } = await this.store.range(prefix);
+    for (const kv of kvs) this.setLive(kv.key.slice(prefix.length), kv.value);
+    this.livenessWatch = await this.store.watch(prefix, { fromRevision: revision + 1 });
+    this.livenessWatch.on('event', (e) => {
+      if (e.type === 'put') this.setLive(e.kv.key.slice(prefix.length), e.kv.value);
+      else this.setOffline(e.key.slice(prefix.length));
+    });
+    this.livenessWatch.on('error', (err) => this.log.warn({ err: err.message }, 'liveness watch error'));
+    this.livenessWatch.on('compacted', () => {
+      this.log.warn('liveness watch compacted; re-listing');
+      void this.livenessWatch?.close().then(() => this.watchLiveness());
+    });
+  }
+
+  private setLive(node: string, value: string): void {
+    let v: { grpcEndpoint?: string; nbdEndpoint?: string } = {};
+    try {
+      v = JSON.parse(value);
+    } catch {
+      // a liveness key with an unreadable value still says the node is alive
+    }
+    const was = this.nodeLive.get(node)?.online;
+    this.nodeLive.set(node, {
+      online: true,
+      grpcEndpoint: v.grpcEndpoint ?? null,
+      nbdEndpoint: v.nbdEndpoint ?? null,
+      offlineSince: 0,
+    });
+    if (!was) this.onNodeChange(node, true);
+  }
+
+  private setOffline(node: string): void {
+    const prev = this.nodeLive.get(node);
+    this.nodeLive.set(node, {
+      online: false,
+      grpcEndpoint: prev?.grpcEndpoint ?? null,
+      nbdEndpoint: prev?.nbdEndpoint ?? null,
+      offlineSince: Date.now(),
+    });
+    if (prev?.online) this.onNodeChange(node, false);
+  }
+
+  isOnline(node: string): boolean {
+    return this.nodeLive.get(node)?.online ?? false;
+  }
+
+  /** How long a node has been offline (ms); nodes never seen count from core start. */
+  offlineFor(node: string): number {
+    const l = this.nodeLive.get(node);
+    if (l?.online) return 0;
+    return Date.now() - (l?.offlineSince || this.startedAt);
+  }
+
+  async close(): Promise<void> {
+    await this.livenessWatch?.close();
+  }
+
+  /** Exclusive in-memory guard of one resource (Mayastor OperationSequence): busy → 409. */
+  async exclusive<T>(resource: string, id: string, fn: () => Promise<T>): Promise<T> {
+    const k = `${resource}/${id}`;
+    if (this.busySet.has(k)) throw busy(resource, id);
+    this.busySet.add(k);
+    try {
+      return await fn();
+    } finally {
+      this.busySet.delete(k);
+    }
+  }
+
+  isBusy(resource: string, id: string): boolean {
+    return this.busySet.has(`${resource}/${id}`);
+  }
+
+  // --- persistence: write through the lease guard, then update the cache -------------------------
+
+  async persist(change: {
+    volumes?: VolumeSpec[];
+    replicas?: ReplicaSpec[];
+    pools?: PoolSpec[];
+    nexuses?: NexusSpec[];
+    nodes?: NodeSpec[];
+    snapshots?: VolumeSnapshot[];
+    deleteVolumes?: string[];
+    deleteReplicas?: string[];
+    deletePools?: string[];
+    deleteNexuses?: string[];
+    deleteSnapshots?: string[];
+    deleteKeys?: string[];
+    deletePrefixes?: string[];
+    events?: CoreEvent[];
+  }): Promise<void> {
+    const puts: { key: string; value: unknown }[] = [];
+    for (const v of change.volumes ?? []) puts.push({ key: this.key('VolumeSpec', v.uuid), value: v });
+    for (const r of change.replicas ?? []) puts.push({ key: this.key('ReplicaSpec', r.uuid), value: r });
+    for (const p of change.pools ?? []) puts.push({ key: this.key('PoolSpec', p.id), value: p });
+    for (const n of change.nexuses ?? []) puts.push({ key: this.key('NexusSpec', n.uuid), value: n });
+    for (const n of change.nodes ?? []) puts.push({ key: this.key('NodeSpec', n.id), value: n });
+    for (const s of change.snapshots ?? [])
+      puts.push({ key: this.key('VolumeSnapshot', s.spec.uuid), value: s });
+    const deletes = [
+      ...(change.deleteVolumes ?? []).map((id) => this.key('VolumeSpec', id)),
+      ...(change.deleteReplicas ?? []).map((id) => this.key('ReplicaSpec', id)),
+      ...(change.deletePools ?? []).map((id) => this.key('PoolSpec', id)),
+      ...(change.deleteNexuses ?? []).map((id) => this.key('NexusSpec', id)),
+      ...(change.deleteSnapshots ?? []).map((id) => this.key('VolumeSnapshot', id)),
+      ...(change.deleteKeys ?? []),
+    ];
+    for (const e of change.events ?? []) puts.push({ key: eventKey(this.space), value: e });
+    await this.writer.write(puts, deletes, change.deletePrefixes);
+    // Store the written objects as copies: callers keep mutating their working copy.
+    const copy = <T>(v: T): T => structuredClone(v);
+    for (const v of change.volumes ?? []) this.volumes.set(v.uuid, copy(v));
+    for (const r of change.replicas ?? []) this.replicas.set(r.uuid, copy(r));
+    for (const p of change.pools ?? []) this.pools.set(p.id, copy(p));
+    for (const n of change.nexuses ?? []) this.nexuses.set(n.uuid, copy(n));
+    for (const n of change.nodes ?? []) this.nodes.set(n.id, copy(n));
+    for (const s of change.snapshots ?? []) this.snapshots.set(s.spec.uuid, copy(s));
+    for (const id of change.deleteVolumes ?? []) this.volumes.delete(id);
+    for (const id of change.deleteReplicas ?? []) this.replicas.delete(id);
+    for (const id of change.deletePools ?? []) this.pools.delete(id);
+    for (const id of change.deleteNexuses ?? []) this.nexuses.delete(id);
+    for (const id of change.deleteSnapshots ?? []) this.snapshots.delete(id);
+  }
+
+  // --- derived views --------------------------------------------------------------------------------
+
+  volume(id: string): VolumeSpec {
+    const v = this.volumes.get(id);
+    if (!v) throw new SvcError('NotFound', `volume '${id}' not found`, `The volume '${id}' was not found`);
+    return structuredClone(v);
+  }
+
+  volumeReplicas(volumeId: string): ReplicaSpec[] {
+    return [...this.replicas.values()].filter((r) => r.owners.volume === volumeId);
+  }
+
+  volumeNexuses(volumeId: string): NexusSpec[] {
+    return [...this.nexuses.values()].filter((n) => n.owner === volumeId);
+  }
+
+  replicaNode(r: ReplicaSpec): string | undefined {
+    return this.pools.get(poolName(r.pool))?.node;
+  }
+
+  nodeViews(): NodeView[] {
+    const ids = new Set([...this.nodes.keys(), ...this.nodeLive.keys()]);
+    return [...ids].map((id) => {
+      const spec = this.nodes.get(id);
+      return {
+        id,
+        online: this.isOnline(id),
+        cordoned: spec ? isCordoned(spec) : false,
+        labels: spec?.labels ?? {},
+      };
+    });
+  }
+
+  poolViews(): PoolView[] {
+    const committed = new Map<string, { size: number; count: number }>();
+    for (const r of this.replicas.values()) {
+      const p = poolName(r.pool);
+      const c = committed.get(p) ?? { size: 0, count: 0 };
+      c.size += r.size;
+      c.count++;
+      committed.set(p, c);
+    }
+    return [...this.pools.values()].map((p) => {
+      const st = this.poolStates.get(p.id);
+      return {
+        id: p.id,
+        node: p.node,
+        labels: p.labels ?? {},
+        online: st?.status === 'Online' && this.isOnline(p.node),
+        capacity: st?.capacity ?? 0,
+        used: st?.used ?? 0,
+        committed: committed.get(p.id)?.size ?? 0,
+        replicaCount: committed.get(p.id)?.count ?? 0,
+      };
+    });
+  }
+}

@@ -1,0 +1,266 @@
+import type { NexusState } from '../engine-api.js';
+import {
+  childReplicaUuid,
+  flatStatus,
+  isCordoned,
+  type NexusSpec,
+  type NodeSpec,
+  opName,
+  type PoolSpec,
+  poolName,
+  type ReplicaSpec,
+  type VolumeSnapshot,
+  type VolumeSpec,
+} from '../model.js';
+import type { Registry } from '../registry.js';
+
+/** Stored specs + live state → REST v0 bodies (reference §2.1–2.2). */
+
+const op = (o: { operation: unknown; result: boolean | null } | null | undefined) =>
+  o ? { operation: opName(o.operation), result: o.result ?? undefined } : undefined;
+
+function topologyOut(t: VolumeSpec['topology']) {
+  if (!t) return undefined;
+  const out: Record<string, unknown> = {};
+  if (t.node && 'Explicit' in t.node) out.node_topology = { explicit: t.node.Explicit };
+  else if (t.node && 'Labelled' in t.node)
+    out.node_topology = {
+      labelled: { inclusion: t.node.Labelled.inclusion ?? {}, exclusion: t.node.Labelled.exclusion ?? {} },
+    };
+  if (t.pool && 'Labelled' in t.pool)
+    out.pool_topology = {
+      labelled: { inclusion: t.pool.Labelled.inclusion ?? {}, exclusion: t.pool.Labelled.exclusion ?? {} },
+    };
+  return out;
+}
+
+export function nexusStateOf(reg: Registry, n: NexusSpec | undefined): NexusState | undefined {
+  return n ? reg.nexusStates.get(n.node)?.get(n.uuid) : undefined;
+}
+
+export function nexusOut(reg: Registry, spec: NexusSpec) {
+  const st = nexusStateOf(reg, spec);
+  return {
+    uuid: spec.uuid,
+    node: spec.node,
+    size: st?.size ?? spec.size,
+    state: st?.state ?? (reg.isOnline(spec.node) ? 'Unknown' : 'Unknown'),
+    protocol: st?.protocol ?? spec.share,
+    deviceUri: st?.deviceUri ?? '',
+    rebuilds: st?.children.filter((c) => c.rebuildProgress != null).length ?? 0,
+    children: (
+      st?.children ??
+      spec.children.map((c) => ({
+        uri: 'Replica' in c ? c.Replica.share_uri : c.Uri,
+        state: 'Unknown',
+        rebuildProgress: null,
+      }))
+    ).map((c) => ({
+      uri: c.uri,
+      state: c.state,
+      rebuildProgress: c.rebuildProgress ?? undefined,
+    })),
+  };
+}
+
+/** Volume health from its nexus (published) or its replicas (unpublished). */
+export function volumeStatus(reg: Registry, v: VolumeSpec): string {
+  const replicas = reg.volumeReplicas(v.uuid);
+  const live = replicas.filter((r) => replicaOnline(reg, r));
+  if (v.target && v.target.active !== false) {
+    const st = nexusStateOf(reg, reg.nexuses.get(v.target.nexus));
+    if (!st) return 'Unknown';
+    if (st.state === 'Faulted' || st.state === 'Shutdown') return st.state;
+    const healthy = st.children.filter((c) => c.state === 'Online').length;
+    if (healthy === 0) return 'Faulted';
+    if (st.state === 'Degraded' || healthy < v.num_replicas || st.children.length > healthy)
+      return 'Degraded';
+    return 'Online';
+  }
+  if (live.length === 0) return replicas.length ? 'Faulted' : 'Unknown';
+  return live.length < v.num_replicas ? 'Degraded' : 'Online';
+}
+
+export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
+  const node = reg.replicaNode(r);
+  if (!node || !reg.isOnline(node)) return false;
+  const states = reg.replicaStates.get(node);
+  return !states || states.has(r.uuid);
+}
+
+export function volumeOut(reg: Registry, v: VolumeSpec) {
+  const nexus = v.target && v.target.active !== false ? reg.nexuses.get(v.target.nexus) : undefined;
+  const nst = nexusStateOf(reg, nexus);
+  const childState = new Map<string, string>();
+  for (const c of nst?.children ?? []) {
+    const m = /[?&]uuid=([^&]+)/.exec(c.uri) ?? /([0-9a-f-]{36})/.exec(c.uri);
+    if (m) childState.set(m[1], c.state);
+  }
+  const replica_topology: Record<string, unknown> = {};
+  for (const r of reg.volumeReplicas(v.uuid)) {
+    const rs = reg.replicaStates.get(reg.replicaNode(r) ?? '')?.get(r.uuid);
+    const child = nst?.children.find((c) => c.uri.includes(r.uuid));
+    replica_topology[r.uuid] = {
+      node: reg.replicaNode(r),
+      pool: poolName(r.pool),
+      state: replicaOnline(reg, r) ? 'Online' : 'Unknown',
+      'child-status': childState.get(r.uuid),
+      'rebuild-progress': child?.rebuildProgress ?? undefined,
+      usage: rs ? { capacity: rs.size, allocated: rs.allocated ?? 0 } : undefined,
+    };
+  }
+  return {
+    spec: {
+      uuid: v.uuid,
+      size: v.size,
+      labels: v.labels ?? undefined,
+      num_replicas: v.num_replicas,
+      status: flatStatus(v.status),
+      operation: op(v.operation),
+      target:
+        v.target && v.target.active !== false
+          ? {
+              node: v.target.node,
+              protocol: v.target.protocol ?? undefined,
+              frontend_nodes: v.target.frontend?.host_acl.map((h) => ({
+                name: h.node_name,
+                nqn: h.node_nqn,
+              })),
+            }
+          : undefined,
+      policy: v.policy,
+      topology: topologyOut(v.topology),
+      thin: v.thin,
+      as_thin: v.thin || undefined,
+      affinity_group: v.affinity_group ?? undefined,
+      content_source: v.content_source
+        ? { snapshot: { snapshot: v.content_source.Snapshot[0], volume: v.content_source.Snapshot[1] } }
+        : undefined,
+      num_snapshots: [...reg.snapshots.values()].filter((s) => s.spec.source_id === v.uuid).length,
+      max_snapshots: v.max_snapshots,
+    },
+    state: {
+      uuid: v.uuid,
+      size: v.size,
+      status: volumeStatus(reg, v),
+      target: nexus ? nexusOut(reg, nexus) : undefined,
+      replica_topology,
+    },
+  };
+}
+
+export function replicaOut(reg: Registry, r: ReplicaSpec) {
+  const node = reg.replicaNode(r);
+  const st = reg.replicaStates.get(node ?? '')?.get(r.uuid);
+  return {
+    uuid: r.uuid,
+    node,
+    pool: poolName(r.pool),
+    size: r.size,
+    thin: r.thin,
+    share: st?.share ?? r.share,
+    uri: st?.uri ?? `bdev:///${r.uuid}?uuid=${r.uuid}`,
+    state: replicaOnline(reg, r) ? 'Online' : 'Unknown',
+    kind: 'Regular',
+    owner: r.owners.volume ?? undefined,
+    'allowed-hosts': r.allowed_hosts ?? [],
+    space: st ? { capacity_bytes: st.size, allocated_bytes: st.allocated ?? 0 } : undefined,
+  };
+}
+
+export function poolOut(reg: Registry, p: PoolSpec) {
+  const st = reg.poolStates.get(p.id);
+  const committed = [...reg.replicas.values()]
+    .filter((r) => poolName(r.pool) === p.id)
+    .reduce((a, r) => a + r.size, 0);
+  return {
+    id: p.id,
+    spec: {
+      id: p.id,
+      node: p.node,
+      disks: p.disks,
+      labels: p.labels ?? undefined,
+      status: flatStatus(p.status),
+    },
+    state:
+      st && reg.isOnline(p.node)
+        ? {
+            id: p.id,
+            node: p.node,
+            disks: p.disks,
+            status: st.status,
+            capacity: st.capacity,
+            used: st.used,
+            committed,
+          }
+        : undefined,
+  };
+}
+
+export function nodeOut(reg: Registry, id: string, spec: NodeSpec | undefined) {
+  const live = reg.nodeLive.get(id);
+  const cds = spec?.cordon_drain_state;
+  return {
+    id,
+    spec: spec
+      ? {
+          id,
+          grpcEndpoint: spec.endpoint,
+          labels: spec.labels ?? {},
+          cordondrainstate: cds
+            ? 'Cordoned' in cds
+              ? { cordonedstate: cds.Cordoned }
+              : 'Draining' in cds
+                ? { drainingstate: cds.Draining }
+                : { drainedstate: cds.Drained }
+            : undefined,
+          node_nqn: spec.node_nqn,
+          version: spec.version,
+        }
+      : undefined,
+    state: {
+      id,
+      grpcEndpoint: live?.grpcEndpoint ?? spec?.endpoint ?? '',
+      nbdEndpoint: live?.nbdEndpoint ?? undefined,
+      status: live?.online ? 'Online' : live || spec ? 'Offline' : 'Unknown',
+      cordoned: spec ? isCordoned(spec) : false,
+    },
+  };
+}
+
+export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
+  const txn = s.metadata.transactions[s.metadata.txn_id] ?? [];
+  return {
+    definition: {
+      spec: { uuid: s.spec.uuid, source_volume: s.spec.source_id },
+      metadata: {
+        status: flatStatus(s.status),
+        timestamp: s.metadata.timestamp ?? undefined,
+        size: s.metadata.size,
+        spec_size: s.metadata.spec_size,
+        total_allocated_size: s.metadata.total_allocated_size,
+        txn_id: s.metadata.txn_id,
+        transactions: s.metadata.transactions,
+        num_restores: [...reg.volumes.values()].filter((v) => v.content_source?.Snapshot[0] === s.spec.uuid)
+          .length,
+        num_snapshot_replicas: txn.length,
+      },
+    },
+    state: {
+      uuid: s.spec.uuid,
+      source_volume: s.spec.source_id,
+      allocated_size: s.metadata.total_allocated_size,
+      timestamp: s.metadata.timestamp ?? undefined,
+      ready_as_source: flatStatus(s.status) === 'Created',
+      replica_snapshots: txn.map((r) => ({
+        online: {
+          uuid: r.spec.uuid,
+          source_id: r.spec.source_id.replica_id,
+          pool_id: r.spec.source_id.pool_id,
+        },
+      })),
+    },
+  };
+}
+
+export { childReplicaUuid };

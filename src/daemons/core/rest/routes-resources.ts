@@ -1,0 +1,150 @@
+import type { CoreContext } from '../context.js';
+import { poolName } from '../model.js';
+import {
+  cordonNode,
+  createPool,
+  deletePool,
+  drainNode,
+  labelNode,
+  uncordonNode,
+  unlabelNode,
+} from '../ops/pool-node.js';
+import { SvcError } from '../svc-error.js';
+import { nexusOut, nodeOut, poolOut, replicaOut } from './present.js';
+import type { Router } from './router.js';
+import { createPoolBody, nameParam, uuidParam } from './validate.js';
+
+/** Pools, nodes, replicas, nexuses and /specs (reference §2.2). */
+export function resourceRoutes(router: Router, ctx: CoreContext): void {
+  const reg = ctx.registry;
+  const allNodeIds = () => [...new Set([...reg.nodes.keys(), ...reg.nodeLive.keys()])].sort();
+  const node = (id: string) => {
+    if (!reg.nodes.has(id) && !reg.nodeLive.has(id))
+      throw new SvcError('NotFound', `node '${id}' not found`, `The node '${id}' was not found`);
+    return nodeOut(reg, id, reg.nodes.get(id));
+  };
+  const pool = (id: string, nodeId?: string) => {
+    const p = reg.pools.get(id);
+    if (!p || (nodeId && p.node !== nodeId))
+      throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
+    return p;
+  };
+  const overwrite = (q: URLSearchParams) => q.get('overwrite') === 'true';
+
+  router
+    .add('GET', '/nodes', async (req) => {
+      const only = req.query.get('node_id');
+      return {
+        status: 200,
+        body: allNodeIds()
+          .filter((id) => !only || id === only)
+          .map(node),
+      };
+    })
+    .add('GET', '/nodes/:node_id', async (req) => ({ status: 200, body: node(req.params.node_id) }))
+    .add('PUT', '/nodes/:node_id/cordon/:label', async (req) => {
+      await cordonNode(ctx, nameParam(req.params.node_id, 'node_id'), req.params.label);
+      return { status: 200, body: node(req.params.node_id) };
+    })
+    .add('DELETE', '/nodes/:node_id/cordon/:label', async (req) => {
+      await uncordonNode(ctx, nameParam(req.params.node_id, 'node_id'), req.params.label);
+      return { status: 200, body: node(req.params.node_id) };
+    })
+    .add('PUT', '/nodes/:node_id/drain/:label', async (req) => {
+      await drainNode(ctx, nameParam(req.params.node_id, 'node_id'), req.params.label);
+      return { status: 200, body: node(req.params.node_id) };
+    })
+    .add('PUT', '/nodes/:node_id/label/:key=:value', async (req) => {
+      await labelNode(ctx, req.params.node_id, req.params.key, req.params.value, overwrite(req.query));
+      return { status: 200, body: node(req.params.node_id) };
+    })
+    .add('DELETE', '/nodes/:node_id/label/:key', async (req) => {
+      await unlabelNode(ctx, req.params.node_id, req.params.key);
+      return { status: 200, body: node(req.params.node_id) };
+    })
+    .add('GET', '/pools', async (req) => {
+      const vol = req.query.get('volume_id');
+      const used = vol ? new Set(reg.volumeReplicas(vol).map((r) => poolName(r.pool))) : null;
+      return {
+        status: 200,
+        body: [...reg.pools.values()].filter((p) => !used || used.has(p.id)).map((p) => poolOut(reg, p)),
+      };
+    })
+    .add('GET', '/pools/:pool_id', async (req) => ({
+      status: 200,
+      body: poolOut(reg, pool(req.params.pool_id)),
+    }))
+    .add('DELETE', '/pools/:pool_id', async (req) => {
+      await deletePool(ctx, req.params.pool_id);
+      return { status: 204 };
+    })
+    .add('GET', '/nodes/:node_id/pools', async (req) => ({
+      status: 200,
+      body: [...reg.pools.values()].filter((p) => p.node === req.params.node_id).map((p) => poolOut(reg, p)),
+    }))
+    .add('GET', '/nodes/:node_id/pools/:pool_id', async (req) => ({
+      status: 200,
+      body: poolOut(reg, pool(req.params.pool_id, req.params.node_id)),
+    }))
+    .add('PUT', '/nodes/:node_id/pools/:pool_id', async (req) => {
+      const body = createPoolBody(req.body);
+      const p = await createPool(
+        ctx,
+        nameParam(req.params.node_id, 'node_id'),
+        nameParam(req.params.pool_id, 'pool_id'),
+        body.disks,
+        body.labels,
+        body.capacity,
+      );
+      return { status: 200, body: poolOut(reg, p) };
+    })
+    .add('DELETE', '/nodes/:node_id/pools/:pool_id', async (req) => {
+      await deletePool(ctx, req.params.pool_id, req.params.node_id);
+      return { status: 204 };
+    })
+    .add('GET', '/replicas', async () => ({
+      status: 200,
+      body: [...reg.replicas.values()].map((r) => replicaOut(reg, r)),
+    }))
+    .add('GET', '/replicas/:id', async (req) => {
+      const r = reg.replicas.get(uuidParam(req.params.id, 'id'));
+      if (!r) throw new SvcError('NotFound', `replica '${req.params.id}' not found`);
+      return { status: 200, body: replicaOut(reg, r) };
+    })
+    .add('GET', '/nodes/:node_id/replicas', async (req) => ({
+      status: 200,
+      body: [...reg.replicas.values()]
+        .filter((r) => reg.replicaNode(r) === req.params.node_id)
+        .map((r) => replicaOut(reg, r)),
+    }))
+    .add('GET', '/nodes/:node_id/pools/:pool_id/replicas', async (req) => ({
+      status: 200,
+      body: [...reg.replicas.values()]
+        .filter((r) => poolName(r.pool) === pool(req.params.pool_id, req.params.node_id).id)
+        .map((r) => replicaOut(reg, r)),
+    }))
+    .add('GET', '/nexuses', async () => ({
+      status: 200,
+      body: [...reg.nexuses.values()].map((n) => nexusOut(reg, n)),
+    }))
+    .add('GET', '/nexuses/:nexus_id', async (req) => {
+      const n = reg.nexuses.get(uuidParam(req.params.nexus_id, 'nexus_id'));
+      if (!n) throw new SvcError('NotFound', `nexus '${req.params.nexus_id}' not found`);
+      return { status: 200, body: nexusOut(reg, n) };
+    })
+    .add('GET', '/nodes/:node_id/nexuses', async (req) => ({
+      status: 200,
+      body: [...reg.nexuses.values()]
+        .filter((n) => n.node === req.params.node_id)
+        .map((n) => nexusOut(reg, n)),
+    }))
+    .add('GET', '/specs', async () => ({
+      status: 200,
+      body: {
+        volumes: [...reg.volumes.values()],
+        pools: [...reg.pools.values()],
+        replicas: [...reg.replicas.values()],
+        nexuses: [...reg.nexuses.values()],
+      },
+    }));
+}

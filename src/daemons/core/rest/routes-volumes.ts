@@ -1,0 +1,117 @@
+import type { CoreContext } from '../context.js';
+import { createSnapshot, deleteSnapshot } from '../ops/snapshot.js';
+import { createVolume } from '../ops/volume-create.js';
+import { deleteVolume } from '../ops/volume-delete.js';
+import { publishVolume, unpublishVolume } from '../ops/volume-publish.js';
+import { resizeVolume, scaleVolume } from '../ops/volume-scale.js';
+import { SvcError } from '../svc-error.js';
+import { snapshotOut, volumeOut } from './present.js';
+import type { RestRequest, Router } from './router.js';
+import { asObject, createVolumeBody, int, publishVolumeBody, reqInt, uuidParam } from './validate.js';
+
+/** Offset pagination over the insertion-ordered spec map (reference §2.1). */
+export function paginate<T>(items: T[], q: URLSearchParams): { entries: T[]; next_token?: number } {
+  const max = q.get('max_entries');
+  if (max === null)
+    throw new SvcError('InvalidArgument', "query parameter 'max_entries' is required (0 = no pagination)");
+  const maxEntries = int(Number(max), 'max_entries', 0);
+  const start =
+    q.get('starting_token') === null ? 0 : int(Number(q.get('starting_token')), 'starting_token', 0);
+  if (maxEntries === 0) return { entries: items.slice(start) };
+  const entries = items.slice(start, start + maxEntries);
+  return start + maxEntries < items.length ? { entries, next_token: start + maxEntries } : { entries };
+}
+
+const vid = (req: RestRequest) => uuidParam(req.params.volume_id, 'volume_id');
+
+export function volumeRoutes(router: Router, ctx: CoreContext): void {
+  const reg = ctx.registry;
+  router
+    .add('GET', '/volumes', async (req) => {
+      let vols = [...reg.volumes.values()];
+      const filter = req.query.get('volume_id');
+      if (filter) vols = vols.filter((v) => v.uuid === filter.toLowerCase());
+      const page = paginate(vols, req.query);
+      return {
+        status: 200,
+        body: { entries: page.entries.map((v) => volumeOut(reg, v)), next_token: page.next_token },
+      };
+    })
+    .add('GET', '/volumes/:volume_id', async (req) => ({
+      status: 200,
+      body: volumeOut(reg, reg.volume(vid(req))),
+    }))
+    .add('PUT', '/volumes/:volume_id', async (req) => {
+      const id = vid(req);
+      const v = await createVolume(ctx, id, createVolumeBody(req.body));
+      return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('DELETE', '/volumes/:volume_id', async (req) => {
+      await deleteVolume(ctx, vid(req));
+      return { status: 204 };
+    })
+    .add('PUT', '/volumes/:volume_id/target', async (req) => {
+      const v = await publishVolume(ctx, vid(req), publishVolumeBody(req.body));
+      return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('DELETE', '/volumes/:volume_id/target', async (req) => {
+      const v = await unpublishVolume(ctx, vid(req), req.query.get('force') === 'true');
+      return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('PUT', '/volumes/:volume_id/replica_count/:replica_count', async (req) => {
+      const n = int(Number(req.params.replica_count), 'replica_count', 1, 255);
+      const v = await scaleVolume(ctx, vid(req), n);
+      return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('PUT', '/volumes/:volume_id/size', async (req) => {
+      const size = reqInt(asObject(req.body, 'body'), 'size', 'size', 1);
+      const v = await resizeVolume(ctx, vid(req), size);
+      return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('GET', '/volumes/snapshots', async (req) => {
+      let snaps = [...reg.snapshots.values()];
+      const sid = req.query.get('snapshot_id');
+      const vol = req.query.get('volume_id');
+      if (sid) snaps = snaps.filter((s) => s.spec.uuid === sid);
+      if (vol) snaps = snaps.filter((s) => s.spec.source_id === vol);
+      const page = paginate(snaps, req.query);
+      return {
+        status: 200,
+        body: { entries: page.entries.map((s) => snapshotOut(reg, s)), next_token: page.next_token },
+      };
+    })
+    .add('GET', '/volumes/snapshots/:snapshot_id', async (req) => {
+      const s = reg.snapshots.get(uuidParam(req.params.snapshot_id, 'snapshot_id'));
+      if (!s) throw new SvcError('NotFound', `snapshot '${req.params.snapshot_id}' not found`);
+      return { status: 200, body: snapshotOut(reg, s) };
+    })
+    .add('DELETE', '/volumes/snapshots/:snapshot_id', async (req) => {
+      await deleteSnapshot(ctx, null, uuidParam(req.params.snapshot_id, 'snapshot_id'));
+      return { status: 204 };
+    })
+    .add('GET', '/volumes/:volume_id/snapshots', async (req) => {
+      const id = vid(req);
+      const page = paginate(
+        [...reg.snapshots.values()].filter((s) => s.spec.source_id === id),
+        req.query,
+      );
+      return {
+        status: 200,
+        body: { entries: page.entries.map((s) => snapshotOut(reg, s)), next_token: page.next_token },
+      };
+    })
+    .add('GET', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {
+      const s = reg.snapshots.get(uuidParam(req.params.snapshot_id, 'snapshot_id'));
+      if (!s || s.spec.source_id !== vid(req))
+        throw new SvcError('NotFound', `snapshot '${req.params.snapshot_id}' not found`);
+      return { status: 200, body: snapshotOut(reg, s) };
+    })
+    .add('PUT', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {
+      const s = await createSnapshot(ctx, vid(req), uuidParam(req.params.snapshot_id, 'snapshot_id'));
+      return { status: 200, body: snapshotOut(reg, s) };
+    })
+    .add('DELETE', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {
+      await deleteSnapshot(ctx, vid(req), uuidParam(req.params.snapshot_id, 'snapshot_id'));
+      return { status: 204 };
+    });
+}

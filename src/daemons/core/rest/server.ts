@@ -1,0 +1,93 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../../../lib/logger.js';
+import { SvcError, toSvcError } from '../svc-error.js';
+import type { Router } from './router.js';
+
+const MAX_BODY = 1 << 20;
+export const API_BASE = '/v0';
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY) throw new SvcError('InvalidArgument', 'request body too large');
+    chunks.push(c as Buffer);
+  }
+  if (size === 0) return undefined;
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (err) {
+    throw new SvcError('Deserialize', `request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  if (body === undefined) {
+    res.writeHead(status).end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res
+    .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+    .end(text);
+}
+
+export interface RestServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** HTTP server of REST API v0: routes under /v0, every error as `{details, message, kind}`. */
+export async function startRestServer(
+  router: Router,
+  host: string,
+  port: number,
+  log: Logger,
+): Promise<RestServer> {
+  const server = createServer((req, res) => {
+    const started = Date.now();
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    void (async () => {
+      try {
+        if (!url.pathname.startsWith(`${API_BASE}/`))
+          throw new SvcError('NotFound', `no such endpoint: ${url.pathname}`);
+        const { handler, params } = router.match(req.method ?? 'GET', url.pathname.slice(API_BASE.length));
+        const body = await readBody(req);
+        const out = await handler({ method: req.method ?? 'GET', params, query: url.searchParams, body });
+        send(res, out.status, out.body);
+      } catch (err) {
+        const e = toSvcError(err);
+        if (e.status >= 500)
+          log.warn(
+            { method: req.method, path: url.pathname, kind: e.kind, err: e.message },
+            'request failed',
+          );
+        send(res, e.status, { details: e.details, message: e.message, kind: e.kind });
+      } finally {
+        log.debug(
+          { method: req.method, path: url.pathname, status: res.statusCode, ms: Date.now() - started },
+          'request',
+        );
+      }
+    })();
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    server,
+    url: `http://${shown}:${addr.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,195 @@
+import type { Labelled, Topology } from '../model.js';
+import { SvcError } from '../svc-error.js';
+
+/** Boundary validation of REST bodies: a bad body is a 400 that names the field. */
+
+const bad = (field: string, why: string) =>
+  new SvcError('InvalidArgument', `invalid request body: '${field}' ${why}`, `field '${field}' ${why}`);
+
+type Obj = Record<string, unknown>;
+
+export function asObject(v: unknown, field: string): Obj {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw bad(field, 'must be an object');
+  return v as Obj;
+}
+
+export function reqInt(o: Obj, field: string, path: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const v = o[field];
+  if (v === undefined || v === null) throw bad(path, 'is required');
+  return int(v, path, min, max);
+}
+
+export function int(v: unknown, path: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw bad(path, 'must be an integer');
+  if (v < min || v > max) throw bad(path, `must be between ${min} and ${max}`);
+  return v;
+}
+
+export function reqBool(o: Obj, field: string, path: string): boolean {
+  const v = o[field];
+  if (typeof v !== 'boolean') throw bad(path, v === undefined ? 'is required' : 'must be a boolean');
+  return v;
+}
+
+export function optBool(o: Obj, field: string, path: string): boolean | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw bad(path, 'must be a boolean');
+  return v;
+}
+
+export function optString(o: Obj, field: string, path: string): string | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v === '') throw bad(path, 'must be a non-empty string');
+  return v;
+}
+
+export function stringMap(v: unknown, path: string): Record<string, string> {
+  const o = asObject(v, path);
+  for (const [k, val] of Object.entries(o))
+    if (typeof val !== 'string') throw bad(`${path}.${k}`, 'must be a string');
+  return o as Record<string, string>;
+}
+
+export function stringList(v: unknown, path: string): string[] {
+  if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw bad(path, 'must be a list of strings');
+  return v as string[];
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export function uuidParam(v: string, name: string): string {
+  if (!UUID_RE.test(v)) throw bad(name, `must be a uuid, got '${v}'`);
+  return v.toLowerCase();
+}
+
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
+export function nameParam(v: string, name: string): string {
+  if (!NAME_RE.test(v)) throw bad(name, `must be a name of letters, digits, '.', '_' or '-', got '${v}'`);
+  return v;
+}
+
+function labelled(v: unknown, path: string): Labelled {
+  const o = asObject(v, path);
+  return {
+    exclusion: o.exclusion == null ? {} : stringMap(o.exclusion, `${path}.exclusion`),
+    inclusion: o.inclusion == null ? {} : stringMap(o.inclusion, `${path}.inclusion`),
+    creation_affinity_keys:
+      o.affinity_key == null ? null : stringList(o.affinity_key, `${path}.affinity_key`),
+  };
+}
+
+/** REST topology `{node_topology:{explicit|labelled}, pool_topology:{labelled}}` → stored Topology. */
+export function topology(v: unknown): Topology | null {
+  if (v === undefined || v === null) return null;
+  const o = asObject(v, 'topology');
+  const out: Topology = { node: null, pool: null };
+  if (o.node_topology != null) {
+    const nt = asObject(o.node_topology, 'topology.node_topology');
+    if (nt.explicit != null) {
+      const e = asObject(nt.explicit, 'topology.node_topology.explicit');
+      out.node = {
+        Explicit: {
+          allowed_nodes:
+            e.allowed_nodes == null
+              ? []
+              : stringList(e.allowed_nodes, 'topology.node_topology.explicit.allowed_nodes'),
+          preferred_nodes:
+            e.preferred_nodes == null
+              ? []
+              : stringList(e.preferred_nodes, 'topology.node_topology.explicit.preferred_nodes'),
+        },
+      };
+    } else if (nt.labelled != null) {
+      out.node = { Labelled: labelled(nt.labelled, 'topology.node_topology.labelled') };
+    } else throw bad('topology.node_topology', "needs 'explicit' or 'labelled'");
+  }
+  if (o.pool_topology != null) {
+    const pt = asObject(o.pool_topology, 'topology.pool_topology');
+    if (pt.labelled == null) throw bad('topology.pool_topology', "needs 'labelled'");
+    out.pool = { Labelled: labelled(pt.labelled, 'topology.pool_topology.labelled') };
+  }
+  return out;
+}
+
+export interface CreateVolumeBody {
+  size: number;
+  replicas: number;
+  thin: boolean;
+  policy: { self_heal: boolean };
+  topology: Topology | null;
+  labels: Record<string, string> | null;
+  affinity_group: { id: string } | null;
+  max_snapshots?: number;
+}
+
+export function createVolumeBody(body: unknown): CreateVolumeBody {
+  const o = asObject(body, 'body');
+  const size = reqInt(o, 'size', 'size', 1);
+  const replicas = reqInt(o, 'replicas', 'replicas', 1, 255);
+  const thin = reqBool(o, 'thin', 'thin');
+  if (o.policy === undefined) throw bad('policy', 'is required');
+  const policy = asObject(o.policy, 'policy');
+  const out: CreateVolumeBody = {
+    size,
+    replicas,
+    thin,
+    policy: { self_heal: reqBool(policy, 'self_heal', 'policy.self_heal') },
+    topology: topology(o.topology),
+    labels: o.labels == null ? null : stringMap(o.labels, 'labels'),
+    affinity_group:
+      o.affinity_group == null ? null : { id: String(asObject(o.affinity_group, 'affinity_group').id) },
+  };
+  if (o.max_snapshots != null) out.max_snapshots = int(o.max_snapshots, 'max_snapshots', 0, 0xffffffff);
+  return out;
+}
+
+export interface PublishVolumeBody {
+  publish_context: Record<string, string>;
+  protocol: string;
+  node?: string;
+  reuse_existing?: boolean;
+  republish?: boolean;
+  frontend_node?: string;
+}
+
+export const PROTOCOLS = ['nbd'] as const;
+
+export function publishVolumeBody(body: unknown): PublishVolumeBody {
+  const o = asObject(body, 'body');
+  if (o.publish_context === undefined) throw bad('publish_context', 'is required');
+  const protocol = o.protocol;
+  if (typeof protocol !== 'string') throw bad('protocol', 'is required');
+  if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
+    throw new SvcError(
+      'InvalidArgument',
+      `invalid request body: 'protocol' ${protocol} is not supported by storctl io-engines; use nbd`,
+      `field 'protocol' unsupported: ${protocol}`,
+    );
+  }
+  return {
+    publish_context: stringMap(o.publish_context, 'publish_context'),
+    protocol,
+    node: optString(o, 'node', 'node'),
+    reuse_existing: optBool(o, 'reuse_existing', 'reuse_existing'),
+    republish: optBool(o, 'republish', 'republish'),
+    frontend_node: optString(o, 'frontend_node', 'frontend_node'),
+  };
+}
+
+export interface CreatePoolBody {
+  disks: string[];
+  labels: Record<string, string> | null;
+  /** storctl extension: the capacity of a directory pool in bytes (io-engine pools are directories). */
+  capacity?: number;
+}
+
+export function createPoolBody(body: unknown): CreatePoolBody {
+  const o = asObject(body, 'body');
+  if (o.disks === undefined) throw bad('disks', 'is required');
+  const disks = stringList(o.disks, 'disks');
+  if (disks.length !== 1) throw bad('disks', 'must name exactly one disk (a pool directory or URI)');
+  const out: CreatePoolBody = { disks, labels: o.labels == null ? null : stringMap(o.labels, 'labels') };
+  if (o.capacity != null) out.capacity = int(o.capacity, 'capacity', 1);
+  return out;
+}

@@ -1,0 +1,183 @@
+import { Agent, request } from 'undici';
+import { ServiceUnavailableError, TimeoutError } from '../errors.js';
+import { nextStep, RestError } from './errors.js';
+import type {
+  CreateVolumeRequest,
+  Node,
+  Pool,
+  PublishRequest,
+  Replica,
+  Volume,
+  VolumeSnapshot,
+} from './types.js';
+
+export interface RestClientOptions {
+  /** Per-request timeout (Mayastor's REST default is 5 s; long operations get more). */
+  timeoutMs?: number;
+}
+
+/**
+ * Client of core's REST API v0 on undici, used by operator commands and (later) the CSI controller
+ * and ha-cluster. Error bodies `{details, message, kind}` become RestError with a next step;
+ * an unreachable core becomes ServiceUnavailableError naming the URL.
+ */
+export class RestClient {
+  private readonly agent: Agent;
+  private readonly timeoutMs: number;
+
+  constructor(
+    readonly baseUrl: string,
+    options: RestClientOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.agent = new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 4_000 });
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  async call<T>(
+    method: 'GET' | 'PUT' | 'DELETE' | 'POST',
+    path: string,
+    body?: unknown,
+    query?: Record<string, string | number | boolean | undefined>,
+  ): Promise<T> {
+    const url = new URL(`${this.baseUrl}/v0${path}`);
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    let res: Awaited<ReturnType<typeof request>>;
+    try {
+      res = await request(url, {
+        method,
+        dispatcher: this.agent,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+      });
+    } catch (err) {
+      const e = err as { code?: string; message: string };
+      if (e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') {
+        throw new TimeoutError(`core REST ${method} ${path} did not answer within ${this.timeoutMs} ms`, {
+          suggestions: [
+            'the operation may still complete; check with `storctl get volumes` or `storctl events`',
+          ],
+        });
+      }
+      throw new ServiceUnavailableError('core REST API', this.baseUrl, e.code ?? e.message, {
+        suggestions: [
+          'start a cluster with `storctl up`',
+          'or point at a running core with --rest URL (env STORCTL_REST)',
+        ],
+      });
+    }
+    const text = await res.body.text();
+    if (res.statusCode >= 400) {
+      let parsed: { kind?: string; message?: string; details?: string } = {};
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // a non-JSON error body (a proxy?): reported as Internal with the raw text
+      }
+      const kind = parsed.kind ?? 'Internal';
+      throw new RestError(
+        kind,
+        res.statusCode,
+        parsed.message ?? (text || `HTTP ${res.statusCode}`),
+        parsed.details ?? '',
+        nextStep(kind),
+      );
+    }
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  // --- volumes ---------------------------------------------------------------------------------------
+  async listVolumes(): Promise<Volume[]> {
+    const out: Volume[] = [];
+    let token: number | undefined;
+    do {
+      const page = await this.call<{ entries: Volume[]; next_token?: number }>('GET', '/volumes', undefined, {
+        max_entries: 500,
+        starting_token: token,
+      });
+      out.push(...page.entries);
+      token = page.next_token;
+    } while (token !== undefined);
+    return out;
+  }
+  getVolume(id: string) {
+    return this.call<Volume>('GET', `/volumes/${encodeURIComponent(id)}`);
+  }
+  createVolume(id: string, body: CreateVolumeRequest) {
+    return this.call<Volume>('PUT', `/volumes/${encodeURIComponent(id)}`, body);
+  }
+  deleteVolume(id: string) {
+    return this.call<void>('DELETE', `/volumes/${encodeURIComponent(id)}`);
+  }
+  publishVolume(id: string, body: PublishRequest) {
+    return this.call<Volume>('PUT', `/volumes/${encodeURIComponent(id)}/target`, body);
+  }
+  unpublishVolume(id: string, force = false) {
+    return this.call<Volume>('DELETE', `/volumes/${encodeURIComponent(id)}/target`, undefined, {
+      force: force || undefined,
+    });
+  }
+  scaleVolume(id: string, replicas: number) {
+    return this.call<Volume>('PUT', `/volumes/${encodeURIComponent(id)}/replica_count/${replicas}`);
+  }
+  resizeVolume(id: string, size: number) {
+    return this.call<Volume>('PUT', `/volumes/${encodeURIComponent(id)}/size`, { size });
+  }
+  createSnapshot(volumeId: string, snapshotId: string) {
+    return this.call<VolumeSnapshot>(
+      'PUT',
+      `/volumes/${encodeURIComponent(volumeId)}/snapshots/${encodeURIComponent(snapshotId)}`,
+    );
+  }
+  deleteSnapshot(snapshotId: string) {
+    return this.call<void>('DELETE', `/volumes/snapshots/${encodeURIComponent(snapshotId)}`);
+  }
+  // --- nodes and pools -----------------------------------------------------------------------------
+  listNodes() {
+    return this.call<Node[]>('GET', '/nodes');
+  }
+  getNode(id: string) {
+    return this.call<Node>('GET', `/nodes/${encodeURIComponent(id)}`);
+  }
+  cordonNode(id: string, label: string) {
+    return this.call<Node>('PUT', `/nodes/${encodeURIComponent(id)}/cordon/${encodeURIComponent(label)}`);
+  }
+  uncordonNode(id: string, label: string) {
+    return this.call<Node>('DELETE', `/nodes/${encodeURIComponent(id)}/cordon/${encodeURIComponent(label)}`);
+  }
+  drainNode(id: string, label: string) {
+    return this.call<Node>('PUT', `/nodes/${encodeURIComponent(id)}/drain/${encodeURIComponent(label)}`);
+  }
+  labelNode(id: string, key: string, value: string, overwrite = false) {
+    return this.call<Node>(
+      'PUT',
+      `/nodes/${encodeURIComponent(id)}/label/${encodeURIComponent(key)}=${encodeURIComponent(value)}`,
+      undefined,
+      { overwrite: overwrite || undefined },
+    );
+  }
+  unlabelNode(id: string, key: string) {
+    return this.call<Node>('DELETE', `/nodes/${encodeURIComponent(id)}/label/${encodeURIComponent(key)}`);
+  }
+  listPools() {
+    return this.call<Pool[]>('GET', '/pools');
+  }
+  createPool(
+    node: string,
+    id: string,
+    body: { disks: string[]; labels?: Record<string, string>; capacity?: number },
+  ) {
+    return this.call<Pool>('PUT', `/nodes/${encodeURIComponent(node)}/pools/${encodeURIComponent(id)}`, body);
+  }
+  deletePool(id: string) {
+    return this.call<void>('DELETE', `/pools/${encodeURIComponent(id)}`);
+  }
+  listReplicas() {
+    return this.call<Replica[]>('GET', '/replicas');
+  }
+}

@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import { chmod, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { defaultDataDir } from '../paths.js';
+
+/** Mayastor's api-rest HTTP port; the REST URL when nothing else says where core is. */
+export const DEFAULT_REST_URL = 'http://127.0.0.1:8081';
+
+/** What `storctl up` publishes for flagless operator commands: `<data-dir>/endpoints.json`. */
+export interface ClusterEndpoints {
+  rest: string;
+  store: string;
+  pid?: number;
+  ioEngines?: { node: string; grpc: string; nbd: string }[];
+  [role: string]: unknown;
+}
+
+export function endpointsFile(dataDir = defaultDataDir()): string {
+  return join(dataDir, 'endpoints.json');
+}
+
+export function readEndpoints(dataDir = defaultDataDir()): ClusterEndpoints | null {
+  try {
+    const v = JSON.parse(readFileSync(endpointsFile(dataDir), 'utf8'));
+    return v && typeof v.rest === 'string' ? (v as ClusterEndpoints) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Written atomically (temp file + rename), readable by the user only. */
+export async function writeEndpoints(dataDir: string, endpoints: ClusterEndpoints): Promise<void> {
+  const file = endpointsFile(dataDir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(endpoints, null, 2)}\n`, { mode: 0o600 });
+  await chmod(tmp, 0o600);
+  await rename(tmp, file);
+}
+
+/** REST URL of core: `--rest` / STORCTL_REST first (the caller passes it), then `up`'s file, then the default. */
+export function resolveRestUrl(flag: string | undefined, dataDir = defaultDataDir()): string {
+  if (flag) return flag.replace(/\/+$/, '');
+  return readEndpoints(dataDir)?.rest ?? DEFAULT_REST_URL;
+}

@@ -1,0 +1,88 @@
+import { ExitCode, type ExitCodeValue, StorctlError } from '../errors.js';
+
+/** An error answered by core's REST API: its kind, message and HTTP status, with a next step. */
+export class RestError extends StorctlError {
+  constructor(
+    readonly kind: string,
+    readonly status: number,
+    message: string,
+    readonly details: string,
+    suggestions: string[],
+  ) {
+    super(
+      `REST_${kind.replace(/[A-Z]/g, (c, i) => (i ? '_' : '') + c).toUpperCase()}`,
+      `${kind}: ${message}`,
+      exitCodeOf(kind),
+      { suggestions },
+    );
+    this.name = 'RestError';
+  }
+}
+
+function exitCodeOf(kind: string): ExitCodeValue {
+  switch (kind) {
+    case 'InvalidArgument':
+    case 'Deserialize':
+    case 'NotAcceptable':
+    case 'OutOfRange':
+      return ExitCode.usage;
+    case 'NotFound':
+      return ExitCode.notFound;
+    case 'Conflict':
+    case 'Deleting':
+    case 'InUse':
+    case 'FailedPrecondition':
+    case 'AlreadyExists':
+    case 'AlreadyPublished':
+    case 'NotPublished':
+    case 'AlreadyShared':
+    case 'NotShared':
+      return ExitCode.conflict;
+    case 'Unavailable':
+    case 'Aborted':
+      return ExitCode.serviceUnavailable;
+    case 'Timeout':
+    case 'DeadlineExceeded':
+      return ExitCode.timeout;
+    default:
+      return ExitCode.failure;
+  }
+}
+
+/** The next step an operator can take for each kind of failure. */
+export function nextStep(kind: string): string[] {
+  switch (kind) {
+    case 'NotFound':
+      return ['list what exists with `storctl get volumes` / `storctl get pools` / `storctl get nodes`'];
+    case 'InvalidArgument':
+    case 'Deserialize':
+      return ['fix the named field and retry; `storctl <command> --help` shows the accepted values'];
+    case 'Conflict':
+      return ['another operation is running on the resource; retry in a moment'];
+    case 'FailedPersist':
+      return [
+        'the store write failed or an earlier operation is still pending; retry once core has reconciled it (`storctl events`)',
+      ];
+    case 'ResourceExhausted':
+    case 'CapacityLimitExceeded':
+      return [
+        'add capacity (`storctl pool create`), uncordon nodes, or ask for fewer replicas / a smaller size',
+      ];
+    case 'FailedPrecondition':
+      return ['check the resource state with `storctl get volume <id>` and `storctl events`'];
+    case 'AlreadyExists':
+      return ['use another id, or delete the existing resource first'];
+    case 'AlreadyPublished':
+      return ['unpublish it first (`storctl volume unpublish <id>`) or republish to move it'];
+    case 'NotPublished':
+      return ['publish it first (`storctl volume publish <id>`)'];
+    case 'InUse':
+    case 'Deleting':
+      return ['wait for the resource to be released or deleted, then retry'];
+    case 'Unavailable':
+    case 'Aborted':
+      return ['check that the io-engines are up: `storctl get nodes`'];
+    default:
+      return ['see the core log and `storctl events` for details'];
+  }
+}

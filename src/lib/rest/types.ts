@@ -1,0 +1,108 @@
+/** REST v0 bodies as core answers them (reference §2), the parts clients read. */
+
+export interface Volume {
+  spec: {
+    uuid: string;
+    size: number;
+    num_replicas: number;
+    status: 'Creating' | 'Created' | 'Deleting' | 'Deleted';
+    operation?: { operation: string; result?: boolean };
+    target?: { node: string; protocol?: string; frontend_nodes?: { name: string; nqn: string }[] };
+    policy: { self_heal: boolean };
+    thin: boolean;
+    labels?: Record<string, string>;
+    num_snapshots?: number;
+    [k: string]: unknown;
+  };
+  state: {
+    uuid: string;
+    size: number;
+    status: 'Unknown' | 'Online' | 'Degraded' | 'Faulted' | 'Shutdown';
+    target?: Nexus;
+    replica_topology: Record<
+      string,
+      { node?: string; pool: string; state: string; 'child-status'?: string; 'rebuild-progress'?: number }
+    >;
+  };
+}
+
+export interface Nexus {
+  uuid: string;
+  node: string;
+  size: number;
+  state: string;
+  protocol: string;
+  deviceUri: string;
+  rebuilds: number;
+  children: { uri: string; state: string; rebuildProgress?: number }[];
+}
+
+export interface Node {
+  id: string;
+  spec?: {
+    id: string;
+    grpcEndpoint: string;
+    labels: Record<string, string>;
+    cordondrainstate?: Record<string, { cordonlabels: string[]; drainlabels?: string[] }>;
+  };
+  state: {
+    id: string;
+    grpcEndpoint: string;
+    nbdEndpoint?: string;
+    status: 'Online' | 'Offline' | 'Unknown';
+    cordoned: boolean;
+  };
+}
+
+export interface Pool {
+  id: string;
+  spec?: { id: string; node: string; disks: string[]; labels?: Record<string, string>; status: string };
+  state?: {
+    id: string;
+    node: string;
+    disks: string[];
+    status: string;
+    capacity: number;
+    used: number;
+    committed: number;
+  };
+}
+
+export interface Replica {
+  uuid: string;
+  node?: string;
+  pool: string;
+  size: number;
+  thin: boolean;
+  share: string;
+  uri: string;
+  state: string;
+  owner?: string;
+}
+
+export interface VolumeSnapshot {
+  definition: {
+    spec: { uuid: string; source_volume: string };
+    metadata: { status: string; timestamp?: string; size: number };
+  };
+  state: { uuid: string; source_volume: string; ready_as_source: boolean };
+}
+
+export interface CreateVolumeRequest {
+  size: number;
+  replicas: number;
+  thin: boolean;
+  policy: { self_heal: boolean };
+  topology?: unknown;
+  labels?: Record<string, string>;
+  max_snapshots?: number;
+}
+
+export interface PublishRequest {
+  protocol: 'nbd';
+  publish_context: Record<string, string>;
+  node?: string;
+  republish?: boolean;
+  reuse_existing?: boolean;
+  frontend_node?: string;
+}

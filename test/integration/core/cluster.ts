@@ -1,0 +1,172 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RestClient } from '../../../src/lib/rest/client.js';
+import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
+import { StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
+
+/**
+ * A real cluster for core tests: io-engines and core as separate `storctl daemon …` processes on one
+ * store (embedded SQLite in a temp dir, or a real etcd), each pool a directory in the temp dir.
+ */
+export interface Engine {
+  node: string;
+  proc: StorctlProcess;
+  grpc: string;
+  nbd: string;
+}
+
+export type Backend = 'embedded' | 'etcd';
+
+export const POOL_CAPACITY = 1 << 30;
+
+/** Fast timings so reconcilers act within a test's patience; every one a flag of `daemon core`. */
+export const FAST_CORE_FLAGS = [
+  '--cache-period',
+  '300ms',
+  '--reconcile-period',
+  '300ms',
+  '--reconcile-idle-period',
+  '600ms',
+  '--gc-period',
+  '1s',
+  '--replica-gc-grace',
+  '2s',
+  '--node-deadline',
+  '3s',
+  '--lease-ttl',
+  '3',
+  '--request-timeout',
+  '10s',
+];
+
+function readyLine(proc: StorctlProcess, msg: string): Record<string, unknown> | null {
+  for (const line of proc.output.split('\n')) {
+    if (!line.includes(msg)) continue;
+    try {
+      return JSON.parse(line);
+    } catch {
+      // a partial line: not yet complete
+    }
+  }
+  return null;
+}
+
+export class TestCluster {
+  engines: Engine[] = [];
+  cores: StorctlProcess[] = [];
+  restUrl = '';
+  rest!: RestClient;
+  private etcd: EtcdServer | null = null;
+
+  private constructor(
+    readonly dir: string,
+    readonly storeUrl: string,
+    readonly clusterId: string,
+  ) {}
+
+  static async start(
+    opts: { backend?: Backend; engines?: number; coreFlags?: string[]; pools?: boolean } = {},
+  ): Promise<TestCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'storctl-core-'));
+    let etcd: EtcdServer | null = null;
+    let storeUrl = `sqlite:${join(dir, 'store.db')}`;
+    if (opts.backend === 'etcd') {
+      etcd = await startEtcd();
+      storeUrl = etcd.url;
+    }
+    const c = new TestCluster(dir, storeUrl, `test-${Date.now().toString(36)}`);
+    c.etcd = etcd;
+    for (let i = 1; i <= (opts.engines ?? 3); i++) await c.startEngine(`node-${i}`);
+    await c.startCore(opts.coreFlags ?? FAST_CORE_FLAGS);
+    if (opts.pools !== false) {
+      for (const e of c.engines)
+        await c.rest.createPool(e.node, `pool-${e.node}`, {
+          disks: [join(dir, e.node, 'pool')],
+          capacity: POOL_CAPACITY,
+        });
+    }
+    return c;
+  }
+
+  get env(): NodeJS.ProcessEnv {
+    return {
+      STORCTL_STORE: this.storeUrl,
+      STORCTL_CLUSTER_ID: this.clusterId,
+      STORCTL_LOG_LEVEL: 'info',
+      STORCTL_REST: this.restUrl,
+    };
+  }
+
+  async startEngine(node: string, ports?: { grpc: string; nbd: string }): Promise<Engine> {
+    const proc = new StorctlProcess(
+      [
+        'daemon',
+        'io-engine',
+        '--node',
+        node,
+        '--pool-dir',
+        join(this.dir, node),
+        '--grpc',
+        ports?.grpc ?? '127.0.0.1:0',
+        '--nbd',
+        ports?.nbd ?? '127.0.0.1:0',
+        '--heartbeat-ttl',
+        '2',
+      ],
+      this.env,
+    );
+    const ready = await waitFor(
+      () =>
+        readyLine(proc, 'io-engine ready') ??
+        (proc.running ? null : Promise.reject(new Error(`io-engine ${node} exited: ${proc.output}`))),
+      {
+        what: `io-engine ${node} ready`,
+      },
+    );
+    const engine: Engine = { node, proc, grpc: String(ready.grpcEndpoint), nbd: String(ready.nbdEndpoint) };
+    this.engines = [...this.engines.filter((e) => e.node !== node), engine];
+    return engine;
+  }
+
+  /** Start a core; resolves once it serves REST (a second core waits for the lease: pass wait=false). */
+  async startCore(flags: string[] = FAST_CORE_FLAGS, wait = true): Promise<StorctlProcess> {
+    const proc = new StorctlProcess(['daemon', 'core', '--rest', '127.0.0.1:0', ...flags], this.env);
+    this.cores.push(proc);
+    if (wait) await this.waitCoreReady(proc);
+    return proc;
+  }
+
+  async waitCoreReady(proc: StorctlProcess, timeoutMs = 30_000): Promise<string> {
+    const ready = await waitFor(
+      () =>
+        readyLine(proc, '"core ready"') ??
+        (proc.running ? null : Promise.reject(new Error(`core exited: ${proc.output}`))),
+      {
+        what: 'core ready',
+        timeoutMs,
+      },
+    );
+    this.restUrl = String(ready.url);
+    await this.rest?.close();
+    this.rest = new RestClient(this.restUrl);
+    return this.restUrl;
+  }
+
+  engine(node: string): Engine {
+    const e = this.engines.find((x) => x.node === node);
+    if (!e) throw new Error(`no engine ${node}`);
+    return e;
+  }
+
+  async stop(): Promise<void> {
+    await this.rest?.close().catch(() => {});
+    for (const c of this.cores) await c.kill('SIGTERM');
+    for (const e of this.engines) await e.proc.kill('SIGTERM');
+    await this.etcd?.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export const newVolumeId = () => crypto.randomUUID();
