@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -19,6 +20,9 @@ export interface EtcdServer {
   readonly pid: number;
   /** SIGTERM and start again on the same data dir and ports (clients see a connection drop). */
   restart(): Promise<void>;
+  /** SIGTERM only; `resume()` starts it again on the same data dir and ports. */
+  halt(): Promise<void>;
+  resume(): Promise<void>;
   /** Stop by PID and remove the temp dir. */
   stop(): Promise<void>;
 }
@@ -48,11 +52,19 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startEtcd(): Promise<EtcdServer> {
+export interface EtcdTlsFiles {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** With `tls`, clients must use https and present a certificate signed by `tls.ca`. */
+export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<EtcdServer> {
   const bin = findEtcdBinary();
+  const tls = options.tls;
   const dir = mkdtempSync(join(tmpdir(), 'storctl-etcd-'));
   const [client, peer, metrics] = [await freePort(), await freePort(), await freePort()];
-  const clientUrl = `http://127.0.0.1:${client}`;
+  const clientUrl = `${tls ? 'https' : 'http'}://127.0.0.1:${client}`;
   const peerUrl = `http://127.0.0.1:${peer}`;
   const args = [
     '--name=test',
@@ -68,6 +80,14 @@ export async function startEtcd(): Promise<EtcdServer> {
     `--listen-metrics-urls=http://127.0.0.1:${metrics}`,
     '--heartbeat-interval=10',
     '--election-timeout=100',
+    ...(tls
+      ? [
+          `--cert-file=${tls.cert}`,
+          `--key-file=${tls.key}`,
+          `--trusted-ca-file=${tls.ca}`,
+          '--client-cert-auth',
+        ]
+      : []),
   ];
   let child: ChildProcess;
   let log = '';
@@ -80,9 +100,7 @@ export async function startEtcd(): Promise<EtcdServer> {
     await waitFor(
       async () => {
         if (child.exitCode !== null) throw new Error(`etcd exited with ${child.exitCode}: ${log}`);
-        const res = await fetch(`${clientUrl}/health`);
-        const body = (await res.json()) as { health?: string };
-        return body.health === 'true';
+        return (await health(clientUrl, tls)).includes('"health":"true"');
       },
       { timeoutMs: 20_000, intervalMs: 20, what: `etcd /health on ${clientUrl}` },
     );
@@ -98,7 +116,7 @@ export async function startEtcd(): Promise<EtcdServer> {
 
   await launch();
   return {
-    url: `etcd://127.0.0.1:${client}`,
+    url: `${tls ? 'etcd+https' : 'etcd'}://127.0.0.1:${client}`,
     clientUrl,
     dataDir: dir,
     get pid() {
@@ -108,9 +126,29 @@ export async function startEtcd(): Promise<EtcdServer> {
       await terminate();
       await launch();
     },
+    halt: terminate,
+    resume: launch,
     async stop() {
       await terminate();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+async function health(clientUrl: string, tls: EtcdTlsFiles | undefined): Promise<string> {
+  if (!tls) return (await fetch(`${clientUrl}/health`)).text();
+  return new Promise((resolve, reject) => {
+    const req = httpsGet(
+      `${clientUrl}/health`,
+      { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) },
+      (res) => {
+        let body = '';
+        res.on('data', (d) => {
+          body += d;
+        });
+        res.on('end', () => resolve(body));
+      },
+    );
+    req.on('error', reject);
+  });
 }

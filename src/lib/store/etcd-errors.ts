@@ -42,7 +42,7 @@ export function mapEtcdError(err: unknown, endpoint: string, leaseHex?: string):
     err instanceof ClientClosedError ||
     (err instanceof Error && (isRecoverableError(err) || err.name === 'BrokenCircuitError'))
   ) {
-    return unavailable(endpoint, `${shortGrpc(message)}`, err, where);
+    return unavailable(endpoint, shortGrpc(message), err, where);
   }
   if (message.includes('mvcc: required revision is a future revision')) {
     return new UsageError(`store ${endpoint}: the requested revision is in the future`, { cause: err });
@@ -65,7 +65,9 @@ export function unavailable(
   });
 }
 
-/** "14 UNAVAILABLE: No connection established…" → "No connection established…" */
-function shortGrpc(message: string): string {
-  return message.replace(/^\w+Error:\s*/, '').replace(/^\d+ [A-Z_]+:\s*/, '') || 'no answer';
+/** "14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED h:p. …" → "connect ECONNREFUSED h:p" */
+export function shortGrpc(message: string): string {
+  const short = message.replace(/^\w+Error:\s*/, '').replace(/^\d+ [A-Z_]+:\s*/, '');
+  const last = /Last error: (?:Error: )?(.*?)\.?(?: Resolution note:.*)?$/.exec(short);
+  return (last ? last[1] : short).trim() || 'no answer';
 }

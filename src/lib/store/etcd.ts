@@ -10,7 +10,7 @@ import {
   isRecoverableError,
 } from 'etcd3';
 import { StorctlError, UsageError } from '../errors.js';
-import { mapEtcdError, unavailable } from './etcd-errors.js';
+import { mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
 import { EtcdWatch, toKeyValue } from './etcd-watch.js';
 import { LeaseHandle } from './lease-handle.js';
 import type { StoreTlsFiles } from './open.js';
@@ -127,8 +127,7 @@ export class EtcdStore implements Store {
       client.close();
       const mapped = mapEtcdError(err, store.endpoint);
       if (mapped instanceof StorctlError && mapped.code === 'STORE_ACCESS_DENIED') throw mapped;
-      const detail = err instanceof Error ? err.message.replace(/^\d+ [A-Z_]+:\s*/, '') : String(err);
-      throw unavailable(store.endpoint, detail, err, store.where);
+      throw unavailable(store.endpoint, shortGrpc(err instanceof Error ? err.message : String(err)), err, store.where);
     } finally {
       clearTimeout(timer);
     }

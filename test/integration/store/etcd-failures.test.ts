@@ -1,0 +1,90 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreUnavailableError } from '../../../src/lib/errors.js';
+import { openStore } from '../../../src/lib/store/open.js';
+import type { Store } from '../../../src/lib/store/types.js';
+import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
+import { makeTestPki, type TestPki } from '../../helpers/tls.js';
+import { waitFor } from '../../helpers/wait.js';
+
+describe('etcd store when etcd goes away', () => {
+  let etcd: EtcdServer;
+  let store: Store;
+  beforeAll(async () => {
+    etcd = await startEtcd();
+    store = await openStore(etcd.url);
+  });
+  afterAll(async () => {
+    await store?.close();
+    await etcd?.stop();
+  });
+
+  it('fails calls with StoreUnavailableError naming the endpoint, and recovers at once when etcd is back', async () => {
+    await store.put('k', 'before');
+    const lease = await store.grantLease(1);
+    await etcd.halt();
+    const t0 = Date.now();
+    const err = await store.get('k').catch((e) => e);
+    expect(err).toBeInstanceOf(StoreUnavailableError);
+    expect(err.message).toContain(etcd.url);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    // the lease cannot be kept alive: lost within the TTL (plus a keepalive period)
+    await waitFor(() => lease.lost.aborted, { timeoutMs: 3_000, what: 'lease lost while etcd is down' });
+
+    await etcd.resume();
+    const t1 = Date.now();
+    await waitFor(async () => (await store.get('k'))?.value === 'before', {
+      timeoutMs: 5_000,
+      what: 'first read after restart',
+    });
+    const recovery = Date.now() - t1;
+    console.log(`[etcd] first successful read ${recovery} ms after etcd was healthy again`);
+    expect(recovery).toBeLessThan(2_000);
+  });
+});
+
+describe('etcd store over TLS with client certificates', () => {
+  let dir: string;
+  let pki: TestPki;
+  let etcd: EtcdServer;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'storctl-pki-'));
+    pki = makeTestPki(dir);
+    etcd = await startEtcd({ tls: { ca: pki.ca, cert: pki.serverCert, key: pki.serverKey } });
+  });
+  afterAll(async () => {
+    await etcd?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('works with the CA, certificate and key files', async () => {
+    expect(etcd.url).toMatch(/^etcd\+https:\/\//);
+    const store = await openStore(etcd.url, {
+      tls: { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey },
+    });
+    try {
+      expect(store.endpoint).toBe(etcd.url);
+      await store.put('tls/k', 'v');
+      expect((await store.get('tls/k'))?.value).toBe('v');
+    } finally {
+      await store.close();
+    }
+    // plain etcd:// with TLS files also selects https
+    const plain = await openStore(etcd.url.replace('etcd+https', 'etcd'), {
+      tls: { ca: pki.ca, cert: pki.clientCert, key: pki.clientKey },
+    });
+    await plain.close();
+  });
+
+  it('refuses without a client certificate or without the CA, as StoreUnavailableError', async () => {
+    const noCert = await openStore(etcd.url, { tls: { ca: pki.ca } }).catch((e) => e);
+    expect(noCert).toBeInstanceOf(StoreUnavailableError);
+    const noCa = await openStore(etcd.url, { tls: { cert: pki.clientCert, key: pki.clientKey } }).catch(
+      (e) => e,
+    );
+    expect(noCa).toBeInstanceOf(StoreUnavailableError);
+    expect(noCa.message).toContain(etcd.url);
+  });
+});
