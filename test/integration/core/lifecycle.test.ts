@@ -19,7 +19,8 @@ export async function qemuIo(uri: string, ...cmds: string[]): Promise<string> {
 
 const rawFetch = async (url: string, method: string, body?: string) => {
   const res = await fetch(url, { method, body, headers: body ? { 'content-type': 'application/json' } : {} });
-  return { status: res.status, body: await res.json().catch(() => null) };
+  const body = (await res.json().catch(() => null)) as { kind: string; message: string; details: string };
+  return { status: res.status, body };
 };
 
 for (const backend of ['embedded', 'etcd'] as Backend[]) {
