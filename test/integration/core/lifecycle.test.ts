@@ -17,8 +17,8 @@ export async function qemuIo(uri: string, ...cmds: string[]): Promise<string> {
   return stdout;
 }
 
-const rawFetch = async (url: string, method: string, body?: string) => {
-  const res = await fetch(url, { method, body, headers: body ? { 'content-type': 'application/json' } : {} });
+const rawFetch = async (url: string, method: string, payload?: string) => {
+  const res = await fetch(url, { method, body: payload, headers: payload ? { 'content-type': 'application/json' } : {} });
   const body = (await res.json().catch(() => null)) as { kind: string; message: string; details: string };
   return { status: res.status, body };
 };
