@@ -211,7 +211,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       try {
         const err = await cluster.rest
           .call('PUT', `/volumes/${id}/target`, { protocol: 'nbd', publish_context: {}, node: nodes[0] })
-          .catch((e) => e);
+          .catch((e: RestError) => e);
         expect(err).toBeInstanceOf(RestError);
         expect(err.message).toMatch(/the nexus was destroyed again/);
       } finally {
