@@ -18,7 +18,11 @@ export async function qemuIo(uri: string, ...cmds: string[]): Promise<string> {
 }
 
 const rawFetch = async (url: string, method: string, payload?: string) => {
-  const res = await fetch(url, { method, body: payload, headers: payload ? { 'content-type': 'application/json' } : {} });
+  const res = await fetch(url, {
+    method,
+    body: payload,
+    headers: payload ? { 'content-type': 'application/json' } : {},
+  });
   const body = (await res.json().catch(() => null)) as { kind: string; message: string; details: string };
   return { status: res.status, body };
 };
@@ -210,7 +214,11 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       frozen.proc.child.kill('SIGSTOP');
       try {
         const err = await cluster.rest
-          .call('PUT', `/volumes/${id}/target`, { protocol: 'nbd', publish_context: {}, node: nodes[0] })
+          .call<never>('PUT', `/volumes/${id}/target`, {
+            protocol: 'nbd',
+            publish_context: {},
+            node: nodes[0],
+          })
           .catch((e: RestError) => e);
         expect(err).toBeInstanceOf(RestError);
         expect(err.message).toMatch(/the nexus was destroyed again/);
