@@ -60,11 +60,21 @@ export function render<T>(listing: Listing<T>, format: OutputFormat): string {
   if (format === 'json' || format === 'yaml') {
     const objects = listing.rows.map((r) => (listing.object ? listing.object(r) : r));
     const value = listing.single ? (objects[0] ?? null) : objects;
-    return format === 'json' ? JSON.stringify(value, null, 2) : stringify(value).trimEnd();
+    return format === 'json' ? prettyJson(value) : stringify(value).trimEnd();
   }
   const columns = listing.columns.filter((c) => format === 'wide' || !c.wide);
   return renderTable(
     columns.map((c) => c.header),
     listing.rows.map((r) => columns.map((c) => cell(c.get(r)))),
   );
+}
+
+/**
+ * Indented JSON that keeps u64 values (bigints, e.g. `reservationKey`) exact: they are written as bare
+ * digits, never rounded through a double.
+ */
+export function prettyJson(value: unknown): string {
+  const marker = '\u0000bigint:';
+  const text = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? `${marker}${v}` : v), 2);
+  return text.replace(/"\\u0000bigint:(-?\d+)"/g, '$1');
 }

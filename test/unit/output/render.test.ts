@@ -46,3 +46,12 @@ describe('render', () => {
     expect(render({ ...listing, single: true }, 'yaml')).toContain('id: a');
   });
 });
+
+describe('json', () => {
+  it('keeps u64 values beyond 2^53 exact', async () => {
+    const { prettyJson } = await import('../../../src/lib/output/render.js');
+    expect(prettyJson({ reservationKey: 10075049441338057178n, a: 'x' })).toBe(
+      '{\n  "reservationKey": 10075049441338057178,\n  "a": "x"\n}',
+    );
+  });
+});

@@ -1,0 +1,18 @@
+import { NODE_TYPES, nodeListing } from '../../lib/catalog/views/nodes.js';
+import { GetCommand, parseSelector, selectorFlag } from '../../lib/get-command.js';
+import { nodeMatches } from '../../lib/specs/index.js';
+
+export default class GetNodes extends GetCommand {
+  static override description = 'list io-engine nodes: endpoint, liveness, cordon and drain state';
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> --selector zone=a -o wide',
+  ];
+  static override flags = { selector: selectorFlag };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(GetNodes);
+    const selector = parseSelector(flags.selector);
+    await this.show(NODE_TYPES, (state) => nodeListing(state, (n) => !selector || nodeMatches(n, selector)));
+  }
+}

@@ -1,0 +1,20 @@
+import { Args } from '@oclif/core';
+import { POOL_TYPES, poolListing } from '../../lib/catalog/views/pools.js';
+import { NotFoundError } from '../../lib/errors.js';
+import { GetCommand } from '../../lib/get-command.js';
+
+export default class GetPool extends GetCommand {
+  static override description = 'show one pool';
+  static override examples = ['<%= config.bin %> <%= command.id %> pool-1-on-node-1'];
+  static override args = { id: Args.string({ description: 'pool id', required: true }) };
+
+  async run(): Promise<void> {
+    const { args } = await this.parse(GetPool);
+    await this.show(POOL_TYPES, (state) => {
+      const listing = poolListing(state, (p) => p.id === args.id);
+      if (!listing.rows.length)
+        throw new NotFoundError('pool', args.id, { suggestions: ['storctl get pools'] });
+      return { ...listing, single: true };
+    });
+  }
+}

@@ -1,0 +1,28 @@
+import { Flags } from '@oclif/core';
+import { POOL_TYPES, poolListing } from '../../lib/catalog/views/pools.js';
+import { GetCommand, parseSelector, selectorFlag } from '../../lib/get-command.js';
+import { poolMatches } from '../../lib/specs/index.js';
+
+export default class GetPools extends GetCommand {
+  static override description = 'list pools with their node, status and committed size';
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> --node node-1',
+    '<%= config.bin %> <%= command.id %> --selector openebs.io/created-by=operator-diskpool -o wide',
+  ];
+  static override flags = {
+    selector: selectorFlag,
+    node: Flags.string({ description: 'only pools on this node' }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(GetPools);
+    const selector = parseSelector(flags.selector);
+    await this.show(POOL_TYPES, (state) =>
+      poolListing(
+        state,
+        (p) => (!flags.node || p.node === flags.node) && (!selector || poolMatches(p, selector)),
+      ),
+    );
+  }
+}

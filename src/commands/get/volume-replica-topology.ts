@@ -1,0 +1,20 @@
+import { Args } from '@oclif/core';
+import { REPLICA_TYPES, replicaTopologyListing } from '../../lib/catalog/views/replicas.js';
+import { NotFoundError } from '../../lib/errors.js';
+import { GetCommand } from '../../lib/get-command.js';
+
+export default class GetVolumeReplicaTopology extends GetCommand {
+  static override description =
+    "show a volume's replicas: node, pool, status and the health its target recorded";
+  static override examples = ['<%= config.bin %> <%= command.id %> 4e01a5bc-2fd0-4fb7-9d1a-5d2d8c9a0b11'];
+  static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
+
+  async run(): Promise<void> {
+    const { args } = await this.parse(GetVolumeReplicaTopology);
+    await this.show(REPLICA_TYPES, (state) => {
+      if (!state.specs.VolumeSpec?.has(args.id))
+        throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
+      return replicaTopologyListing(state, args.id);
+    });
+  }
+}

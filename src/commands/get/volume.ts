@@ -1,0 +1,22 @@
+import { Args } from '@oclif/core';
+import { VOLUME_TYPES, volumeListing } from '../../lib/catalog/views/volumes.js';
+import { NotFoundError } from '../../lib/errors.js';
+import { GetCommand } from '../../lib/get-command.js';
+
+export default class GetVolume extends GetCommand {
+  static override description = 'show one volume';
+  static override examples = [
+    '<%= config.bin %> <%= command.id %> 4e01a5bc-2fd0-4fb7-9d1a-5d2d8c9a0b11 -o yaml',
+  ];
+  static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
+
+  async run(): Promise<void> {
+    const { args } = await this.parse(GetVolume);
+    await this.show(VOLUME_TYPES, (state) => {
+      const listing = volumeListing(state, (v) => v.uuid === args.id);
+      if (!listing.rows.length)
+        throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
+      return { ...listing, single: true };
+    });
+  }
+}

@@ -1,0 +1,16 @@
+import { VOLUME_TYPES, volumeListing } from '../../lib/catalog/views/volumes.js';
+import { GetCommand } from '../../lib/get-command.js';
+
+export default class GetVolumes extends GetCommand {
+  static override description = 'list volumes with their replicas, target, status and size';
+  static override examples = [
+    '<%= config.bin %> <%= command.id %>',
+    '<%= config.bin %> <%= command.id %> -o wide',
+    '<%= config.bin %> <%= command.id %> -o json --store etcd://10.0.0.5:2379 --cluster-id 1013e263-e0ba-48b2-ae78-52d51b5da9c8 --namespace mayastor',
+  ];
+
+  async run(): Promise<void> {
+    await this.parse(GetVolumes);
+    await this.show(VOLUME_TYPES, (state) => volumeListing(state));
+  }
+}

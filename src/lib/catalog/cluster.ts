@@ -1,0 +1,81 @@
+import type { DecodeError } from '../errors.js';
+import { isStorctlError } from '../errors.js';
+import { codecFor, decodeRecord, type SpecType, type SpecTypes } from '../specs/index.js';
+import { clusterPrefix, type KeySpace, nodeLivenessPrefix, typePrefix } from '../store/keys.js';
+import type { Store } from '../store/types.js';
+import { type NodeLiveness, parseLiveness } from './liveness.js';
+import { readPrefix } from './pages.js';
+
+/** What the store says about one cluster: decoded specs by id, plus anything that failed to decode. */
+export interface ClusterState {
+  specs: { [K in SpecType]?: Map<string, SpecTypes[K]> };
+  /** NexusInfo records by volume id (several when a volume had several targets). */
+  nexusInfo: Map<string, { nexusId: string; info: SpecTypes['NexusInfo'] }[]>;
+  /** Node liveness keys present now (lease-bound: a dead node's key is gone). */
+  liveness: Map<string, NodeLiveness>;
+  /** Values that did not decode; listings show the rest and report these. */
+  errors: DecodeError[];
+}
+
+/**
+ * Read the given record types of one cluster straight from the store (page by page). Works with
+ * every daemon down: this is what `storctl get …` shows.
+ */
+export async function readCluster(
+  store: Store,
+  space: KeySpace,
+  types: readonly (SpecType | 'NodeLiveness')[],
+): Promise<ClusterState> {
+  const state: ClusterState = { specs: {}, nexusInfo: new Map(), liveness: new Map(), errors: [] };
+  for (const type of types) {
+    if (type === 'NodeLiveness') {
+      for await (const kv of readPrefix(store, nodeLivenessPrefix(space))) {
+        const live = parseLiveness(kv.value);
+        if (live) state.liveness.set(kv.key.slice(nodeLivenessPrefix(space).length), live);
+      }
+    } else if (type === 'NexusInfo') {
+      // NexusInfo keys hang under `volume/<id>/nexus/<id>/info` and `nexus/<id>/info`.
+      for (const prefix of [`${clusterPrefix(space)}/volume/`, `${clusterPrefix(space)}/nexus/`]) {
+        for await (const kv of readPrefix(store, prefix)) {
+          const rec = decodeOrCollect(state, kv.key, kv.value);
+          if (rec?.type === 'NexusInfo') {
+            const list = state.nexusInfo.get(rec.volumeId ?? '') ?? [];
+            list.push({ nexusId: rec.id, info: rec.value });
+            state.nexusInfo.set(rec.volumeId ?? '', list);
+          }
+        }
+      }
+    } else {
+      const map = new Map<string, unknown>();
+      for await (const kv of readPrefix(store, typePrefix(space, type))) {
+        const rec = decodeOrCollect(state, kv.key, kv.value);
+        if (rec) map.set(rec.id, rec.value);
+      }
+      (state.specs as Record<string, Map<string, unknown>>)[type] = map;
+    }
+  }
+  return state;
+}
+
+function decodeOrCollect(state: ClusterState, key: string, value: string) {
+  try {
+    return decodeRecord(key, value);
+  } catch (err) {
+    if (isStorctlError(err) && err.code === 'DECODE_FAILED') {
+      state.errors.push(err as DecodeError);
+      return null;
+    }
+    throw err;
+  }
+}
+
+/** The decoded specs of one type as an array sorted by id (empty when not read). */
+export function specsOf<K extends SpecType>(state: ClusterState, type: K): SpecTypes[K][] {
+  const map = state.specs[type] as Map<string, SpecTypes[K]> | undefined;
+  return map ? [...map.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v) : [];
+}
+
+/** JSON value of a spec as Mayastor stores it (for `-o json|yaml`). */
+export function specJson<K extends SpecType>(type: K, value: SpecTypes[K]): unknown {
+  return codecFor(type).toJson(value);
+}

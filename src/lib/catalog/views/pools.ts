@@ -1,0 +1,56 @@
+import { humanizeBytes } from '../../output/humanize.js';
+import type { Listing } from '../../output/render.js';
+import {
+  createdState,
+  type PoolSpec,
+  poolDisks,
+  replicaPoolName,
+  specStatusName,
+} from '../../specs/index.js';
+import { type ClusterState, specJson, specsOf } from '../cluster.js';
+import { labelsText } from './volumes.js';
+
+export const POOL_TYPES = ['PoolSpec', 'ReplicaSpec', 'NodeLiveness'] as const;
+
+interface PoolRow {
+  spec: PoolSpec;
+  status: string;
+  committed: number;
+}
+
+/**
+ * Pools as the store knows them. COMMITTED is the sum of the replica sizes the specs place on the
+ * pool; capacity and usage are live io-engine state, not in the store (`<none>` here).
+ */
+export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boolean): Listing<PoolRow> {
+  const committed = new Map<string, number>();
+  for (const r of specsOf(state, 'ReplicaSpec')) {
+    const pool = replicaPoolName(r);
+    committed.set(pool, (committed.get(pool) ?? 0) + r.size);
+  }
+  const rows = specsOf(state, 'PoolSpec')
+    .filter((p) => !filter || filter(p))
+    .map((spec) => {
+      const created = createdState(spec.status);
+      // A pool lives on its node: with the node's liveness key gone its state is unknown.
+      const status =
+        created === null ? specStatusName(spec.status) : state.liveness.has(spec.node) ? created : 'Unknown';
+      return { spec, status, committed: committed.get(spec.id) ?? 0 };
+    });
+  return {
+    rows,
+    columns: [
+      { header: 'ID', get: (r) => r.spec.id },
+      { header: 'DISKS', get: (r) => poolDisks(r.spec).join(', ') },
+      { header: 'MANAGED', get: () => 'true' },
+      { header: 'NODE', get: (r) => r.spec.node },
+      { header: 'STATUS', get: (r) => r.status },
+      { header: 'CAPACITY', get: () => null },
+      { header: 'ALLOCATED', get: () => null },
+      { header: 'AVAILABLE', get: () => null },
+      { header: 'COMMITTED', get: (r) => humanizeBytes(r.committed) },
+      { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
+    ],
+    object: (r) => specJson('PoolSpec', r.spec),
+  };
+}

@@ -1,0 +1,87 @@
+import { humanizeBytes } from '../../output/humanize.js';
+import type { Listing } from '../../output/render.js';
+import {
+  createdState,
+  healthInfoNexusId,
+  healthyChildren,
+  specStatusName,
+  type VolumeSpec,
+  volumeContentSource,
+  volumeNexusId,
+  volumeOperationName,
+  volumeTargetNode,
+  volumeTargetProtocol,
+} from '../../specs/index.js';
+import { type ClusterState, specJson, specsOf } from '../cluster.js';
+
+export const VOLUME_TYPES = ['VolumeSpec', 'VolumeSnapshot', 'NexusInfo'] as const;
+
+export interface VolumeRow {
+  spec: VolumeSpec;
+  status: string;
+  snapshots: number;
+}
+
+/**
+ * Volume status as far as the store can tell: the spec's state, refined by the NexusInfo of its
+ * target (a published volume with fewer healthy children than replicas is Degraded, none Faulted).
+ */
+export function volumeStatus(state: ClusterState, v: VolumeSpec): string {
+  const created = createdState(v.status);
+  if (created === null) return specStatusName(v.status);
+  const nexus = healthInfoNexusId(v);
+  const info = nexus ? state.nexusInfo.get(v.uuid)?.find((i) => i.nexusId === nexus)?.info : undefined;
+  if (!info || !volumeNexusId(v)) return created;
+  const healthy = healthyChildren(info).length;
+  if (healthy === 0) return 'Faulted';
+  return healthy < v.num_replicas ? 'Degraded' : created;
+}
+
+function thinText(v: VolumeSpec): string {
+  return v.thin ? (v.metadata?.persisted.snapshot_as_thin ? 'true (snapped)' : 'true') : 'false';
+}
+
+const labelsText = (labels: Record<string, string> | null | undefined) =>
+  labels && Object.keys(labels).length
+    ? Object.entries(labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',')
+    : null;
+
+export { labelsText };
+
+export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => boolean): Listing<VolumeRow> {
+  const snapshotCounts = new Map<string, number>();
+  for (const s of specsOf(state, 'VolumeSnapshot'))
+    snapshotCounts.set(s.spec.source_id, (snapshotCounts.get(s.spec.source_id) ?? 0) + 1);
+  const rows = specsOf(state, 'VolumeSpec')
+    .filter((v) => !filter || filter(v))
+    .map((spec) => ({
+      spec,
+      status: volumeStatus(state, spec),
+      snapshots: snapshotCounts.get(spec.uuid) ?? 0,
+    }));
+  return {
+    rows,
+    columns: [
+      { header: 'ID', get: (r) => r.spec.uuid },
+      { header: 'REPLICAS', get: (r) => r.spec.num_replicas },
+      { header: 'TARGET-NODE', get: (r) => volumeTargetNode(r.spec) },
+      { header: 'ACCESSIBILITY', get: (r) => volumeTargetProtocol(r.spec) },
+      { header: 'STATUS', get: (r) => r.status },
+      { header: 'SIZE', get: (r) => humanizeBytes(r.spec.size) },
+      { header: 'THIN-PROVISIONED', get: (r) => thinText(r.spec) },
+      { header: 'ALLOCATED', get: () => null },
+      { header: 'SNAPSHOTS', get: (r) => r.snapshots },
+      { header: 'SOURCE', get: (r) => (volumeContentSource(r.spec) ? 'Snapshot' : null) },
+      { header: 'NEXUS', get: (r) => volumeNexusId(r.spec), wide: true },
+      {
+        header: 'OPERATION',
+        get: (r) => (r.spec.operation ? volumeOperationName(r.spec.operation.operation) : null),
+        wide: true,
+      },
+      { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
+    ],
+    object: (r) => specJson('VolumeSpec', r.spec),
+  };
+}

@@ -1,0 +1,55 @@
+import { Flags } from '@oclif/core';
+import { type ClusterState, readCluster } from './catalog/cluster.js';
+import { withStore } from './catalog/with-store.js';
+import { StorctlCommand } from './command.js';
+import { ExitCode, UsageError } from './errors.js';
+import type { Listing } from './output/render.js';
+import type { SpecType } from './specs/index.js';
+
+const LABEL_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** Parse `k=v,k2=v2` (kubectl-mayastor's label rules: a key may hold one `/` prefix). */
+export function parseSelector(text: string | undefined): Record<string, string> | undefined {
+  if (!text) return undefined;
+  const out: Record<string, string> = {};
+  for (const part of text.split(',')) {
+    const [key, value, ...rest] = part.split('=');
+    const keyOk = key?.split('/').length <= 2 && key.split('/').every((p) => LABEL_PART.test(p));
+    if (rest.length || value === undefined || !keyOk || !LABEL_PART.test(value)) {
+      throw new UsageError(
+        `invalid selector '${part}': expected key=value (alphanumeric edges, [-._] inside, ≤63 chars)`,
+        {
+          suggestions: ['storctl get pools --selector openebs.io/created-by=operator-diskpool'],
+        },
+      );
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+export const selectorFlag = Flags.string({
+  char: 'l',
+  description: 'only resources with these labels: key=value[,key=value]',
+});
+
+/**
+ * Base of the `get` commands: read what they need straight from the store (every daemon may be
+ * down), print it, and report values that failed to decode after the rest (exit code 8).
+ */
+export abstract class GetCommand extends StorctlCommand {
+  protected async show<T>(
+    types: readonly (SpecType | 'NodeLiveness')[],
+    build: (state: ClusterState) => Listing<T>,
+  ): Promise<void> {
+    const state = await withStore(this.globals, (store) => readCluster(store, this.globals.keySpace, types));
+    this.print(build(state));
+    if (state.errors.length) {
+      for (const err of state.errors) this.logToStderr(`Error: ${err.message}`);
+      this.logToStderr(
+        `Try: storctl store dump | grep <key> to inspect the raw value${state.errors.length > 1 ? 's' : ''}`,
+      );
+      this.exit(ExitCode.corrupt);
+    }
+  }
+}

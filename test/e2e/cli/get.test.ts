@@ -1,0 +1,215 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../../src/lib/store/open.js';
+import type { Lease, Store } from '../../../src/lib/store/types.js';
+import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
+import { runStorctl } from '../../helpers/storctl.js';
+import { fixtureDump, ids, records, space } from './cluster-fixture.js';
+
+/** The `get`, `store dump` and `store load` commands, run as a user runs them, on both backends. */
+function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => Promise<void> }>) {
+  describe(`storctl get / store (${name})`, () => {
+    let url: string;
+    let cleanup: () => Promise<void>;
+    let store: Store;
+    let lease: Lease;
+    const tmp = mkdtempSync(join(tmpdir(), 'storctl-get-'));
+    const storctl = (...args: string[]) =>
+      runStorctl([...args, '--store', url, '--cluster-id', space.clusterId, '--namespace', space.namespace]);
+
+    beforeAll(async () => {
+      ({ url, cleanup } = await setup());
+      store = await openStore(url);
+      const dump = join(tmp, 'fixture.jsonl');
+      writeFileSync(dump, fixtureDump());
+      const load = await storctl('store', 'load', dump);
+      expect(load.stderr).toBe('');
+      expect(load.code).toBe(0);
+      // The liveness key is lease-bound, as an io-engine keeps it.
+      const [livenessKey, livenessValue] = records.find(([k]) => k.includes('/storctl/'))!;
+      lease = await store.grantLease(30);
+      await lease.put(livenessKey, livenessValue);
+    });
+    afterAll(async () => {
+      await lease?.revoke();
+      await store?.close();
+      await cleanup?.();
+      rmSync(tmp, { recursive: true, force: true });
+    });
+
+    it('lists volumes with status refined by NexusInfo, sizes humanized, <none> for missing values', async () => {
+      const r = await storctl('get', 'volumes');
+      expect(r.code).toBe(0);
+      const lines = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.trim().split(/\s{2,}|\s(?=\S)/));
+      expect(r.stdout.split('\n')[0]).toMatch(
+        /^\s*ID\s+REPLICAS\s+TARGET-NODE\s+ACCESSIBILITY\s+STATUS\s+SIZE\s+THIN-PROVISIONED\s+ALLOCATED\s+SNAPSHOTS\s+SOURCE$/,
+      );
+      const row1 = r.stdout.split('\n').find((l) => l.includes(ids.vol1))!;
+      expect(row1.trim().split(/\s+/)).toEqual([
+        ids.vol1,
+        '2',
+        'node-1',
+        'nbd',
+        'Degraded',
+        '1GiB',
+        'false',
+        '<none>',
+        '0',
+        '<none>',
+      ]);
+      const row2 = r.stdout.split('\n').find((l) => l.includes(ids.vol2))!;
+      expect(row2).toMatch(/<none>\s+<none>\s+Online\s+5GiB\s+true \(snapped\)\s+<none>\s+1\s+<none>/);
+      expect(lines.length).toBe(3);
+    });
+
+    it('prints full objects with -o json, keeping u64 precision and unknown fields', async () => {
+      const r = await storctl('get', 'volume', ids.vol1, '-o', 'json');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('"reservationKey": 10075049441338057178');
+      const all = JSON.parse((await storctl('get', 'volumes', '-o', 'json')).stdout);
+      expect(all.map((v: { uuid: string }) => v.uuid).sort()).toEqual([ids.vol1, ids.vol2].sort());
+      expect(all.find((v: { uuid: string }) => v.uuid === ids.vol2).storctl_future_field).toEqual({
+        kept: true,
+      });
+      const y = await storctl('get', 'volume', ids.vol2, '-o', 'yaml');
+      expect(y.stdout).toMatch(/^uuid: 7a9c3e21/m);
+    });
+
+    it('shows node liveness and cordon state; -o wide adds columns; --selector filters', async () => {
+      const r = await storctl('get', 'nodes', '-o', 'wide');
+      expect(r.stdout).toMatch(/node-1\s+127\.0\.0\.1:10124\s+Online\s+v0\.1\.0\s+127\.0\.0\.1:10809/);
+      expect(r.stdout).toMatch(/node-2\s+127\.0\.0\.1:10125\s+Offline, Cordoned\s+<none>/);
+      expect(r.stdout).toContain('maintenance');
+      const sel = await storctl('get', 'nodes', '--selector', 'zone=b');
+      expect(sel.stdout).toContain('node-2');
+      expect(sel.stdout).not.toContain('node-1');
+    });
+
+    it('lists pools with committed size and Unknown status on a dead node; filters by selector', async () => {
+      const r = await storctl('get', 'pools');
+      expect(r.stdout).toMatch(
+        /pool-1\s+aio:\/\/\/var\/lib\/storctl\/pool-1\s+true\s+node-1\s+Online\s+<none>\s+<none>\s+<none>\s+6GiB/,
+      );
+      expect(r.stdout).toMatch(/pool-2\s+\S+\s+true\s+node-2\s+Unknown/);
+      const sel = await storctl('get', 'pools', '-l', 'zone=a', '-o', 'json');
+      expect(JSON.parse(sel.stdout).map((p: { id: string }) => p.id)).toEqual(['pool-1']);
+      const one = await storctl('get', 'pool', 'pool-2', '-o', 'json');
+      expect(JSON.parse(one.stdout).node).toBe('node-2');
+    });
+
+    it('shows replicas, nexuses, snapshots, switchovers and the replica topology of a volume', async () => {
+      expect((await storctl('get', 'replicas')).stdout).toMatch(
+        new RegExp(`${ids.rep2}\\s+pool-2\\s+node-2\\s+1GiB\\s+false\\s+nbd\\s+online\\s+${ids.vol1}`),
+      );
+      expect((await storctl('get', 'nexuses')).stdout).toMatch(
+        new RegExp(`${ids.nexus}\\s+${ids.vol1}\\s+node-1\\s+1GiB\\s+2\\s+nbd\\s+Online`),
+      );
+      expect((await storctl('get', 'snapshots')).stdout).toMatch(
+        new RegExp(`${ids.snap}\\s+2026-11-01T10:00:00Z\\s+5GiB\\s+1MiB\\s+1MiB\\s+${ids.vol2}\\s+0\\s+0`),
+      );
+      expect((await storctl('get', 'switchovers')).stdout).toMatch(
+        new RegExp(`${ids.vol1}\\s+node-1\\s+ReplacePath\\s+<none>\\s+1`),
+      );
+      const topo = await storctl('get', 'volume-replica-topology', ids.vol1);
+      expect(topo.stdout).toMatch(
+        new RegExp(`${ids.rep1}\\s+node-1\\s+pool-1\\s+online\\s+1GiB\\s+<none>\\s+<none>\\s+Online`),
+      );
+      expect(topo.stdout).toMatch(
+        new RegExp(
+          `${ids.rep2}\\s+node-2\\s+pool-2\\s+online\\s+1GiB\\s+<none>\\s+<none>\\s+Faulted\\s+marked unhealthy in NexusInfo`,
+        ),
+      );
+    });
+
+    it('answers a missing resource with exit 3 and a next step', async () => {
+      const r = await storctl('get', 'volume', '00000000-0000-4000-8000-000000000000');
+      expect(r.code).toBe(3);
+      expect(r.stderr).toContain("volume '00000000-0000-4000-8000-000000000000' not found");
+      expect(r.stderr).toContain('storctl get volumes');
+      expect(r.stdout).toBe('');
+    });
+
+    it('reports a value that does not decode by key and field, after showing the rest (exit 8)', async () => {
+      const badKey = records[0][0].replace('NodeSpec/node-1', 'NodeSpec/node-9');
+      await store.put(badKey, '{"id":"node-9","endpoint":42}');
+      try {
+        const r = await storctl('get', 'nodes');
+        expect(r.code).toBe(8);
+        expect(r.stdout).toContain('node-1');
+        expect(r.stderr).toContain(`cannot decode ${badKey}: field 'endpoint'`);
+      } finally {
+        await store.delete(badKey);
+      }
+    });
+
+    it('dumps every key and loads it back identically; a bad dump changes nothing', async () => {
+      const file = join(tmp, 'dump.jsonl');
+      const dump = await storctl('store', 'dump', '--file', file);
+      expect(dump.code).toBe(0);
+      const lines = readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(lines.length).toBe(records.length);
+      for (const l of lines)
+        expect(l).toMatchObject({
+          key: expect.any(String),
+          value: expect.any(String),
+          mod_revision: expect.any(Number),
+        });
+      const vol = lines.find((l) => l.key.endsWith(`VolumeSpec/${ids.vol1}`));
+      expect(vol.value).toBe(records.find(([k]) => k.endsWith(`VolumeSpec/${ids.vol1}`))![1]);
+
+      // A dump whose last line is invalid: refused with the line named, nothing written.
+      const before = await store.revision();
+      const bad = join(tmp, 'bad.jsonl');
+      const newKey = records[0][0].replace('NodeSpec/node-1', 'NodeSpec/node-7');
+      writeFileSync(
+        bad,
+        [
+          JSON.stringify({ key: newKey, value: '{"id":"node-7","endpoint":"127.0.0.1:1"}' }),
+          JSON.stringify({ key: records[5][0], value: '{"uuid":1}' }),
+        ].join('\n'),
+      );
+      const refused = await storctl('store', 'load', bad);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/line 2: cannot decode .*VolumeSpec.*field 'uuid'/);
+      expect(await store.get(newKey)).toBeNull();
+      expect(await store.revision()).toBe(before);
+
+      // Unknown record types are refused unless --force.
+      const unknown = join(tmp, 'unknown.jsonl');
+      const unknownKey = records[0][0].replace('NodeSpec/node-1', 'FutureThing/x');
+      writeFileSync(unknown, JSON.stringify({ key: unknownKey, value: '{}' }));
+      expect((await storctl('store', 'load', unknown)).code).toBe(2);
+      expect((await storctl('store', 'load', unknown, '--force')).code).toBe(0);
+      expect((await store.get(unknownKey))?.value).toBe('{}');
+      await store.delete(unknownKey);
+
+      // Loading the dump again rewrites the same values.
+      const again = await storctl('store', 'load', file);
+      expect(again.code).toBe(0);
+      expect(again.stderr).toContain('skipped 1 lease-bound keys');
+      expect((await store.get(vol.key))?.value).toBe(vol.value);
+    });
+  });
+}
+
+suite('embedded', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-get-db-'));
+  return {
+    url: `sqlite:${join(dir, 'store.db')}`,
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+});
+
+let etcd: EtcdServer;
+suite('etcd', async () => {
+  etcd = await startEtcd();
+  return { url: etcd.url, cleanup: () => etcd.stop() };
+});
