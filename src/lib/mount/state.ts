@@ -45,15 +45,21 @@ export class MountState {
   static async load(file: string): Promise<MountState> {
     const state = new MountState(file);
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    await state.reload();
+    return state;
+  }
+
+  /** Re-read the file: `doctor mounts --fix` may have dropped records behind the daemon's back. */
+  private async reload(): Promise<void> {
     try {
-      const parsed = JSON.parse(await readFile(file, 'utf8')) as StateFile;
-      for (const [target, rec] of Object.entries(parsed.mounts ?? {})) state.mounts.set(target, rec);
+      const parsed = JSON.parse(await readFile(this.file, 'utf8')) as StateFile;
+      this.mounts = new Map(Object.entries(parsed.mounts ?? {}));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new Error(`cannot read mounter state file ${file}: ${(err as Error).message}`);
+        throw new Error(`cannot read mounter state file ${this.file}: ${(err as Error).message}`);
       }
+      this.mounts = new Map();
     }
-    return state;
   }
 
   get(target: string): MountRecord | undefined {
@@ -65,19 +71,20 @@ export class MountState {
   }
 
   put(record: MountRecord): Promise<void> {
-    this.mounts.set(record.target, record);
-    return this.persist();
+    return this.update((m) => m.set(record.target, record));
   }
 
   delete(target: string): Promise<void> {
-    this.mounts.delete(target);
-    return this.persist();
+    return this.update((m) => m.delete(target));
   }
 
-  private persist(): Promise<void> {
-    const next = this.chain.then(() => {
+  /** Read-modify-write of one change, serialised with every other change of this process. */
+  private update(change: (mounts: Map<string, MountRecord>) => void): Promise<void> {
+    const next = this.chain.then(async () => {
+      await this.reload();
+      change(this.mounts);
       const body: StateFile = { version: 1, mounts: Object.fromEntries(this.mounts) };
-      return writeSecretFile(this.file, `${JSON.stringify(body, null, 2)}\n`);
+      await writeSecretFile(this.file, `${JSON.stringify(body, null, 2)}\n`);
     });
     this.chain = next.catch(() => {});
     return next;
