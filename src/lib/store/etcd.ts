@@ -127,7 +127,12 @@ export class EtcdStore implements Store {
       client.close();
       const mapped = mapEtcdError(err, store.endpoint);
       if (mapped instanceof StorctlError && mapped.code === 'STORE_ACCESS_DENIED') throw mapped;
-      throw unavailable(store.endpoint, shortGrpc(err instanceof Error ? err.message : String(err)), err, store.where);
+      throw unavailable(
+        store.endpoint,
+        shortGrpc(err instanceof Error ? err.message : String(err)),
+        err,
+        store.where,
+      );
     } finally {
       clearTimeout(timer);
     }

@@ -21,7 +21,10 @@ export interface KeyValue {
 
 export type CompareOp = '==' | '!=' | '<' | '>';
 
-/** A guard of a transaction. A missing key has create/mod revision 0, version 0, value absent, lease '0'. */
+/**
+ * A guard of a transaction. A missing key has create/mod revision 0, version 0, value absent, lease '0';
+ * as in etcd, a value compare on a missing key is false whatever the op. Values compare byte-wise (UTF-8).
+ */
 export type Compare =
   | { key: string; target: 'mod' | 'create' | 'version'; op: CompareOp; value: number }
   | { key: string; target: 'value'; op: CompareOp; value: string }
@@ -86,8 +89,9 @@ export interface Watch {
   on(event: 'event', listener: (e: WatchEvent) => void): this;
   on(event: 'compacted', listener: (compactRevision: number) => void): this;
   on(event: 'error', listener: (err: Error) => void): this;
-  /** Revision of the last event delivered (or the start revision - 1). */
+  /** Revision of the last event delivered (or the start revision - 1); resume from lastRevision + 1. */
   readonly lastRevision: number;
+  /** Stop the watch; no event is delivered once close() was called (even from inside a listener). */
   close(): Promise<void>;
 }
 
@@ -95,7 +99,10 @@ export interface Lease {
   /** Lease id, lowercase hex without 0x (Mayastor's StoreLeaseOwner.lease_id format). */
   readonly id: string;
   readonly ttlSeconds: number;
-  /** Aborted when the lease is lost: expired, revoked elsewhere, or keepalive failed past the TTL. */
+  /**
+   * Aborted when the lease is lost: expired, revoked (here or elsewhere), or no keepalive succeeded
+   * for a whole TTL (the lease may be gone on the server, so a single writer must stop writing).
+   */
   readonly lost: AbortSignal;
   /** Put a key attached to this lease. */
   put(key: string, value: string): Promise<{ revision: number }>;
@@ -131,7 +138,10 @@ export interface Store {
   leaseTimeToLive(id: string): Promise<number>;
 
   watch(prefix: string, options?: WatchOptions): Promise<Watch>;
-  /** Discard history before `revision`; later watches from older revisions report compaction. */
+  /**
+   * Discard history before `revision`; later watches from older revisions report compaction.
+   * Compacting to or below an earlier compaction is a no-op; past the current revision a UsageError.
+   */
   compact(revision: number): Promise<void>;
 
   close(): Promise<void>;
