@@ -1,4 +1,7 @@
 #!/usr/bin/env node
-import { execute } from '@oclif/core';
+import { execute, settings } from '@oclif/core';
+
+// The shipped binary always runs the compiled dist/, whatever NODE_ENV says.
+settings.enableAutoTranspile = false;
 
 await execute({ dir: import.meta.url });

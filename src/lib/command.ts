@@ -107,7 +107,8 @@ export abstract class StorctlCommand extends Command {
     err: Error & { exitCode?: number; oclif?: { exit?: number } },
   ): Promise<unknown> {
     if (!isStorctlError(err)) {
-      // oclif's own parse errors (unknown flag, missing arg) keep their exit codes and messages.
+      // oclif's parse errors (unknown flag, bad option value, missing arg) are usage errors: exit 2.
+      if ('parse' in err && err.oclif) err.oclif.exit = ExitCode.usage;
       if (err.oclif?.exit !== undefined) return super.catch(err);
       this.logToStderr(`Error: ${err.message}`);
       if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');

@@ -1,0 +1,60 @@
+import { fileURLToPath } from 'node:url';
+import { Config } from '@oclif/core';
+import { describe, expect, it } from 'vitest';
+import { runStorctl } from '../../helpers/storctl.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+
+describe('every command documents itself', async () => {
+  const config = await Config.load(root);
+  const commands = config.commands.filter((c) => !c.hidden && c.id !== 'help');
+
+  it('finds the commands', () => {
+    expect(commands.map((c) => c.id)).toEqual(
+      expect.arrayContaining(['get:volumes', 'store:dump', 'store:load']),
+    );
+  });
+
+  it.each(commands.map((c) => [c.id, c] as const))(
+    '%s has a description, an example and the global flags',
+    (_id, c) => {
+      expect(c.description?.length ?? 0).toBeGreaterThan(10);
+      expect(c.examples?.length ?? 0).toBeGreaterThan(0);
+      for (const [flag, env] of [
+        ['store', 'STORCTL_STORE'],
+        ['cluster-id', 'STORCTL_CLUSTER_ID'],
+        ['namespace', 'STORCTL_NAMESPACE'],
+        ['output', 'STORCTL_OUTPUT'],
+        ['log-level', 'STORCTL_LOG_LEVEL'],
+      ]) {
+        expect(c.flags[flag], `${c.id} --${flag}`).toBeDefined();
+        expect((c.flags[flag] as { env?: string }).env).toBe(env);
+      }
+    },
+  );
+
+  it('root help has a description and examples', async () => {
+    const r = await runStorctl(['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('storage control plane');
+    expect(r.stdout).toContain('EXAMPLES');
+    expect(r.stdout).toContain('$ storctl get volumes');
+  });
+
+  it('a command help shows its examples, and bad flags exit 2', async () => {
+    const r = await runStorctl(['get', 'volumes', '--help']);
+    expect(r.stdout).toContain('EXAMPLES');
+    const bad = await runStorctl(['get', 'volumes', '--no-such-flag']);
+    expect(bad.code).toBe(2);
+    const badOutput = await runStorctl(['get', 'volumes', '-o', 'xml']);
+    expect(badOutput.code).toBe(2);
+    expect(badOutput.stderr).toMatch(/Expected --output=xml to be one of: table, wide, json, yaml/);
+  });
+
+  it('the global flags fall back to STORCTL_* environment variables', async () => {
+    const r = await runStorctl(['get', 'volumes'], { env: { STORCTL_STORE: 'etcd://127.0.0.1:1' } });
+    expect(r.code).toBe(5);
+    expect(r.stderr).toContain('store etcd://127.0.0.1:1 is unreachable');
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace without --log-level debug
+  });
+});
