@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { socketPathOf } from '../../daemons/mounter/config.js';
 import { start } from '../../daemons/mounter/index.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
@@ -65,6 +66,11 @@ export default class DaemonMounter extends StorctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(DaemonMounter);
+    try {
+      socketPathOf(flags.endpoint);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
     const mountTimeoutMs = parseDuration(flags['mount-timeout']);
     if (mountTimeoutMs === undefined || mountTimeoutMs <= 0)
       throw new UsageError(

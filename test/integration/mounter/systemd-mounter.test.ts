@@ -3,9 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
 import { targetId, UNIT_PREFIX } from '../../../src/lib/mount/unit-name.js';
-import { SystemdClient } from '../../../src/lib/systemd/client.js';
+import { SystemdClient, Variant } from '../../../src/lib/systemd/client.js';
 import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
 import { SystemdSandbox } from '../../helpers/systemd-sandbox.js';
+import { waitFor } from '../../helpers/wait.js';
 import { BUCKET, cleanupRoot, type Env, makeEnv, startMounter, targetPath } from './fixture.js';
 import { mounterSuite } from './suite.js';
 
@@ -82,6 +83,32 @@ describe('systemd mounter specifics', () => {
     await readFile(log, 'utf8');
     await csi.node('NodeUnpublishVolume', { volume_id: 'pv-u', target_path: target });
     expect(await unitsOf(target)).toEqual([]);
+  });
+
+  it('--mounter auto picks systemd when a manager answers on the bus', async () => {
+    const other = await startMounter(env, {
+      mounter: 'auto',
+      systemdBus: sandbox!.busAddress,
+      endpoint: `unix://${join(env.root, 'sock2', 'csi.sock')}`,
+    });
+    expect(other.daemon.mounterKind).toBe('systemd');
+    other.csi.close();
+    await other.daemon.stop();
+  });
+
+  it('a JobRemoved that arrives before anyone waits for the job is kept (reply/signal race)', async () => {
+    const client = new SystemdClient(sandbox!.busAddress);
+    const unit = 'storctl-race-test.service';
+    const job = await client.startTransientUnit(unit, 'fail', [
+      ['ExecStart', new Variant('a(sasb)', [['/bin/true', ['/bin/true'], false]])],
+      ['Type', new Variant('s', 'oneshot')],
+    ]);
+    // By the time the unit has run and been collected, the signal has long been handled.
+    await waitFor(async () => (await client.unitActiveState(unit)) === undefined, {
+      what: 'oneshot unit to finish',
+    });
+    expect(await client.waitForJob(job, 50)).toBe('done');
+    await client.close();
   });
 
   it('reconnects when the D-Bus connection drops and retries the call once', async () => {

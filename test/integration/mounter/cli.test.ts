@@ -1,0 +1,99 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mountsAt, readMountTable } from '../../../src/lib/mount/mountinfo.js';
+import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
+import { S3RVER_KEYS } from '../../helpers/s3.js';
+import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
+import { BUCKET, cleanupRoot, type Env, fuseProcessesBelow, makeEnv, targetPath } from './fixture.js';
+
+let env: Env;
+const procs: StorctlProcess[] = [];
+
+beforeAll(async () => {
+  const repo = join(import.meta.dirname, '../../..');
+  // tsc emits dist/ even when files outside this suite have type errors; its exit code is not ours.
+  spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo, stdio: 'ignore' });
+  if (existsSync(join(repo, 'oclif.manifest.json')))
+    spawnSync('npx', ['oclif', 'manifest'], { cwd: repo, stdio: 'ignore' });
+  env = await makeEnv('storctl-mntcli');
+}, 120_000);
+
+afterAll(async () => {
+  for (const p of procs) await p.kill('SIGKILL');
+  await env?.s3.stop();
+  if (env) await cleanupRoot(env.root);
+});
+
+function daemon(extra: string[] = []) {
+  const p = new StorctlProcess(
+    [
+      'daemon',
+      'mounter',
+      '--endpoint',
+      `unix://${env.socket}`,
+      '--node-id',
+      'n1',
+      '--fuse-binary',
+      's3fs',
+      '--s3-endpoint',
+      env.s3.endpoint,
+      '--state-dir',
+      env.stateDir,
+      ...extra,
+    ],
+    { AWS_ACCESS_KEY_ID: S3RVER_KEYS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3RVER_KEYS.secretAccessKey },
+  );
+  procs.push(p);
+  return p;
+}
+
+describe('storctl daemon mounter (the built CLI)', () => {
+  it('auto falls back to the process mounter, survives a crash of itself, and finds its mounts again', async () => {
+    const d1 = daemon(['--mounter', 'auto', '--systemd-bus', `unix:path=${join(env.root, 'no-bus.sock')}`]);
+    await waitFor(() => d1.output.includes('mounter listening'), { what: 'mounter to listen' });
+    expect(d1.output).toContain('mounter: process');
+    let csi = new CsiClient(env.socket);
+    const target = targetPath(env, 'pod-1', 'pv-1');
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-1', target, bucket: BUCKET }));
+    const mountId = mountsAt(await readMountTable(), target)[0].id;
+    const [fuse] = await fuseProcessesBelow(env.root);
+    csi.close();
+    await d1.kill('SIGKILL');
+    expect(mountsAt(await readMountTable(), target)[0]?.id).toBe(mountId);
+
+    const d2 = daemon(['--mounter', 'process']);
+    await waitFor(() => d2.output.includes('mounter listening'), { what: 'mounter to listen again' });
+    csi = new CsiClient(env.socket);
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-1', target, bucket: BUCKET }));
+    expect(mountsAt(await readMountTable(), target).map((m) => m.id)).toEqual([mountId]);
+    expect((await fuseProcessesBelow(env.root)).map((p) => p.pid)).toEqual([fuse.pid]);
+    // No secret reached the log.
+    expect(d2.output).not.toContain('S3RVER:');
+    await csi.node('NodeUnpublishVolume', { volume_id: 'pv-1', target_path: target });
+    await waitFor(async () => (await fuseProcessesBelow(env.root)).length === 0, { what: 'daemon to end' });
+    csi.close();
+    expect(await d2.kill('SIGTERM')).toBe(0);
+    expect(existsSync(env.socket)).toBe(false);
+  });
+
+  it('bad flags exit 2 with a message', async () => {
+    let r = await runStorctl(['daemon', 'mounter', '--endpoint', 'tcp://x', '--node-id', 'n']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--endpoint must be unix:\/\/\/absolute\/path.sock/);
+    r = await runStorctl([
+      'daemon',
+      'mounter',
+      '--endpoint',
+      `unix://${env.socket}`,
+      '--node-id',
+      'n',
+      '--mount-timeout',
+      'soon',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--mount-timeout 'soon'/);
+  });
+});
