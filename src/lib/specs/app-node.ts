@@ -2,8 +2,9 @@
  * AppNodeSpec, key `AppNodeSpec/<app-node-id>` (reference mayastor.md §1.14): a CSI node that
  * registered with the control plane (used to freeze/unfreeze filesystems around snapshots).
  */
-import { type Codec, field, nullable, string, struct } from './codec.js';
+import { type Codec, nullable, string } from './codec.js';
 import { type Labels, labels, specCodec } from './common.js';
+import { field, struct } from './struct.js';
 
 export interface AppNodeSpec {
   id: string;

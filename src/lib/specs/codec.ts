@@ -5,26 +5,38 @@
  * Failures throw `FieldError` carrying the field path (`target.config.reservationType`,
  * `children[1].Replica.uuid`); the spec codec turns it into a `DecodeError` naming the key.
  *
- * Structs remember the JSON object they were decoded from (under the `RAW` symbol: its key order and
- * the fields storctl does not model), so a value read from a real Mayastor store and written back
- * keeps every field, in place. The symbol property is enumerable so `{...spec, status}` keeps it.
+ * Structs (struct.ts) build on these.
  */
-import { jsonEqual } from './json.js';
+import { markedBigInt, stringifyJson, unmark } from './json.js';
 
-/** A field of a value failed validation; `path` is the field path inside the value. */
+/**
+ * A field of a value failed validation. Codecs throw it with no path; each enclosing struct, list or
+ * enum variant prepends its segment on the way out (so the success path builds no path strings).
+ */
 export class FieldError extends Error {
-  constructor(
-    readonly path: string,
-    readonly detail: string,
-  ) {
-    super(`field '${path || '<root>'}' ${detail}`);
+  readonly segments: (string | number)[] = [];
+  constructor(readonly detail: string) {
+    super(detail);
   }
+  /** `target.config.reservationType`, `children[1].Replica.uuid`; '' for the value itself. */
+  get path(): string {
+    let out = '';
+    for (const s of this.segments) out = typeof s === 'number' ? `${out}[${s}]` : out ? `${out}.${s}` : s;
+    return out;
+  }
+}
+
+/** Prepend `segment` to a FieldError's path (rethrow helper for containers). */
+export function within(err: unknown, segment: string | number): unknown {
+  if (err instanceof FieldError) err.segments.unshift(segment);
+  return err;
 }
 
 export interface Codec<T> {
   /** What a valid value looks like, for error messages: `"Creating" | {"Created": …} | …`. */
   readonly expected: string;
-  decode(raw: unknown, path: string): T;
+  /** Validate a parsed JSON value; throws FieldError. */
+  decode(raw: unknown): T;
   /** The JSON value Mayastor would store (bigints for u64 beyond 2^53). */
   encode(value: T): unknown;
   /** Value of a missing field when serde would accept its absence (Option → null). */
@@ -36,20 +48,15 @@ export function describeValue(raw: unknown): string {
   if (raw === undefined) return 'nothing';
   let text: string;
   try {
-    text = typeof raw === 'bigint' ? raw.toString() : (JSON.stringify(raw) ?? String(raw));
+    text = stringifyJson(raw);
   } catch {
     text = String(raw);
   }
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
-export function fail(path: string, expected: string, raw: unknown): never {
-  throw new FieldError(path, `expected ${expected}, got ${describeValue(raw)}`);
-}
-
-export function join(path: string, name: string | number): string {
-  if (typeof name === 'number') return `${path}[${name}]`;
-  return path ? `${path}.${name}` : name;
+export function fail(expected: string, raw: unknown): never {
+  throw new FieldError(`expected ${expected}, got ${describeValue(raw)}`);
 }
 
 export function isObject(raw: unknown): raw is Record<string, unknown> {
@@ -61,13 +68,14 @@ export function isObject(raw: unknown): raw is Record<string, unknown> {
 
 export const string: Codec<string> = {
   expected: 'a string',
-  decode: (raw, path) => (typeof raw === 'string' ? raw : fail(path, 'a string', raw)),
+  // A marked string is a big integer in disguise (json.ts), not a string.
+  decode: (raw) => (typeof raw === 'string' && markedBigInt(raw) === undefined ? raw : fail('a string', raw)),
   encode: (v) => v,
 };
 
 export const bool: Codec<boolean> = {
   expected: 'true or false',
-  decode: (raw, path) => (typeof raw === 'boolean' ? raw : fail(path, 'true or false', raw)),
+  decode: (raw) => (typeof raw === 'boolean' ? raw : fail('true or false', raw)),
   encode: (v) => v,
 };
 
@@ -76,7 +84,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** A uuid in its hyphenated form (what Mayastor writes). */
 export const uuid: Codec<string> = {
   expected: 'a uuid',
-  decode: (raw, path) => (typeof raw === 'string' && UUID_RE.test(raw) ? raw : fail(path, 'a uuid', raw)),
+  decode: (raw) => (typeof raw === 'string' && UUID_RE.test(raw) ? raw : fail('a uuid', raw)),
   encode: (v) => v,
 };
 
@@ -90,10 +98,8 @@ export function unsigned(bits: 8 | 16 | 32 | 64): Codec<number> {
   const expected = bits === 64 ? 'an unsigned integer (u64 up to 2^53-1)' : `an unsigned integer (u${bits})`;
   return {
     expected,
-    decode: (raw, path) =>
-      typeof raw === 'number' && Number.isInteger(raw) && raw >= 0 && raw <= max
-        ? raw
-        : fail(path, expected, raw),
+    decode: (raw) =>
+      typeof raw === 'number' && Number.isInteger(raw) && raw >= 0 && raw <= max ? raw : fail(expected, raw),
     encode: (v) => v,
   };
 }
@@ -102,21 +108,35 @@ export const u16 = unsigned(16);
 export const u32 = unsigned(32);
 export const u64 = unsigned(64);
 
+const U64_MAX = 2n ** 64n - 1n;
+
 /** A full-range u64 as a bigint (reservation keys use all 64 bits). */
 export const u64big: Codec<bigint> = {
   expected: 'an unsigned integer (u64)',
-  decode: (raw, path) => {
-    if (typeof raw === 'bigint' && raw >= 0n && raw < 2n ** 64n) return raw;
+  decode: (raw) => {
     if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) return BigInt(raw);
-    return fail(path, 'an unsigned integer (u64)', raw);
+    const big = typeof raw === 'bigint' ? raw : markedBigInt(raw);
+    if (big !== undefined && big >= 0n && big <= U64_MAX) return big;
+    return fail('an unsigned integer (u64)', raw);
   },
-  encode: (v) => (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v),
+  encode: (v) => {
+    if (v <= MAX_SAFE) return Number(v);
+    bigIntsEncoded++;
+    return v;
+  },
 };
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+let bigIntsEncoded = 0;
+/** How many bigints `u64big` has written so far (lets the text encoder skip a failing fast path). */
+export function bigIntCount(): number {
+  return bigIntsEncoded;
+}
 
 /** Any JSON value, kept as is (for parts whose shape storctl does not check). */
 export const anyJson: Codec<unknown> = {
   expected: 'any JSON value',
-  decode: (raw) => raw,
+  decode: (raw) => unmark(raw),
   encode: (v) => v,
 };
 
@@ -126,7 +146,7 @@ export function literals<const L extends string>(values: readonly L[]): Codec<L>
   const expected = values.map((v) => JSON.stringify(v)).join(' | ');
   return {
     expected,
-    decode: (raw, path) => (typeof raw === 'string' && set.has(raw) ? (raw as L) : fail(path, expected, raw)),
+    decode: (raw) => (typeof raw === 'string' && set.has(raw) ? (raw as L) : fail(expected, raw)),
     encode: (v) => v,
   };
 }
@@ -136,10 +156,9 @@ export function literals<const L extends string>(values: readonly L[]): Codec<L>
 
 /** `Option<T>`: null, and a missing field reads as null. */
 export function nullable<T>(inner: Codec<T>): Codec<T | null> {
-  const expected = `null or ${inner.expected}`;
   return {
-    expected,
-    decode: (raw, path) => (raw === null ? null : inner.decode(raw, path)),
+    expected: `null or ${inner.expected}`,
+    decode: (raw) => (raw === null ? null : inner.decode(raw)),
     encode: (v) => (v === null ? null : inner.encode(v)),
     whenMissing: () => null,
   };
@@ -149,9 +168,17 @@ export function array<T>(inner: Codec<T>): Codec<T[]> {
   const expected = `a list of ${inner.expected}`;
   return {
     expected,
-    decode: (raw, path) => {
-      if (!Array.isArray(raw)) return fail(path, expected, raw);
-      return raw.map((v, i) => inner.decode(v, join(path, i)));
+    decode: (raw) => {
+      if (!Array.isArray(raw)) return fail(expected, raw);
+      const out: T[] = new Array(raw.length);
+      for (let i = 0; i < raw.length; i++) {
+        try {
+          out[i] = inner.decode(raw[i]);
+        } catch (err) {
+          throw within(err, i);
+        }
+      }
+      return out;
     },
     encode: (v) => v.map((x) => inner.encode(x)),
   };
@@ -162,9 +189,15 @@ export function tuple<T extends unknown[]>(...items: { [K in keyof T]: Codec<T[K
   const expected = `[${items.map((c) => c.expected).join(', ')}]`;
   return {
     expected,
-    decode: (raw, path) => {
-      if (!Array.isArray(raw) || raw.length !== items.length) return fail(path, expected, raw);
-      return items.map((c, i) => c.decode(raw[i], join(path, i))) as T;
+    decode: (raw) => {
+      if (!Array.isArray(raw) || raw.length !== items.length) return fail(expected, raw);
+      return items.map((c, i) => {
+        try {
+          return c.decode(raw[i]);
+        } catch (err) {
+          throw within(err, i);
+        }
+      }) as T;
     },
     encode: (v) => items.map((c, i) => c.encode(v[i])),
   };
@@ -175,17 +208,36 @@ export function record<T>(inner: Codec<T>): Codec<Record<string, T>> {
   const expected = `an object of ${inner.expected}`;
   return {
     expected,
-    decode: (raw, path) => {
-      if (!isObject(raw)) return fail(path, expected, raw);
-      return Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, inner.decode(v, join(path, k))]));
+    decode: (raw) => {
+      if (!isObject(raw)) return fail(expected, raw);
+      const out: Record<string, T> = {};
+      for (const k in raw) {
+        if (!Object.hasOwn(raw, k)) continue;
+        let v: T;
+        try {
+          v = inner.decode(raw[k]);
+        } catch (err) {
+          throw within(err, k);
+        }
+        setOwn(out, k, v);
+      }
+      return out;
     },
-    encode: (v) => Object.fromEntries(Object.entries(v).map(([k, x]) => [k, inner.encode(x)])),
+    encode: (v) => {
+      const out: Record<string, unknown> = {};
+      for (const k of Object.keys(v)) setOwn(out, k, inner.encode(v[k]));
+      return out;
+    },
   };
 }
 
-/** Lazily resolved codec, for recursive or forward references. */
-export function lazy<T>(expected: string, get: () => Codec<T>): Codec<T> {
-  return { expected, decode: (raw, path) => get().decode(raw, path), encode: (v) => get().encode(v) };
+/** Plain assignment, except for a key named `__proto__`, which must stay an own data property. */
+export function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') {
+    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    obj[key] = value;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,13 +255,21 @@ export function tagged<T>(variants: Record<string, Codec<unknown> | null>): Code
     .join(' | ');
   return {
     expected,
-    decode: (raw, path) => {
-      if (typeof raw === 'string') return units.has(raw) ? (raw as T) : fail(path, expected, raw);
-      if (!isObject(raw)) return fail(path, expected, raw);
-      const keys = Object.keys(raw);
-      const codec = keys.length === 1 ? variants[keys[0]] : undefined;
-      if (!codec) return fail(path, expected, raw);
-      return { [keys[0]]: codec.decode(raw[keys[0]], join(path, keys[0])) } as T;
+    decode: (raw) => {
+      if (typeof raw === 'string') return units.has(raw) ? (raw as T) : fail(expected, raw);
+      if (!isObject(raw)) return fail(expected, raw);
+      let name: string | undefined;
+      for (const k in raw) {
+        if (name !== undefined) return fail(expected, raw);
+        name = k;
+      }
+      const codec = name === undefined || !Object.hasOwn(variants, name) ? null : variants[name];
+      if (!codec) return fail(expected, raw);
+      try {
+        return { [name as string]: codec.decode(raw[name as string]) } as T;
+      } catch (err) {
+        throw within(err, name as string);
+      }
     },
     encode: (v) => {
       if (typeof v === 'string') return v;
@@ -224,7 +284,7 @@ export function tagged<T>(variants: Record<string, Codec<unknown> | null>): Code
 /** Zero-field tuple variant payload `[]` (e.g. `{"SetDrained":[]}`). */
 export const emptyTuple: Codec<[]> = {
   expected: '[]',
-  decode: (raw, path) => (Array.isArray(raw) && raw.length === 0 ? [] : fail(path, '[]', raw)),
+  decode: (raw) => (Array.isArray(raw) && raw.length === 0 ? [] : fail('[]', raw)),
   encode: () => [],
 };
 
@@ -241,156 +301,16 @@ export function untagged<T>(
 ): Codec<T> {
   return {
     expected,
-    decode: (raw, path) => {
+    decode: (raw) => {
       for (const c of options) {
         try {
-          return c.decode(raw, path) as T;
+          return c.decode(raw) as T;
         } catch (err) {
           if (!(err instanceof FieldError)) throw err;
         }
       }
-      return fail(path, expected, raw);
+      return fail(expected, raw);
     },
     encode: (v) => pick(v).encode(v),
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Structs
-
-/** Key order and unmodelled fields of the JSON object a struct was decoded from. */
-export const RAW: unique symbol = Symbol('storctl.specs.raw');
-
-interface RawInfo {
-  /** Keys of the stored object, in stored order (interned: many values share one array). */
-  keys: readonly string[];
-  /** Fields storctl does not model, with their stored values. */
-  extra?: Record<string, unknown>;
-}
-
-export interface Field<T> {
-  codec: Codec<T>;
-  /** Value when the field is missing (serde `default`). */
-  default?: () => T;
-  /** The TypeScript property is optional; missing (or null) in JSON → absent. */
-  optional?: boolean;
-  /** serde `skip_serializing_if`: leave the field out of a newly written value. */
-  omit?(value: T): boolean;
-}
-
-export const field = <T>(codec: Codec<T>, opts: Omit<Field<T>, 'codec'> = {}): Field<T> => ({
-  codec,
-  ...opts,
-});
-
-/** An `Option<T>` field serde skips when none: an optional TypeScript property. */
-export const optional = <T>(codec: Codec<T>, omit?: (value: T) => boolean): Field<T | undefined> =>
-  ({ codec, optional: true, omit }) as Field<T | undefined>;
-
-type Fields<T> = { [K in keyof Required<T>]: Field<T[K]> };
-
-const internedKeys = new Map<string, readonly string[]>();
-function intern(keys: string[]): readonly string[] {
-  const sig = keys.join('\0');
-  let found = internedKeys.get(sig);
-  if (!found) {
-    found = Object.freeze(keys);
-    if (internedKeys.size < 10_000) internedKeys.set(sig, found);
-  }
-  return found;
-}
-
-/**
- * A serde struct. `fields` lists the modelled fields in Mayastor's serialization order; a newly
- * built value is written in that order. A decoded value is written back in its stored key order,
- * unmodelled fields included; fields absent from the stored object stay absent while they still
- * hold their default (Mayastor reads them back identically), so an old-format value round-trips
- * byte for byte.
- */
-export function struct<T extends object>(name: string, fields: Fields<T>): Codec<T> {
-  const entries = Object.entries(fields) as [string, Field<unknown>][];
-  const known = new Set(entries.map(([k]) => k));
-  const expected = `an object (${name})`;
-  return {
-    expected,
-    decode: (raw, path) => {
-      if (!isObject(raw)) return fail(path, expected, raw);
-      const out: Record<string | symbol, unknown> = {};
-      for (const [key, f] of entries) {
-        const v = Object.hasOwn(raw, key) ? raw[key] : undefined;
-        if (v === undefined || (v === null && f.optional)) {
-          if (f.optional) continue;
-          const dflt = f.default ?? f.codec.whenMissing;
-          if (!dflt) throw new FieldError(join(path, key), `is missing (expected ${f.codec.expected})`);
-          out[key] = dflt();
-        } else {
-          out[key] = f.codec.decode(v, join(path, key));
-        }
-      }
-      const keys = Object.keys(raw);
-      let extra: Record<string, unknown> | undefined;
-      for (const k of keys) {
-        if (known.has(k)) continue;
-        extra ??= {};
-        Object.defineProperty(extra, k, {
-          value: raw[k],
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
-      out[RAW] = (extra ? { keys: intern(keys), extra } : { keys: intern(keys) }) satisfies RawInfo;
-      return out as T;
-    },
-    encode: (value) => {
-      const v = value as Record<string | symbol, unknown>;
-      const info = v[RAW] as RawInfo | undefined;
-      const stored = info ? new Set(info.keys) : undefined;
-      const emitted = new Map<string, unknown>();
-      for (const [key, f] of entries) {
-        const x = v[key];
-        if (x === undefined) continue;
-        const json = f.codec.encode(x);
-        if (!stored?.has(key)) {
-          if (stored) {
-            // Absent when read and still at its default: keep it absent.
-            const dflt = f.default ?? f.codec.whenMissing;
-            if (dflt && jsonEqual(json, f.codec.encode(dflt()))) continue;
-          }
-          if (f.omit?.(x)) continue;
-        }
-        emitted.set(key, json);
-      }
-      const out: Record<string, unknown> = {};
-      const put = (k: string, x: unknown) =>
-        Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
-      if (!info) {
-        for (const [k, x] of emitted) put(k, x);
-        return out;
-      }
-      // Stored order first; a modelled field new to this value goes right after the modelled field
-      // that precedes it in Mayastor's order.
-      const order: string[] = info.keys.filter((k) => emitted.has(k) || !known.has(k));
-      let prev: string | undefined;
-      for (const [key] of entries) {
-        if (emitted.has(key) && !order.includes(key)) {
-          const at = prev === undefined ? firstKnownIndex(order, known) : order.indexOf(prev) + 1;
-          order.splice(at, 0, key);
-        }
-        if (order.includes(key)) prev = key;
-      }
-      for (const k of order) put(k, emitted.has(k) ? emitted.get(k) : info.extra?.[k]);
-      return out;
-    },
-  };
-}
-
-function firstKnownIndex(order: string[], known: Set<string>): number {
-  const i = order.findIndex((k) => known.has(k));
-  return i < 0 ? order.length : i;
-}
-
-/** Fields of a decoded value that storctl does not model (empty for a newly built value). */
-export function unknownFields(value: object): Record<string, unknown> {
-  return { ...((value as Record<symbol, RawInfo | undefined>)[RAW]?.extra ?? {}) };
 }

@@ -5,21 +5,21 @@
  */
 import { DecodeError } from '../errors.js';
 import {
+  bigIntCount,
   bool,
   type Codec,
   FieldError,
-  field,
   literals,
   nullable,
   record,
   string,
-  struct,
   tagged,
   u16,
   u64big,
   variantName,
 } from './codec.js';
-import { parseJson, stringifyJson } from './json.js';
+import { parseJsonMarked, stringifyJson } from './json.js';
+import { field, struct } from './struct.js';
 
 // ---------------------------------------------------------------------------------------------
 // SpecStatus<T>: "Creating" | {"Created": T} | "Deleting" | "Deleted"
@@ -137,11 +137,10 @@ export const CONTROLLER_ID_MAX = 65519;
 
 const controllerId: Codec<number> = {
   expected: `a controller id (${CONTROLLER_ID_MIN}..=${CONTROLLER_ID_MAX})`,
-  decode: (raw, path) => {
-    const n = u16.decode(raw, path);
+  decode: (raw) => {
+    const n = u16.decode(raw);
     if (n < CONTROLLER_ID_MIN || n > CONTROLLER_ID_MAX) {
       throw new FieldError(
-        path,
         `expected a controller id (${CONTROLLER_ID_MIN}..=${CONTROLLER_ID_MAX}), got ${n}`,
       );
     }
@@ -207,7 +206,7 @@ export function specCodec<T>(
       let raw: unknown = json;
       if (typeof json === 'string') {
         try {
-          raw = parseJson(json);
+          raw = parseJsonMarked(json);
         } catch (err) {
           throw new DecodeError(key, '<root>', `is not valid JSON: ${(err as Error).message}`, {
             cause: err,
@@ -215,14 +214,18 @@ export function specCodec<T>(
         }
       }
       try {
-        return codec.decode(raw, '');
+        return codec.decode(raw);
       } catch (err) {
         if (err instanceof FieldError)
           throw new DecodeError(key, err.path || '<root>', err.detail, { cause: err });
         throw err;
       }
     },
-    encode: (value) => stringifyJson(codec.encode(value)),
+    encode: (value) => {
+      const before = bigIntCount();
+      const tree = codec.encode(value);
+      return stringifyJson(tree, bigIntCount() !== before);
+    },
     toJson: (value) => codec.encode(value),
     idOf,
   };

@@ -3,8 +3,9 @@
  * mayastor.md §1.14): how io-engine nodes register, plus the legacy-compat flag while v1 NexusInfo
  * keys still exist.
  */
-import { bool, type Codec, field, literals, optional, string, struct } from './codec.js';
+import { bool, type Codec, literals, string } from './codec.js';
 import { specCodec } from './common.js';
+import { field, optional, struct } from './struct.js';
 
 /** The fixed id the core agent stores its registry config under. */
 export const CORE_REGISTRY_CONFIG_ID = 'db98f8bb-4afc-45d0-85b9-24c99cc443f2';

@@ -19,7 +19,7 @@ import { type VolumeSpec, volumeSpec } from './volume.js';
 import { type VolumeSnapshot, volumeSnapshot } from './volume-snapshot.js';
 
 export * from './app-node.js';
-export { RAW, unknownFields, variantName } from './codec.js';
+export { variantName } from './codec.js';
 export * from './common.js';
 export * from './core-registry-config.js';
 export { parseJson, stringifyJson } from './json.js';
@@ -29,6 +29,7 @@ export * from './node.js';
 export * from './pool.js';
 export * from './replica.js';
 export * from './store-lease-owner.js';
+export { RAW, unknownFields } from './struct.js';
 export * from './switchover.js';
 export * from './volume.js';
 export * from './volume-snapshot.js';

@@ -4,8 +4,9 @@
  * Mayastor writes u64 values (e.g. a target's `reservationKey`, the low 64 bits of a nexus uuid) that
  * exceed 2^53; `JSON.parse` would round them, and a value written back would then differ from the
  * one read. Here integers outside the safe range become `bigint`s and are written back digit for
- * digit. Node 20's `JSON.parse` cannot hand a reviver the source text, hence the small parser; the
- * common case (no run of 16+ digits in the text) still goes through the native `JSON.parse`.
+ * digit. Node 20's `JSON.parse` cannot hand a reviver the source text, so big integer literals are
+ * quoted before the native parse and turned into bigints after it; the common case (no run of 16+
+ * digits in the text) is a plain `JSON.parse`.
  */
 
 /** Any parsed JSON value; integers beyond ±(2^53−1) are `bigint`. */
@@ -20,157 +21,98 @@ export type JsonValue =
 
 // Every integer of at most 15 digits is a safe integer; only longer digit runs need the slow path.
 const LONG_DIGITS = /\d{16}/;
-const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
-const WS = /[ \t\n\r]*/y;
+const JSON_INTEGER = /^-?(?:0|[1-9]\d*)$/;
+/**
+ * A big integer travels through JSON.parse as a string with this prefix (NUL cannot start a real
+ * stored string in practice). `parseJson` turns marks into bigints; the spec codecs read marks
+ * directly (u64 fields) so a large value costs no extra pass over the parsed tree.
+ */
+export const MARK = '\u0000u64:';
 
-/** Parse JSON text. Throws `SyntaxError` on invalid JSON. */
+/** Parse JSON text; unsafe integers become `bigint`s. Throws `SyntaxError` on invalid JSON. */
 export function parseJson(text: string): unknown {
   if (!LONG_DIGITS.test(text)) return JSON.parse(text);
-  const p = new BigIntJsonParser(text);
-  const value = p.value();
-  p.skipWs();
-  if (p.pos !== text.length) p.fail('unexpected trailing characters');
-  return value;
+  return unmark(parseJsonMarked(text));
 }
 
-class BigIntJsonParser {
-  pos = 0;
-  constructor(private readonly text: string) {}
-
-  fail(what: string): never {
-    throw new SyntaxError(`${what} in JSON at position ${this.pos}`);
-  }
-
-  skipWs(): void {
-    WS.lastIndex = this.pos;
-    WS.exec(this.text);
-    this.pos = WS.lastIndex;
-  }
-
-  value(): unknown {
-    this.skipWs();
-    const c = this.text[this.pos];
-    if (c === '{') return this.object();
-    if (c === '[') return this.array();
-    if (c === '"') return this.string();
-    if (c === '-' || (c >= '0' && c <= '9')) return this.number();
-    for (const [word, v] of [
-      ['true', true],
-      ['false', false],
-      ['null', null],
-    ] as const) {
-      if (this.text.startsWith(word, this.pos)) {
-        this.pos += word.length;
-        return v;
-      }
-    }
-    return this.fail(c === undefined ? 'unexpected end' : `unexpected token ${JSON.stringify(c)}`);
-  }
-
-  private object(): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
-    this.pos++;
-    this.skipWs();
-    if (this.text[this.pos] === '}') {
-      this.pos++;
-      return out;
-    }
-    for (;;) {
-      this.skipWs();
-      if (this.text[this.pos] !== '"') this.fail('expected a property name');
-      const key = this.string();
-      this.skipWs();
-      if (this.text[this.pos] !== ':') this.fail("expected ':'");
-      this.pos++;
-      // defineProperty: a key named "__proto__" must stay a plain property, as with JSON.parse.
-      Object.defineProperty(out, key, {
-        value: this.value(),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-      this.skipWs();
-      const c = this.text[this.pos++];
-      if (c === '}') return out;
-      if (c !== ',') this.fail("expected ',' or '}'");
-    }
-  }
-
-  private array(): unknown[] {
-    const out: unknown[] = [];
-    this.pos++;
-    this.skipWs();
-    if (this.text[this.pos] === ']') {
-      this.pos++;
-      return out;
-    }
-    for (;;) {
-      out.push(this.value());
-      this.skipWs();
-      const c = this.text[this.pos++];
-      if (c === ']') return out;
-      if (c !== ',') this.fail("expected ',' or ']'");
-    }
-  }
-
-  private string(): string {
-    const start = this.pos;
-    let i = start + 1;
-    for (;;) {
-      const c = this.text.charCodeAt(i);
-      if (Number.isNaN(c)) {
-        this.pos = i;
-        this.fail('unterminated string');
-      }
-      if (c === 0x5c) i += 2;
-      else if (c === 0x22) break;
-      else i++;
-    }
-    this.pos = i + 1;
-    // The native parser validates escapes and control characters of the literal.
-    return JSON.parse(this.text.slice(start, this.pos)) as string;
-  }
-
-  private number(): number | bigint {
-    NUMBER.lastIndex = this.pos;
-    const m = NUMBER.exec(this.text);
-    if (!m) return this.fail('invalid number');
-    this.pos = NUMBER.lastIndex;
-    const n = Number(m[0]);
-    if (m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(n)) return BigInt(m[0]);
-    return n;
-  }
+/** Parse JSON text; unsafe integers become marked strings (see MARK). */
+export function parseJsonMarked(text: string): unknown {
+  if (!LONG_DIGITS.test(text)) return JSON.parse(text);
+  return JSON.parse(markBigIntegers(text));
 }
+
+/** Quote every integer literal outside string literals that does not fit a double exactly. */
+function markBigIntegers(text: string): string {
+  let out = '';
+  let copied = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string literal.
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      let j = i + 1;
+      while (j < n) {
+        const d = text.charCodeAt(j);
+        if ((d >= 0x30 && d <= 0x39) || d === 0x2e || d === 0x65 || d === 0x45 || d === 0x2b || d === 0x2d)
+          j++;
+        else break;
+      }
+      const tok = text.slice(i, j);
+      if (j - i >= 16 && JSON_INTEGER.test(tok) && !Number.isSafeInteger(Number(tok))) {
+        out += `${text.slice(copied, i)}"\\u0000u64:${tok}"`;
+        copied = j;
+      }
+      i = j - 1;
+    }
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+/** The bigint a marked string stands for, or undefined. */
+export function markedBigInt(v: unknown): bigint | undefined {
+  return typeof v === 'string' && v.charCodeAt(0) === 0 && v.startsWith(MARK)
+    ? BigInt(v.slice(MARK.length))
+    : undefined;
+}
+
+/** Replace marked strings in a parsed tree (in place) by bigints. */
+export function unmark(v: unknown): unknown {
+  if (typeof v === 'string') return markedBigInt(v) ?? v;
+  if (typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = unmark(v[i]);
+  } else {
+    const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) o[k] = unmark(o[k]);
+  }
+  return v;
+}
+
+const MARKED_TEXT = /"\\u0000u64:(-?\d+)"/g;
 
 /**
- * Compact JSON text (serde_json's layout: no spaces), `bigint`s as bare integers. Object keys keep
- * their insertion order; properties whose value is `undefined` are left out, as JSON.stringify does.
+ * Compact JSON text (serde_json's layout: no spaces), `bigint`s (and marked strings) as bare
+ * integers. Object keys keep their insertion order; `undefined` properties are left out, as
+ * JSON.stringify does. `mayHoldBigInt` skips the native attempt that would throw on a bigint.
  */
-export function stringifyJson(value: unknown): string {
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'number':
-      return Number.isFinite(value) ? String(value) : 'null';
-    case 'bigint':
-      return value.toString();
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'object': {
-      if (value === null) return 'null';
-      if (Array.isArray(value)) {
-        return `[${value.map((v) => (v === undefined || typeof v === 'function' ? 'null' : stringifyJson(v))).join(',')}]`;
-      }
-      const parts: string[] = [];
-      for (const [k, v] of Object.entries(value)) {
-        if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
-        parts.push(`${JSON.stringify(k)}:${stringifyJson(v)}`);
-      }
-      return `{${parts.join(',')}}`;
+export function stringifyJson(value: unknown, mayHoldBigInt = false): string {
+  let text: string | undefined;
+  if (!mayHoldBigInt) {
+    try {
+      text = JSON.stringify(value) ?? 'null';
+    } catch (err) {
+      if (!(err instanceof TypeError)) throw err;
     }
-    default:
-      return 'null';
   }
+  // A bigint somewhere: write it as a marked string, unquoted below.
+  text ??= JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? MARK + v.toString() : v)) ?? 'null';
+  return text.includes('\\u0000u64:') ? text.replace(MARKED_TEXT, '$1') : text;
 }
 
 /** Structural equality of two JSON values (object key order ignored; 1 and 1n are equal). */

@@ -6,8 +6,9 @@
  * io-engine serializes through a `serde_json::Value`, whose maps are sorted, so a newly written value
  * has its keys in alphabetical order: `{"children":[{"healthy":…,"uuid":…}],"clean_shutdown":…}`.
  */
-import { array, bool, type Codec, field, struct, uuid } from './codec.js';
+import { array, bool, type Codec, uuid } from './codec.js';
 import { specCodec } from './common.js';
+import { field, struct } from './struct.js';
 
 export interface ChildInfo {
   healthy: boolean;

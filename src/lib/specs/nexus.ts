@@ -2,19 +2,7 @@
  * NexusSpec, key `NexusSpec/<nexus-uuid>` (reference mayastor.md §1.9). The status field is named
  * `spec_status` here (not `status`); children are `{"Replica":{uuid, share_uri}}` or `{"Uri": uri}`.
  */
-import {
-  array,
-  bool,
-  type Codec,
-  field,
-  nullable,
-  string,
-  struct,
-  tagged,
-  tuple,
-  u64,
-  uuid,
-} from './codec.js';
+import { array, bool, type Codec, nullable, string, tagged, tuple, u64, uuid } from './codec.js';
 import {
   type NexusNvmfConfig,
   type NexusStatus,
@@ -30,6 +18,7 @@ import {
   specCodec,
   specStatus,
 } from './common.js';
+import { field, struct } from './struct.js';
 
 export interface ReplicaUri {
   uuid: string;

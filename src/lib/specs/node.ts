@@ -2,19 +2,7 @@
  * NodeSpec, key `NodeSpec/<node-id>` (reference mayastor.md §1.10). Most optional fields are left
  * out when empty or none. A node is cordoned iff `cordon_drain_state` is present.
  */
-import {
-  array,
-  bool,
-  type Codec,
-  emptyTuple,
-  field,
-  nullable,
-  optional,
-  string,
-  struct,
-  tagged,
-  uuid,
-} from './codec.js';
+import { array, bool, type Codec, emptyTuple, nullable, string, tagged, uuid } from './codec.js';
 import {
   type LabelOp,
   type Labels,
@@ -26,6 +14,7 @@ import {
   type UnlabelOp,
   unlabelOp,
 } from './common.js';
+import { field, optional, struct } from './struct.js';
 
 export interface CordonedState {
   cordonlabels: string[];

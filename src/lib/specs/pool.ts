@@ -1,7 +1,7 @@
 /**
  * PoolSpec, key `PoolSpec/<pool-id>` (reference mayastor.md §1.8). Status `{"Created":"Online"}`.
  */
-import { array, type Codec, field, literals, nullable, string, struct, tagged } from './codec.js';
+import { array, type Codec, literals, nullable, string, tagged } from './codec.js';
 import {
   type LabelOp,
   type Labels,
@@ -15,6 +15,7 @@ import {
   type UnlabelOp,
   unlabelOp,
 } from './common.js';
+import { field, struct } from './struct.js';
 
 export const poolStatuses = ['Unknown', 'Online', 'Degraded', 'Faulted'] as const;
 export type PoolStatus = (typeof poolStatuses)[number];

@@ -7,12 +7,9 @@ import {
   array,
   bool,
   type Codec,
-  field,
   literals,
   nullable,
-  optional,
   string,
-  struct,
   tagged,
   tuple,
   u64,
@@ -30,6 +27,7 @@ import {
   specCodec,
   specStatus,
 } from './common.js';
+import { field, optional, struct } from './struct.js';
 
 /** Mayastor's ReplicaStatus, serialized camelCase. */
 export const replicaStatuses = ['unknown', 'online', 'degraded', 'faulted'] as const;

@@ -2,8 +2,9 @@
  * StoreLeaseOwner, key `StoreLeaseOwner/<service>` (reference mayastor.md §1.14): which instance of a
  * service holds the store lease lock (`StoreLeaseLock/<service>`).
  */
-import { type Codec, fail, field, string, struct } from './codec.js';
+import { type Codec, fail, string } from './codec.js';
 import { specCodec } from './common.js';
+import { field, struct } from './struct.js';
 
 export interface StoreLeaseOwner {
   /** Service name, e.g. `CoreAgent` (the key id). */
@@ -16,8 +17,8 @@ export interface StoreLeaseOwner {
 
 const leaseId: Codec<string> = {
   expected: 'a lease id in hex',
-  decode: (raw, path) =>
-    typeof raw === 'string' && /^[0-9a-f]+$/i.test(raw) ? raw : fail(path, 'a lease id in hex', raw),
+  decode: (raw) =>
+    typeof raw === 'string' && /^[0-9a-f]+$/i.test(raw) ? raw : fail('a lease id in hex', raw),
   encode: (v) => v,
 };
 

@@ -3,20 +3,9 @@
  * volume's target (reference mayastor.md §1.13). The stage advances Init → RepublishVolume →
  * ReplacePath → DeleteTarget → Successful, or ends in `{"Errored": message}`.
  */
-import {
-  bool,
-  type Codec,
-  field,
-  nullable,
-  record,
-  string,
-  struct,
-  tagged,
-  u64,
-  uuid,
-  variantName,
-} from './codec.js';
+import { bool, type Codec, nullable, record, string, tagged, u64, uuid, variantName } from './codec.js';
 import { type OperationRecord, operationRecord, specCodec } from './common.js';
+import { field, struct } from './struct.js';
 
 export type SwitchOverStage =
   | 'Init'

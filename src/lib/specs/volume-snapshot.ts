@@ -8,17 +8,16 @@ import {
   array,
   type Codec,
   fail,
-  field,
   nullable,
   record,
   string,
-  struct,
   tagged,
   u64,
   uuid,
   variantName,
 } from './codec.js';
 import { type OperationRecord, operationRecord, type SpecStatus, specCodec, specStatus } from './common.js';
+import { field, struct } from './struct.js';
 
 export type SnapshotStatus = SpecStatus<null>;
 
@@ -73,15 +72,15 @@ export interface VolumeSnapshot {
 /** Rust `()`: serialized as null. */
 const unit: Codec<null> = {
   expected: 'null',
-  decode: (raw, path) => (raw === null ? null : fail(path, 'null', raw)),
+  decode: (raw) => (raw === null ? null : fail('null', raw)),
   encode: () => null,
 };
 const unitStatus = specStatus(unit);
 
 const txnId: Codec<string> = {
   expected: 'a decimal transaction id string',
-  decode: (raw, path) =>
-    typeof raw === 'string' && /^\d+$/.test(raw) ? raw : fail(path, 'a decimal transaction id string', raw),
+  decode: (raw) =>
+    typeof raw === 'string' && /^\d+$/.test(raw) ? raw : fail('a decimal transaction id string', raw),
   encode: (v) => v,
 };
 

@@ -7,12 +7,9 @@ import {
   array,
   bool,
   type Codec,
-  field,
   nullable,
-  optional,
   record,
   string,
-  struct,
   tagged,
   tuple,
   u8,
@@ -37,6 +34,7 @@ import {
   specCodec,
   specStatus,
 } from './common.js';
+import { field, optional, struct } from './struct.js';
 
 export type VolumeStatus = NexusStatus;
 

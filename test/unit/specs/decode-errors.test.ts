@@ -88,6 +88,20 @@ describe('bad stored values give a DecodeError naming the key and the field', ()
       detail: /u64 up to 2\^53-1.*got 1152921504606846976/,
     },
     {
+      name: 'a string field holding a big integer',
+      fixture: 'PoolSpec',
+      json: (j) => withValue(j, ['node'], 12345678901234567890n),
+      field: 'node',
+      detail: /expected a string, got 12345678901234567890$/,
+    },
+    {
+      name: 'reservation key beyond u64',
+      fixture: 'VolumeSpec (real',
+      json: (j) => withValue(j, ['target', 'config', 'reservationKey'], 2n ** 64n),
+      field: 'target.config.reservationKey',
+      detail: /got 18446744073709551616$/,
+    },
+    {
       name: 'num_replicas beyond u8',
       fixture: 'VolumeSpec (real',
       json: (j) => withValue(j, ['num_replicas'], 300),

@@ -47,6 +47,8 @@ describe('fields storctl does not model survive a decode/encode round trip', () 
     const v = volumeSpec.decode(key, cases[0].json);
     expect(unknownFields(v)).toEqual({ future_flag: { nested: [1, 2, { x: null }] } });
     expect(unknownFields(volumeSpec.decode(key, volumeReference))).toEqual({});
+    const big = volumeSpec.decode(key, `${volumeReference.slice(0, -1)},"zz":[18446744073709551615,"x"]}`);
+    expect(unknownFields(big)).toEqual({ zz: [18446744073709551615n, 'x'] });
   });
 
   it('keeps unknown fields through a spread-and-modify update (how the core edits specs)', () => {
