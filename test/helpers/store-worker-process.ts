@@ -16,7 +16,7 @@ export class StoreWorker {
   constructor(storeUrl: string, args: string[]) {
     this.child = spawn(process.execPath, ['--import', 'tsx', WORKER, storeUrl, ...args], {
       cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let partial = '';
     this.child.stdout?.on('data', (d) => {
@@ -52,6 +52,11 @@ export class StoreWorker {
       },
       { timeoutMs, intervalMs: 10, what: `worker line ${pattern}` },
     );
+  }
+
+  /** Write one last line to the worker's stdin and close it. */
+  send(line: string): void {
+    this.child.stdin?.end(`${line}\n`);
   }
 
   wait(): Promise<number | null> {

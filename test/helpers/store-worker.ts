@@ -1,7 +1,8 @@
 /**
  * A separate OS process doing store work for the contract suite, one progress line per step on
  * stdout. Run: node --import tsx test/helpers/store-worker.ts <store-url> <command> [args...]
- *   cas-increment <key> <count>        increment a counter by compare-and-swap; "done <conflicts>"
+ *   cas-increment <key> <count>        "ready", waits for "go" on stdin (so all writers overlap), then
+ *                                      increments a counter by compare-and-swap; "done <conflicts>"
  *   hold-lease <key> <ttl>             put key on a kept-alive lease; "ready <leaseHex>", then idles
  *   campaign <name> <value> <ttl>      "campaigning", then "elected <key>" once elected; idles
  *   write <prefix> <count> <pauseMs>   create prefix+000i one by one, pausing between writes (to be
@@ -13,6 +14,18 @@ import { openStore } from '../../src/lib/store/open.js';
 import type { Store } from '../../src/lib/store/types.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
+
+function waitForGo(): Promise<void> {
+  return new Promise((resolve) => {
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (d: string) => {
+      if (d.includes('go')) {
+        process.stdin.destroy();
+        resolve();
+      }
+    });
+  });
+}
 
 async function casIncrement(store: Store, key: string, count: number): Promise<void> {
   let conflicts = 0;
@@ -56,6 +69,8 @@ async function main(): Promise<void> {
   const store = await openStore(url);
   switch (command) {
     case 'cas-increment':
+      say('ready');
+      await waitForGo();
       await casIncrement(store, args[0], Number(args[1]));
       break;
     case 'write':

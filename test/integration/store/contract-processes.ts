@@ -21,18 +21,20 @@ export function registerProcessContract(ctx: ContractContext): void {
     it('8 concurrent compare-and-swap writers end with the exact count', async () => {
       try {
         const key = `${ctx.prefix()}counter`;
-        const group = Array.from({ length: 8 }, () => worker(['cas-increment', key, '15']));
+        const group = Array.from({ length: 8 }, () => worker(['cas-increment', key, '25']));
+        await Promise.all(group.map((w) => w.waitForLine(/^ready$/)));
+        for (const w of group) w.send('go');
         const codes = await Promise.all(group.map((w) => w.wait()));
         expect(codes, group.map((w) => w.stderr).join('\n')).toEqual(Array(8).fill(0));
         const s = await ctx.open();
         const kv = await s.get(key);
-        expect(kv?.value).toBe('120');
-        expect(kv?.version).toBe(120);
+        expect(kv?.value).toBe('200');
+        expect(kv?.version).toBe(200);
         const conflicts = group.reduce(
           (n, w) => n + Number(w.lines.find((l) => l.startsWith('done'))?.split(' ')[1]),
           0,
         );
-        console.log(`[${ctx.harness.name}] 8 CAS writers x 15: ${conflicts} conflicts retried`);
+        console.log(`[${ctx.harness.name}] 8 CAS writers x 25: ${conflicts} conflicts retried`);
       } finally {
         await stopWorkers();
       }
