@@ -29,7 +29,7 @@ export * from './node.js';
 export * from './pool.js';
 export * from './replica.js';
 export * from './store-lease-owner.js';
-export { RAW, unknownFields } from './struct.js';
+export { plainCopy, RAW, unknownFields } from './struct.js';
 export * from './switchover.js';
 export * from './volume.js';
 export * from './volume-snapshot.js';

@@ -224,3 +224,11 @@ function generateEncode(
 export function unknownFields(value: object): Record<string, unknown> {
   return { ...((value as Record<symbol, RawInfo | undefined>)[RAW]?.extra ?? {}) };
 }
+
+/**
+ * A copy of a decoded value without its stored layout (key order, unmodelled fields): what code
+ * would build from scratch. Tests compare with `toEqual` against it (`toEqual` sees the RAW symbol).
+ */
+export function plainCopy<T>(value: T): T {
+  return structuredClone(value);
+}

@@ -16,6 +16,18 @@ describe('lossless JSON for u64 values', () => {
     );
   });
 
+  it('leaves digit runs inside strings (with escaped quotes) alone, and marks only whole integers', () => {
+    const text =
+      '{"a":"x\\"12345678901234567890","b":-12345678901234567890,"c":1.12345678901234567890,"d":[12345678901234567890]}';
+    expect(parseJson(text)).toEqual({
+      a: 'x"12345678901234567890',
+      b: -12345678901234567890n,
+      c: 1.1234567890123457,
+      d: [12345678901234567890n],
+    });
+    expect(stringifyJson(parseJson(text))).toBe(text.replace('1.12345678901234567890', '1.1234567890123457'));
+  });
+
   const samples = [
     '{"a":1,"b":[true,false,null],"c":{"d":"e\\"\\\\\\n\\u0001é"},"f":-0.5,"g":1e21}',
     '  [ 1 , { "x" : [ ] , "y" : { } } , "s" ]  ',

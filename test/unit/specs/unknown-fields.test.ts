@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { nexusSpec, nodeSpec, replicaSpec, unknownFields, volumeSpec } from '../../../src/lib/specs/index.js';
+import {
+  nexusSpec,
+  nodeSpec,
+  plainCopy,
+  poolSpec,
+  replicaSpec,
+  unknownFields,
+  volumeSpec,
+} from '../../../src/lib/specs/index.js';
 import { fixtures, ids, nexusReference, replicaReference, volumeReference } from './fixtures.js';
 
 const key = `/openebs.io/mayastor/apis/v0/clusters/c/namespaces/n/VolumeSpec/${ids.volume}`;
@@ -103,5 +111,21 @@ describe('fields storctl does not model survive a decode/encode round trip', () 
     expect(nexusSpec.encode(nexusSpec.decode('k', n))).toBe(n);
     const node = '{"id":"n","endpoint":"10.0.0.1:10124","mystery":{"a":1},"version":"v2.8.0"}';
     expect(nodeSpec.encode(nodeSpec.decode('k', node))).toBe(node);
+  });
+
+  it('plainCopy drops the stored layout: equal to a value built in code, written in Mayastor order', () => {
+    const json = '{"id":"p","node":"n","zz":1,"disks":[],"status":"Creating","labels":null,"operation":null}';
+    const copy = plainCopy(poolSpec.decode('k', json));
+    expect(copy).toEqual({
+      node: 'n',
+      id: 'p',
+      disks: [],
+      status: 'Creating',
+      labels: null,
+      operation: null,
+    });
+    expect(poolSpec.encode(copy)).toBe(
+      '{"node":"n","id":"p","disks":[],"status":"Creating","labels":null,"operation":null}',
+    );
   });
 });
