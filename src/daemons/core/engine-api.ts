@@ -58,6 +58,7 @@ export interface EngineApi {
   localReplicaUri(uuid: string): string;
   resizeReplica(uuid: string, size: number): Promise<void>;
   listNexuses(): Promise<NexusState[]>;
+  getNexus(uuid: string): Promise<NexusState>;
   createNexus(n: {
     uuid: string;
     size: number;

@@ -117,6 +117,9 @@ export class GrpcEngine implements EngineApi {
   async listNexuses() {
     return ((await this.call('ListNexuses', {})).nexuses ?? []).map(nexus);
   }
+  async getNexus(uuid: string) {
+    return nexus(await this.call('GetNexus', { uuid }));
+  }
   async createNexus(n: {
     uuid: string;
     size: number;

@@ -63,7 +63,9 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
     throw err;
   }
   const tLease = Date.now() - t0;
+  let stopping = false;
   const onLost = (why: string) => {
+    if (stopping) return;
     log.error({ why }, 'core lost its store lease; it stops writing');
     lostReason(why);
   };
@@ -114,6 +116,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
     stop: async () => {
       if (stopped) return;
       stopped = true;
+      stopping = true;
       await rest.close();
       await loop?.stop();
       await registry.close();

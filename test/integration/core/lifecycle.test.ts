@@ -1,21 +1,10 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RestError } from '../../../src/lib/rest/errors.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, newVolumeId, TestCluster } from './cluster.js';
+import { qemuIo } from './qemu.js';
 
-const exec = promisify(execFile);
 const MiB = 1 << 20;
-
-/** qemu-io against an NBD target URI; returns stdout (throws on a failed pattern check). */
-export async function qemuIo(uri: string, ...cmds: string[]): Promise<string> {
-  const args = ['-f', 'raw', ...cmds.flatMap((c) => ['-c', c]), uri];
-  const { stdout } = await exec('qemu-io', args, { timeout: 30_000 });
-  if (/Pattern verification failed|error/i.test(stdout))
-    throw new Error(`qemu-io ${cmds.join('; ')}: ${stdout}`);
-  return stdout;
-}
 
 const rawFetch = async (url: string, method: string, payload?: string) => {
   const res = await fetch(url, {

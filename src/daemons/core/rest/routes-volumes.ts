@@ -1,4 +1,5 @@
 import type { CoreContext } from '../context.js';
+import type { VolumeSpec } from '../model.js';
 import { createSnapshot, deleteSnapshot } from '../ops/snapshot.js';
 import { createVolume } from '../ops/volume-create.js';
 import { deleteVolume } from '../ops/volume-delete.js';
@@ -22,6 +23,19 @@ export function paginate<T>(items: T[], q: URLSearchParams): { entries: T[]; nex
   return start + maxEntries < items.length ? { entries, next_token: start + maxEntries } : { entries };
 }
 
+/** A single-volume read asks the target's io-engine for fresh nexus state (rebuild progress). */
+async function refreshTarget(ctx: CoreContext, v: VolumeSpec): Promise<void> {
+  if (!v.target || v.target.active === false) return;
+  const engine = ctx.engines.tryGet(v.target.node);
+  if (!engine) return;
+  try {
+    const st = await engine.getNexus(v.target.nexus);
+    ctx.registry.nexusStates.get(v.target.node)?.set(st.uuid, st);
+  } catch {
+    // keep the cached state
+  }
+}
+
 const vid = (req: RestRequest) => uuidParam(req.params.volume_id, 'volume_id');
 
 export function volumeRoutes(router: Router, ctx: CoreContext): void {
@@ -37,10 +51,11 @@ export function volumeRoutes(router: Router, ctx: CoreContext): void {
         body: { entries: page.entries.map((v) => volumeOut(reg, v)), next_token: page.next_token },
       };
     })
-    .add('GET', '/volumes/:volume_id', async (req) => ({
-      status: 200,
-      body: volumeOut(reg, reg.volume(vid(req))),
-    }))
+    .add('GET', '/volumes/:volume_id', async (req) => {
+      const v = reg.volume(vid(req));
+      await refreshTarget(ctx, v);
+      return { status: 200, body: volumeOut(reg, v) };
+    })
     .add('PUT', '/volumes/:volume_id', async (req) => {
       const id = vid(req);
       const v = await createVolume(ctx, id, createVolumeBody(req.body));

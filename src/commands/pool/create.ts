@@ -1,0 +1,47 @@
+import { Args, Flags } from '@oclif/core';
+import { StorctlCommand } from '../../lib/command.js';
+import { UsageError } from '../../lib/errors.js';
+import { poolListing, restClient, restFlags, sizeArg } from '../../lib/rest/cli.js';
+
+export default class PoolCreate extends StorctlCommand {
+  static override description =
+    "create a pool on a node's io-engine: a directory holding replicas, with a declared capacity";
+  static override examples = [
+    '<%= config.bin %> pool create node-1 pool-1 --capacity 10GiB',
+    '<%= config.bin %> pool create node-1 pool-ssd --disk /srv/ssd/storctl --capacity 100GiB --label class=ssd',
+  ];
+  static override args = {
+    node: Args.string({ description: 'node id', required: true }),
+    id: Args.string({ description: 'pool id', required: true }),
+  };
+  static override flags = {
+    ...restFlags,
+    disk: Flags.string({
+      description: 'absolute pool directory on the node (default: <io-engine pool-dir>/<pool id>)',
+      default: '',
+    }),
+    capacity: Flags.string({ description: 'pool capacity, e.g. 10GiB', required: true }),
+    label: Flags.string({ description: 'pool label KEY=VALUE (repeatable)', multiple: true }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(PoolCreate);
+    const labels: Record<string, string> = {};
+    for (const l of flags.label ?? []) {
+      const eq = l.indexOf('=');
+      if (eq <= 0) throw new UsageError(`--label '${l}' is not KEY=VALUE`);
+      labels[l.slice(0, eq)] = l.slice(eq + 1);
+    }
+    const client = restClient(flags.rest);
+    try {
+      const p = await client.createPool(args.node, args.id, {
+        disks: [flags.disk],
+        capacity: sizeArg('capacity', flags.capacity),
+        ...(flags.label ? { labels } : {}),
+      });
+      this.print(poolListing([p]));
+    } finally {
+      await client.close();
+    }
+  }
+}

@@ -1,0 +1,71 @@
+import { Flags } from '@oclif/core';
+import { StorctlCommand } from '../lib/command.js';
+import { humanizeBytes } from '../lib/output/humanize.js';
+import { defaultDataDir, defaultStoreUrl } from '../lib/paths.js';
+import { sizeArg } from '../lib/rest/cli.js';
+import { endpointsFile } from '../lib/rest/endpoint.js';
+import { up } from '../lib/up/cluster.js';
+
+export default class Up extends StorctlCommand {
+  static override description =
+    'run a whole single-machine cluster: core and three io-engines on the embedded store, each its own process; Ctrl-C stops everything';
+  static override examples = [
+    '<%= config.bin %> up',
+    '<%= config.bin %> up --data-dir /tmp/storctl-demo --rest 127.0.0.1:0',
+    '# then, in another terminal: <%= config.bin %> volume create --size 1GiB --replicas 3',
+  ];
+  static override flags = {
+    'data-dir': Flags.string({
+      description: 'where the store, pools and logs live',
+      env: 'STORCTL_DATA_DIR',
+    }),
+    rest: Flags.string({
+      description: 'HOST:PORT of the core REST API (port 0 picks a free one)',
+      default: '127.0.0.1:8081',
+    }),
+    nodes: Flags.integer({ description: 'number of io-engines', default: 3, min: 1, max: 16 }),
+    'pool-capacity': Flags.string({
+      description: 'capacity of the pool created on each node',
+      default: '10GiB',
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(Up);
+    const dataDir = flags['data-dir'] ?? defaultDataDir();
+    const storeUrl = flags.store ?? defaultStoreUrl(dataDir);
+    const poolCapacity = sizeArg('pool-capacity', flags['pool-capacity']);
+    this.logToStderr(`starting ${flags.nodes} io-engine(s) and core in ${dataDir} …`);
+    const cluster = await up({
+      dataDir,
+      storeUrl,
+      clusterId: this.globals.keySpace.clusterId,
+      namespace: this.globals.keySpace.namespace,
+      bin: process.argv[1],
+      restAddress: flags.rest,
+      nodes: flags.nodes,
+      poolCapacity,
+      logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
+      say: (l) => this.logToStderr(l),
+    });
+    this.log(`REST      ${cluster.rest}`);
+    this.log(`store     ${storeUrl}`);
+    this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
+    this.log(`logs      ${dataDir}/logs`);
+    this.log(`endpoints ${endpointsFile(dataDir)}`);
+    this.log('ready: try `storctl volume create --size 1GiB --replicas 3`; Ctrl-C stops the cluster');
+    const outcome = await Promise.race([
+      new Promise<'signal'>((resolve) => {
+        process.once('SIGINT', () => resolve('signal'));
+        process.once('SIGTERM', () => resolve('signal'));
+      }),
+      cluster.firstExit,
+    ]);
+    if (outcome !== 'signal')
+      this.logToStderr(`${outcome.name} exited unexpectedly (see ${dataDir}/logs); stopping the cluster`);
+    this.logToStderr('stopping …');
+    await cluster.stop();
+    this.logToStderr('stopped');
+    if (outcome !== 'signal') this.exit(1);
+  }
+}

@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import { Args, Flags } from '@oclif/core';
+import { StorctlCommand } from '../../lib/command.js';
+import { UsageError } from '../../lib/errors.js';
+import { restClient, restFlags, sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+
+export default class VolumeCreate extends StorctlCommand {
+  static override description =
+    'create a replicated volume: replicas are placed on distinct nodes and created on their io-engines';
+  static override examples = [
+    '<%= config.bin %> volume create --size 1GiB --replicas 3',
+    '<%= config.bin %> volume create 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --size 10GiB --replicas 2 --thin -o json',
+  ];
+  static override args = { id: Args.string({ description: 'volume uuid (default: a new one)' }) };
+  static override flags = {
+    ...restFlags,
+    size: Flags.string({ description: 'volume size, e.g. 1GiB', required: true }),
+    replicas: Flags.integer({ description: 'number of replicas', default: 1, min: 1, max: 255 }),
+    thin: Flags.boolean({ description: 'thin-provision the replicas', default: false }),
+    'no-self-heal': Flags.boolean({
+      description: 'do not replace lost replicas automatically',
+      default: false,
+    }),
+    label: Flags.string({ description: 'volume label KEY=VALUE (repeatable)', multiple: true }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(VolumeCreate);
+    const id = args.id ? uuidArg('volume id', args.id) : randomUUID();
+    const labels: Record<string, string> = {};
+    for (const l of flags.label ?? []) {
+      const eq = l.indexOf('=');
+      if (eq <= 0) throw new UsageError(`--label '${l}' is not KEY=VALUE`);
+      labels[l.slice(0, eq)] = l.slice(eq + 1);
+    }
+    const client = restClient(flags.rest);
+    try {
+      const v = await client.createVolume(id, {
+        size: sizeArg('size', flags.size),
+        replicas: flags.replicas,
+        thin: flags.thin,
+        policy: { self_heal: !flags['no-self-heal'] },
+        ...(flags.label ? { labels } : {}),
+      });
+      this.print(volumeListing([v]));
+    } finally {
+      await client.close();
+    }
+  }
+}

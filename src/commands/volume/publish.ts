@@ -1,0 +1,43 @@
+import { Args, Flags } from '@oclif/core';
+import { StorctlCommand } from '../../lib/command.js';
+import { restClient, restFlags, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+
+export default class VolumePublish extends StorctlCommand {
+  static override description =
+    'publish a volume: build its nexus on a node and share it over NBD; prints the target URI';
+  static override examples = [
+    '<%= config.bin %> volume publish 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b',
+    '<%= config.bin %> volume publish 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --node node-2 -o json',
+    '<%= config.bin %> volume publish 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --republish   # move the target to another node',
+  ];
+  static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
+  static override flags = {
+    ...restFlags,
+    node: Flags.string({ description: 'node for the target (default: a node holding a replica)' }),
+    republish: Flags.boolean({
+      description: 'move an already published target to another node',
+      default: false,
+    }),
+    'frontend-node': Flags.string({
+      description: 'node that will connect to the target (recorded in the host ACL)',
+    }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(VolumePublish);
+    const client = restClient(flags.rest);
+    try {
+      const v = await client.publishVolume(uuidArg('volume id', args.id), {
+        protocol: 'nbd',
+        publish_context: {},
+        node: flags.node,
+        republish: flags.republish || undefined,
+        frontend_node: flags['frontend-node'],
+      });
+      if (this.globals.output === 'table') this.log(v.state.target?.deviceUri ?? '');
+      else this.print(volumeListing([v]));
+    } finally {
+      await client.close();
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Args, Flags } from '@oclif/core';
+import { StorctlCommand } from '../../lib/command.js';
+import { TimeoutError } from '../../lib/errors.js';
+import { rebuildProgress, restClient, restFlags, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+
+export default class VolumeScale extends StorctlCommand {
+  static override description =
+    'change the replica count of a volume by one; a new replica of a published volume is rebuilt while I/O continues (progress on stderr)';
+  static override examples = [
+    '<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --replicas 3',
+    '<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --replicas 2 --no-wait',
+  ];
+  static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
+  static override flags = {
+    ...restFlags,
+    replicas: Flags.integer({ description: 'new replica count', required: true, min: 1, max: 255 }),
+    wait: Flags.boolean({ description: 'wait until rebuilds finish', default: true, allowNo: true }),
+    timeout: Flags.integer({ description: 'seconds to wait for rebuilds', default: 600 }),
+  };
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(VolumeScale);
+    const id = uuidArg('volume id', args.id);
+    const client = restClient(flags.rest);
+    try {
+      let v = await client.scaleVolume(id, flags.replicas);
+      if (flags.wait && v.state.target) {
+        const deadline = Date.now() + flags.timeout * 1000;
+        let last = -1;
+        for (;;) {
+          v = await client.getVolume(id);
+          const { rebuilding, percent } = rebuildProgress(v);
+          if (rebuilding === 0 && v.state.status === 'Online') break;
+          if (percent !== last) this.logToStderr(`rebuilding ${rebuilding} replica(s): ${percent}%`);
+          last = percent;
+          if (Date.now() > deadline)
+            throw new TimeoutError(`volume ${id} still rebuilding after ${flags.timeout}s`, {
+              suggestions: [
+                `watch it with \`storctl volume scale ${id} --replicas ${flags.replicas}\` or \`storctl events --watch\``,
+              ],
+            });
+          await sleep(500);
+        }
+        this.logToStderr('rebuild complete');
+      }
+      this.print(volumeListing([v]));
+    } finally {
+      await client.close();
+    }
+  }
+}

@@ -1,0 +1,102 @@
+import { Flags } from '@oclif/core';
+import { UsageError } from '../errors.js';
+import { humanizeBytes, parseBytes } from '../output/humanize.js';
+import type { Column, Listing } from '../output/render.js';
+import { RestClient } from './client.js';
+import { resolveRestUrl } from './endpoint.js';
+import type { Node, Pool, Volume } from './types.js';
+
+/** The flag every operator command that talks to core takes. */
+export const restFlags = {
+  rest: Flags.string({
+    description: 'core REST URL (default: the cluster `storctl up` started, else http://127.0.0.1:8081)',
+    env: 'STORCTL_REST',
+  }),
+};
+
+export function restClient(flag: string | undefined, timeoutMs?: number): RestClient {
+  return new RestClient(resolveRestUrl(flag), { timeoutMs });
+}
+
+export function sizeArg(flag: string, text: string): number {
+  const n = parseBytes(text);
+  if (n === null || n <= 0)
+    throw new UsageError(`--${flag} '${text}' is not a size (e.g. 1GiB, 512MiB, 1073741824)`);
+  return n;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export function uuidArg(what: string, text: string): string {
+  if (!UUID_RE.test(text))
+    throw new UsageError(`${what} '${text}' is not a uuid (e.g. 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b)`);
+  return text.toLowerCase();
+}
+
+const volumeColumns: Column<Volume>[] = [
+  { header: 'ID', get: (v) => v.spec.uuid },
+  { header: 'REPLICAS', get: (v) => v.spec.num_replicas },
+  { header: 'TARGET-NODE', get: (v) => v.spec.target?.node },
+  { header: 'ACCESSIBILITY', get: (v) => v.spec.target?.protocol },
+  { header: 'STATUS', get: (v) => v.state.status },
+  { header: 'SIZE', get: (v) => humanizeBytes(v.spec.size) },
+  { header: 'THIN-PROVISIONED', get: (v) => v.spec.thin },
+  { header: 'TARGET', get: (v) => v.state.target?.deviceUri, wide: true },
+];
+
+export function volumeListing(rows: Volume[], single = true): Listing<Volume> {
+  return { rows, columns: volumeColumns, single };
+}
+
+export function nodeListing(rows: Node[]): Listing<Node> {
+  return {
+    rows,
+    single: true,
+    columns: [
+      { header: 'ID', get: (n) => n.id },
+      { header: 'GRPC ENDPOINT', get: (n) => n.state.grpcEndpoint },
+      { header: 'STATUS', get: (n) => n.state.status },
+      { header: 'CORDONED', get: (n) => n.state.cordoned },
+      {
+        header: 'CORDON/DRAIN',
+        get: (n) => {
+          const s = n.spec?.cordondrainstate;
+          if (!s) return '';
+          const [k, v] = Object.entries(s)[0];
+          return `${k.replace('state', '')}: ${[...v.cordonlabels, ...(v.drainlabels ?? [])].join(',')}`;
+        },
+      },
+      {
+        header: 'LABELS',
+        get: (n) =>
+          Object.entries(n.spec?.labels ?? {})
+            .map(([k, v]) => `${k}=${v}`)
+            .join(','),
+      },
+    ],
+  };
+}
+
+export function poolListing(rows: Pool[]): Listing<Pool> {
+  return {
+    rows,
+    single: true,
+    columns: [
+      { header: 'ID', get: (p) => p.id },
+      { header: 'DISKS', get: (p) => p.spec?.disks.join(',') },
+      { header: 'MANAGED', get: (p) => Boolean(p.spec) },
+      { header: 'NODE', get: (p) => p.spec?.node ?? p.state?.node },
+      { header: 'STATUS', get: (p) => p.state?.status ?? 'Unknown' },
+      { header: 'CAPACITY', get: (p) => (p.state ? humanizeBytes(p.state.capacity) : undefined) },
+      { header: 'ALLOCATED', get: (p) => (p.state ? humanizeBytes(p.state.used) : undefined) },
+      { header: 'COMMITTED', get: (p) => (p.state ? humanizeBytes(p.state.committed) : undefined) },
+    ],
+  };
+}
+
+/** Progress of a volume's rebuilds, for long operations that print on stderr. */
+export function rebuildProgress(v: Volume): { rebuilding: number; percent: number } {
+  const children = v.state.target?.children ?? [];
+  const rebuilding = children.filter((c) => c.state === 'Degraded');
+  const percent = rebuilding.length ? Math.min(...rebuilding.map((c) => c.rebuildProgress ?? 0)) : 100;
+  return { rebuilding: rebuilding.length, percent };
+}

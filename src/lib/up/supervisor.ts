@@ -1,0 +1,76 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
+
+/**
+ * One `storctl daemon <role>` child of `storctl up`: its output goes to a log file, the first JSON
+ * line whose `msg` matches `readyMsg` is its ready report, and it is stopped by PID only.
+ */
+export class RoleProcess {
+  readonly child: ChildProcess;
+  private readonly log: WriteStream;
+  private readonly exited: Promise<number | null>;
+  readonly ready: Promise<Record<string, unknown>>;
+
+  constructor(
+    readonly name: string,
+    bin: string,
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    logFile: string,
+    readyMsg: string,
+  ) {
+    this.log = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
+    this.child = spawn(process.execPath, [bin, ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: false,
+    });
+    let buffer = '';
+    this.ready = new Promise((resolve, reject) => {
+      this.child.stdout!.on('data', (d: Buffer) => {
+        this.log.write(d);
+        buffer += d.toString();
+        let nl = buffer.indexOf('\n');
+        while (nl >= 0) {
+          const line = buffer.slice(0, nl);
+          buffer = buffer.slice(nl + 1);
+          if (line.includes(readyMsg)) {
+            try {
+              const v = JSON.parse(line);
+              if (v.msg === readyMsg) resolve(v);
+            } catch {
+              // not a JSON line
+            }
+          }
+          nl = buffer.indexOf('\n');
+        }
+      });
+      this.child.once('exit', (code, signal) =>
+        reject(new Error(`${name} exited (${signal ?? `code ${code}`}) before it was ready; see ${logFile}`)),
+      );
+    });
+    this.ready.catch(() => {});
+    this.child.stderr!.on('data', (d: Buffer) => this.log.write(d));
+    this.exited = once(this.child, 'exit').then(([code]) => code as number | null);
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  wait(): Promise<number | null> {
+    return this.exited;
+  }
+
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
+  async stop(graceMs = 10_000): Promise<void> {
+    if (this.running) {
+      this.child.kill('SIGTERM');
+      const timer = setTimeout(() => this.running && this.child.kill('SIGKILL'), graceMs);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    this.log.end();
+  }
+}

@@ -1,0 +1,145 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
+import { qemuIo } from '../../integration/core/qemu.js';
+
+/**
+ * The README's "run it": a flagless `storctl up` (data dir under XDG_DATA_HOME), then flagless
+ * operator commands that find it, the full volume lifecycle with data, and a clean Ctrl-C.
+ */
+describe('storctl up + operator commands (built CLI, flagless)', () => {
+  let home: string;
+  let upProc: StorctlProcess;
+  let env: NodeJS.ProcessEnv;
+  const cli = (...args: string[]) => runStorctl(args, { env });
+
+  beforeAll(async () => {
+    home = mkdtempSync(join(tmpdir(), 'storctl-up-'));
+    // A private XDG_DATA_HOME and no STORCTL_* overrides: exactly what a user's shell has.
+    env = {
+      XDG_DATA_HOME: home,
+      STORCTL_STORE: '',
+      STORCTL_REST: '',
+      STORCTL_CLUSTER_ID: '',
+      STORCTL_DATA_DIR: '',
+    };
+    for (const k of Object.keys(env)) if (env[k] === '') env[k] = undefined;
+    upProc = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB'], env);
+    await waitFor(
+      () => upProc.output.includes('ready:') || (!upProc.running && Promise.reject(new Error(upProc.output))),
+      { what: 'storctl up ready', timeoutMs: 45_000 },
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await upProc?.kill('SIGINT');
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('prints its endpoints and publishes them in the data dir', () => {
+    expect(upProc.output).toMatch(/REST\s+http:\/\/127\.0\.0\.1:\d+/);
+    const endpoints = JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
+    expect(endpoints.rest).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(endpoints.store).toBe(`sqlite:${join(home, 'storctl', 'store.db')}`);
+  });
+
+  it('runs the volume lifecycle with data through flagless commands', async () => {
+    const created = await cli('volume', 'create', '--size', '32MiB', '--replicas', '3', '-o', 'json');
+    expect(created.code, created.stderr).toBe(0);
+    const id = JSON.parse(created.stdout).spec.uuid as string;
+
+    const pub = await cli('volume', 'publish', id);
+    expect(pub.code, pub.stderr).toBe(0);
+    const uri = pub.stdout.trim();
+    expect(uri).toMatch(/^nbd:\/\//);
+    await qemuIo(uri, 'write -P 0x42 0 2M');
+    await qemuIo(uri, 'read -P 0x42 0 2M');
+
+    // An error from core: the REST kind, its message and a next step; exit code 4 (conflict).
+    const again = await cli('volume', 'publish', id);
+    expect(again.code).toBe(4);
+    expect(again.stderr).toContain('AlreadyPublished');
+    expect(again.stderr).toContain('Try: unpublish it first');
+
+    const scaled = await cli('volume', 'scale', id, '--replicas', '2', '-o', 'json');
+    expect(scaled.code, scaled.stderr).toBe(0);
+    expect(JSON.parse(scaled.stdout).spec.num_replicas).toBe(2);
+    await qemuIo(uri, 'read -P 0x42 0 2M');
+
+    const grown = await cli('volume', 'scale', id, '--replicas', '3');
+    expect(grown.code, grown.stderr).toBe(0);
+    expect(grown.stderr).toContain('rebuild complete');
+    await qemuIo(uri, 'read -P 0x42 0 2M');
+
+    const snap = await cli('snapshot', 'create', id, '-o', 'json');
+    expect(snap.code, snap.stderr).toBe(0);
+    const snapId = JSON.parse(snap.stdout).definition.spec.uuid;
+    expect((await cli('snapshot', 'delete', snapId)).code).toBe(0);
+
+    expect((await cli('volume', 'unpublish', id)).code).toBe(0);
+    expect((await cli('volume', 'delete', id)).code).toBe(0);
+    const gone = await cli('volume', 'delete', id);
+    expect(gone.code).toBe(3);
+    expect(gone.stderr).toContain('NotFound');
+
+    const events = await cli('events', '--resource', 'volume', '-o', 'json');
+    const actions = (JSON.parse(events.stdout) as { id: string; action: string }[])
+      .filter((e) => e.id === id)
+      .map((e) => e.action);
+    expect(actions).toEqual(
+      expect.arrayContaining(['Created', 'Published', 'Scaled', 'Unpublished', 'Deleted']),
+    );
+  });
+
+  it('cordons, labels and drains nodes; pools refuse deletion while in use', async () => {
+    const cordon = await cli('node', 'cordon', 'node-1', '-o', 'json');
+    expect(cordon.code, cordon.stderr).toBe(0);
+    expect(JSON.parse(cordon.stdout).state.cordoned).toBe(true);
+    // Cordoned node-1 is skipped: a 3-replica volume no longer fits on 3 nodes.
+    const tooMany = await cli('volume', 'create', '--size', '8MiB', '--replicas', '3');
+    expect(tooMany.code).toBe(1);
+    expect(tooMany.stderr).toMatch(/ResourceExhausted: .*node cordoned/);
+    expect((await cli('node', 'uncordon', 'node-1')).code).toBe(0);
+
+    const label = await cli('node', 'label', 'node-2', 'zone=b', '-o', 'json');
+    expect(JSON.parse(label.stdout).spec.labels).toEqual({ zone: 'b' });
+    expect((await cli('node', 'label', 'node-2', 'zone-')).code).toBe(0);
+
+    const v = JSON.parse(
+      (await cli('volume', 'create', '--size', '8MiB', '--replicas', '2', '-o', 'json')).stdout,
+    ).spec.uuid;
+    const pub = await cli('volume', 'publish', v, '--node', 'node-3', '-o', 'json');
+    expect(JSON.parse(pub.stdout).spec.target.node).toBe('node-3');
+    const drain = await cli('node', 'drain', 'node-3', '--wait');
+    expect(drain.code, drain.stderr).toBe(0);
+    expect(drain.stderr).toContain('node node-3 drained');
+    const vol = await fetch(
+      `${JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).rest}/v0/volumes/${v}`,
+    ).then((r) => r.json() as Promise<{ spec: { target: { node: string } } }>);
+    expect(vol.spec.target.node).not.toBe('node-3');
+    expect((await cli('node', 'uncordon', 'node-3', '--label', 'storctl-drain')).code).toBe(0);
+
+    const pools = await cli('pool', 'delete', 'pool-node-1');
+    expect(pools.code).toBe(4);
+    expect(pools.stderr).toContain('InUse');
+    const newPool = await cli('pool', 'create', 'node-1', 'extra', '--capacity', '64MiB');
+    expect(newPool.code, newPool.stderr).toBe(0);
+    expect((await cli('pool', 'delete', 'extra')).code).toBe(0);
+    await cli('volume', 'unpublish', v);
+    await cli('volume', 'delete', v);
+  });
+
+  it('stops every role on Ctrl-C and withdraws its endpoints', async () => {
+    const rest = JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).rest;
+    const code = await upProc.kill('SIGINT');
+    expect(code).toBe(0);
+    expect(upProc.output).toContain('stopped');
+    await expect(fetch(`${rest}/v0/nodes`)).rejects.toThrow();
+    const after = await cli('volume', 'create', '--size', '1MiB');
+    expect(after.code).toBe(6);
+    expect(after.stderr).toContain('storctl up');
+  });
+});
