@@ -122,6 +122,14 @@ export function prepareStatements(db: Database.Database) {
 
 export type Statements = ReturnType<typeof prepareStatements>;
 
+/** How long one SQLite call may block waiting for another process's lock before retrying async. */
+export const SYNC_BUSY_MS = 20;
+
+export function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
 /**
  * Open (creating if needed) the database file: parent dir 0700, file 0600 before SQLite touches it
  * (SQLite gives its -wal/-shm files the database file's mode), WAL, a busy timeout so writers of
@@ -138,6 +146,8 @@ export function openDatabase(path: string, endpoint: string, busyTimeoutMs: numb
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = OFF');
     db.transaction(() => db.exec(SCHEMA)).immediate();
+    // From now on SQLite waits only briefly (that wait blocks the event loop); callers retry async.
+    db.pragma(`busy_timeout = ${SYNC_BUSY_MS}`);
     return db;
   } catch (err) {
     throw mapSqliteError(err, endpoint, busyTimeoutMs);
@@ -150,7 +160,7 @@ export function mapSqliteError(err: unknown, endpoint: string, busyTimeoutMs: nu
   const code = (err as { code?: unknown })?.code;
   const message = err instanceof Error ? err.message : String(err);
   const path = endpoint.replace(/^sqlite:/, '');
-  if (typeof code === 'string' && code.startsWith('SQLITE_BUSY')) {
+  if (isBusy(err)) {
     return new StoreUnavailableError(
       endpoint,
       `the database stayed locked by another process for ${busyTimeoutMs} ms`,

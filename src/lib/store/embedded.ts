@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { NotFoundError, StoreUnavailableError, UsageError } from '../errors.js';
 import {
+  isBusy,
   mapSqliteError,
   openDatabase,
   prepareStatements,
@@ -80,7 +81,7 @@ export class EmbeddedStore implements Store {
 
   async get(key: string): Promise<KeyValue | null> {
     assertKey(key);
-    const row = this.guard(() => this.st.getLive.get({ key, now: Date.now() }));
+    const row = await this.run(() => this.st.getLive.get({ key, now: Date.now() }));
     return row ? toKeyValue(row) : null;
   }
 
@@ -93,7 +94,7 @@ export class EmbeddedStore implements Store {
     if (start !== undefined && !start.startsWith(prefix)) {
       throw new UsageError(`range start key '${start}' does not lie under the prefix '${prefix}'`);
     }
-    return this.guard(() =>
+    return this.run(() =>
       this.db.transaction(() => {
         const rows = this.st.rangeLive.all({
           from: start ?? prefix,
@@ -129,13 +130,13 @@ export class EmbeddedStore implements Store {
   }
 
   async revision(): Promise<number> {
-    return this.guard(() => this.st.meta.get('revision')!);
+    return this.run(() => this.st.meta.get('revision')!);
   }
 
   async grantLease(ttlSeconds: number, options: LeaseOptions = {}): Promise<Lease> {
     assertTtl(ttlSeconds);
     const grantedAt = Date.now();
-    const id = this.write((w) => {
+    const id = await this.write((w) => {
       for (;;) {
         const candidate = randomInt(1, 2 ** 48);
         if (this.st.getLease.get(candidate)) continue;
@@ -150,7 +151,7 @@ export class EmbeddedStore implements Store {
         keepAlive: async (hex) =>
           this.write((w) => this.st.renewLease.run({ id: parseInt(hex, 16), now: w.now }).changes === 1),
         revoke: async (hex) => {
-          this.write((w) => w.revokeLease(parseInt(hex, 16)));
+          await this.write((w) => w.revokeLease(parseInt(hex, 16)));
           this.leases.delete(handle);
         },
         put: (hex, key, value) => this.put(key, value, { lease: hex }),
@@ -165,7 +166,7 @@ export class EmbeddedStore implements Store {
 
   async leaseTimeToLive(id: string): Promise<number> {
     assertLeaseId(id);
-    const lease = this.guard(() => this.st.getLease.get(parseInt(id, 16)));
+    const lease = await this.run(() => this.st.getLease.get(parseInt(id, 16)));
     const remainingMs = lease ? lease.expires_at - Date.now() : -1;
     return remainingMs > 0 ? Math.floor(remainingMs / 1000) : -1;
   }
@@ -190,7 +191,7 @@ export class EmbeddedStore implements Store {
   async compact(revision: number): Promise<void> {
     if (!Number.isInteger(revision) || revision < 1)
       throw new UsageError(`compact revision must be >= 1, got ${revision}`);
-    this.write((w) => w.compact(revision));
+    await this.write((w) => w.compact(revision));
   }
 
   async close(): Promise<void> {
@@ -205,8 +206,8 @@ export class EmbeddedStore implements Store {
   }
 
   /** One IMMEDIATE transaction: sweep expired leases, run `fn`, bump the revision once if anything changed. */
-  private write<T>(fn: (w: WriteContext) => T): T {
-    const { result, changed } = this.guard(() =>
+  private async write<T>(fn: (w: WriteContext) => T): Promise<T> {
+    const { result, changed } = await this.run(() =>
       this.db
         .transaction(() => {
           const w = new WriteContext(this.st, Date.now(), this.retention);
@@ -230,6 +231,26 @@ export class EmbeddedStore implements Store {
       throw err instanceof NotFoundError || err instanceof UsageError
         ? err
         : mapSqliteError(err, this.endpoint, this.busyTimeoutMs);
+    }
+  }
+
+  /**
+   * Run `fn` (synchronous SQLite work), retrying while another process holds the write lock. SQLite
+   * itself waits only SYNC_BUSY_MS (that wait blocks the event loop); the rest of the busy timeout
+   * is spent here between attempts, so lease keepalives and servers keep running meanwhile.
+   */
+  private async run<T>(fn: () => T): Promise<T> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return this.guard(fn);
+      } catch (err) {
+        const busy = err instanceof StoreUnavailableError && isBusy(err.cause);
+        if (!busy || Date.now() >= deadline) throw err;
+        await new Promise((r) =>
+          setTimeout(r, Math.min(2 ** Math.min(attempt, 4), 16) * (0.5 + Math.random())),
+        );
+      }
     }
   }
 
@@ -270,7 +291,7 @@ export class EmbeddedStore implements Store {
   private tick(): void {
     if (this.closed) return;
     try {
-      if (this.st.anyExpired.get(Date.now())) this.write(() => undefined);
+      if (this.st.anyExpired.get(Date.now())) void this.write(() => undefined).catch(() => undefined);
       const revision = this.st.meta.get('revision')!;
       if (revision !== this.polledRevision) {
         this.polledRevision = revision;

@@ -23,8 +23,10 @@ export function registerProcessContract(ctx: ContractContext): void {
         const key = `${ctx.prefix()}counter`;
         const group = Array.from({ length: 8 }, () => worker(['cas-increment', key, '25']));
         await Promise.all(group.map((w) => w.waitForLine(/^ready$/)));
+        const t0 = Date.now();
         for (const w of group) w.send('go');
         const codes = await Promise.all(group.map((w) => w.wait()));
+        const elapsed = Date.now() - t0;
         expect(codes, group.map((w) => w.stderr).join('\n')).toEqual(Array(8).fill(0));
         const s = await ctx.open();
         const kv = await s.get(key);
@@ -34,7 +36,9 @@ export function registerProcessContract(ctx: ContractContext): void {
           (n, w) => n + Number(w.lines.find((l) => l.startsWith('done'))?.split(' ')[1]),
           0,
         );
-        console.log(`[${ctx.harness.name}] 8 CAS writers x 25: ${conflicts} conflicts retried`);
+        console.log(
+          `[${ctx.harness.name}] 8 CAS writers x 25: ${elapsed} ms, ${conflicts} conflicts retried`,
+        );
       } finally {
         await stopWorkers();
       }
