@@ -30,6 +30,11 @@ Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
       description: 'the mounter state directory',
       env: 'STORCTL_MOUNTER_STATE_DIR',
     }),
+    under: Flags.string({
+      description:
+        'only check mounts and daemons whose target is below this directory (e.g. the kubelet dir)',
+      env: 'STORCTL_MOUNTER_TARGET_ROOT',
+    }),
   };
 
   async run(): Promise<void> {
@@ -53,13 +58,13 @@ Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
     }
     let healthy = false;
     try {
-      const report = await diagnoseMounts(stateDir, systemd);
+      const report = await diagnoseMounts(stateDir, systemd, flags.under);
       let fixed: string[] = [];
       let after: DoctorReport | undefined;
       if (flags.fix && report.findings.length) {
         if (flags.yes || (await this.confirm(`Fix ${report.findings.length} finding(s)? [y/N] `))) {
-          fixed = await fixMounts(stateDir, report.findings, systemd);
-          after = await diagnoseMounts(stateDir, systemd);
+          fixed = await fixMounts(stateDir, report.findings, systemd, flags.under);
+          after = await diagnoseMounts(stateDir, systemd, flags.under);
         } else {
           this.logToStderr('Nothing changed.');
         }

@@ -70,14 +70,18 @@ async function readRecords(stateDir: string): Promise<Map<string, MountRecord>> 
  * Scan the node: the mount table, mount-s3-* units (when a systemd manager answers), FUSE processes,
  * the mounter's records and credential files. Read-only.
  */
-async function scan(stateDir: string, systemd: SystemdClient | undefined): Promise<Scan> {
+async function scan(stateDir: string, systemd: SystemdClient | undefined, under?: string): Promise<Scan> {
   const notes: string[] = [];
   const findings: Finding[] = [];
-  const records = await readRecords(stateDir);
-  const mounts = (await readMountTable()).filter(isS3FuseMount);
-  const units = systemd ? await new SystemdMounter(systemd, '').list() : [];
+  // --under DIR: only what serves a target below DIR (the kubelet dir of this node, a test's root).
+  const inScope = (t: string | undefined) => !under || !!t?.startsWith(`${under.replace(/\/+$/, '')}/`);
+  const records = new Map([...(await readRecords(stateDir))].filter(([t]) => inScope(t)));
+  const mounts = (await readMountTable()).filter((m) => isS3FuseMount(m) && inScope(m.mountPoint));
+  const units = (systemd ? await new SystemdMounter(systemd, '').list() : []).filter((u) =>
+    inScope(u.target),
+  );
   if (!systemd) notes.push('no systemd manager reachable: units were not scanned');
-  const processes = await new ProcessMounter().list();
+  const processes = (await new ProcessMounter().list()).filter((p) => inScope(p.target));
   const daemons = [...units, ...processes];
   const mounted = new Set(mounts.map((m) => m.mountPoint));
 
@@ -195,8 +199,12 @@ async function scan(stateDir: string, systemd: SystemdClient | undefined): Promi
   };
 }
 
-export async function diagnoseMounts(stateDir: string, systemd?: SystemdClient): Promise<DoctorReport> {
-  return (await scan(stateDir, systemd)).report;
+export async function diagnoseMounts(
+  stateDir: string,
+  systemd?: SystemdClient,
+  under?: string,
+): Promise<DoctorReport> {
+  return (await scan(stateDir, systemd, under)).report;
 }
 
 async function stopDaemon(d: DaemonInfo, systemd: SystemdClient | undefined): Promise<void> {
@@ -226,9 +234,10 @@ export async function fixMounts(
   stateDir: string,
   findings: Finding[],
   systemd?: SystemdClient,
+  under?: string,
 ): Promise<string[]> {
   const done: string[] = [];
-  const { records, daemons } = await scan(stateDir, systemd);
+  const { records, daemons } = await scan(stateDir, systemd, under);
   for (const f of findings) {
     try {
       switch (f.kind) {

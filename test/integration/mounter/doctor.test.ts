@@ -197,6 +197,22 @@ describe('storctl doctor mounts', () => {
     expect((await doctor()).code).toBe(0);
   });
 
+  it('a failed unit is reported and reset', async () => {
+    const target = targetPath(env, 'pod-f', 'pv-f');
+    const unit = `${UNIT_PREFIX}0.0.1-${targetId(target)}.service`;
+    // Default CollectMode: a failed unit stays loaded until reset-failed.
+    const job = await systemd.startTransientUnit(unit, 'fail', [
+      ['ExecStart', new Variant('a(sasb)', [['/bin/false', ['/bin/false', BUCKET, target], false]])],
+    ]);
+    await systemd.waitForJob(job, 10_000);
+    await waitFor(async () => (await systemd.unitActiveState(unit)) === 'failed', { what: 'unit to fail' });
+    const r = await doctor();
+    expect(r.code).toBe(1);
+    expect(kinds(r.report.findings)).toEqual([`failed-unit:${target}`]);
+    expect((await doctor('--fix', '-y')).code).toBe(0);
+    expect(await systemd.unitActiveState(unit)).toBeUndefined();
+  });
+
   it('an unreachable --systemd-bus is an error (exit 2)', async () => {
     const r = await runStorctl([
       'doctor',
