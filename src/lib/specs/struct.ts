@@ -61,6 +61,8 @@ interface KeyShape {
   present: Set<string>;
   /** No unmodelled fields, and the modelled ones in Mayastor's order. */
   canonical: boolean;
+  /** The RawInfo every value of this shape without unmodelled fields shares. */
+  shared: RawInfo;
 }
 
 /**
@@ -90,7 +92,7 @@ export function struct<T extends object>(name: string, fields: Fields<T>): Codec
       const modelled = keys.filter((k) => known.has(k));
       const order = names.filter((k) => modelled.includes(k));
       const canonical = modelled.length === keys.length && order.every((k, i) => modelled[i] === k);
-      shape = { present: new Set(modelled), canonical };
+      shape = { present: new Set(modelled), canonical, shared: Object.freeze({ keys }) };
       shapes.set(keys, shape);
     }
     return shape;
@@ -111,14 +113,15 @@ export function struct<T extends object>(name: string, fields: Fields<T>): Codec
 
   function rawInfo(raw: Record<string, unknown>): RawInfo {
     const keys = storedKeys(raw);
-    if (shapeOf(keys).canonical) return { keys };
+    const shape = shapeOf(keys);
+    if (shape.canonical) return shape.shared;
     let extra: Record<string, unknown> | undefined;
     for (const k of keys) {
       if (known.has(k)) continue;
       extra ??= {};
       setOwn(extra, k, unmark(raw[k]));
     }
-    return extra ? { keys, extra } : { keys };
+    return extra ? { keys, extra } : shape.shared;
   }
 
   function missing(i: number): unknown {
