@@ -32,6 +32,8 @@ export class EtcdWatch extends EventEmitter implements Watch {
   private closed = false;
   private backoffMs = MIN_BACKOFF_MS;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** Responses held back until the creator of the watch had a chance to attach listeners. */
+  private held: IWatchResponse[] | undefined = [];
 
   constructor(
     private readonly client: Etcd3,
@@ -58,7 +60,15 @@ export class EtcdWatch extends EventEmitter implements Watch {
         if (err) {
           void this.close();
           reject(mapEtcdError(err, this.endpoint));
-        } else resolve();
+        } else {
+          resolve();
+          // `await watch()` resumes in a microtask; listeners are attached before this runs.
+          setImmediate(() => {
+            const held = this.held ?? [];
+            this.held = undefined;
+            for (const res of held) this.onResponse(res);
+          });
+        }
       });
     });
   }
@@ -131,6 +141,10 @@ export class EtcdWatch extends EventEmitter implements Watch {
 
   private onResponse(res: IWatchResponse): void {
     if (this.closed) return;
+    if (this.held) {
+      this.held.push(res);
+      return;
+    }
     if (res.compact_revision && res.compact_revision !== '0') {
       this.emit('compacted', Number(res.compact_revision));
       void this.close();
