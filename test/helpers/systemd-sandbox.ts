@@ -1,10 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
+const exitHooks = new Map<string, () => void>();
 const SCRIPT = fileURLToPath(new URL('./systemd-sandbox.sh', import.meta.url));
 
 /**
@@ -20,6 +21,10 @@ export class SystemdSandbox {
   ) {}
 
   static async start(scratch: string, mountRoot: string): Promise<SystemdSandbox> {
+    // Safety net: a worker that exits without reaching afterAll still stops the sandbox.
+    const onExit = () => spawnSync(SCRIPT, ['stop', scratch], { stdio: 'ignore', timeout: 30_000 });
+    process.once('exit', onExit);
+    exitHooks.set(scratch, onExit);
     try {
       const { stdout } = await run(SCRIPT, ['start', scratch, mountRoot], { timeout: 60_000 });
       return new SystemdSandbox(scratch, mountRoot, stdout.trim());
@@ -32,6 +37,9 @@ export class SystemdSandbox {
 
   static async stopDir(scratch: string): Promise<void> {
     await run(SCRIPT, ['stop', scratch], { timeout: 60_000 });
+    const hook = exitHooks.get(scratch);
+    if (hook) process.removeListener('exit', hook);
+    exitHooks.delete(scratch);
   }
 
   /** Host PID of the sandbox's PID 1. */

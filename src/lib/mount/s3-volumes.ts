@@ -96,7 +96,8 @@ export class S3Volumes {
   }
 
   private async ourMountAt(target: string) {
-    return mountsAt(await readMountTable(), target).find((m) => this.cfg.adapter.isOurs(m));
+    // Any S3 FUSE mount counts, so a mount made before a switch of --fuse-binary is reused, not stacked over.
+    return mountsAt(await readMountTable(), target).find((m) => isS3FuseMount(m));
   }
 
   publish(input: PublishInput): Promise<PublishResult> {
