@@ -1,0 +1,230 @@
+/**
+ * NBD data-path benchmark: sequential 1 MiB and scattered 4 KiB reads and writes (qemu-img bench)
+ * against a 1-child nexus, a 3-child nexus (local + 2 remote children on a second io-engine), and
+ * nbdkit's file plugin and qemu-nbd serving the same kind of file, all in one run. Prints JSON.
+ *
+ *   npx tsc -p tsconfig.json && npx tsx bench/nbd.ts [--size-mib 1024] [--seq-count 2048] [--rand-count 40000]
+ *
+ * qemu-img bench has no random mode; a step of 7919 × 4 KiB (a prime stride, taken modulo the
+ * device size) scatters the 4 KiB requests across the whole device.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { IoEngineClient } from '../src/lib/io-engine/client.js';
+
+const execFileP = promisify(execFile);
+const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
+const MiB = 1024 * 1024;
+
+const { values: opts } = parseArgs({
+  options: {
+    'size-mib': { type: 'string', default: '1024' },
+    'seq-count': { type: 'string', default: '2048' },
+    'rand-count': { type: 'string', default: '40000' },
+    depth: { type: 'string', default: '16' },
+  },
+});
+const SIZE = Number(opts['size-mib']) * MiB;
+const SEQ_COUNT = Number(opts['seq-count']);
+const RAND_COUNT = Number(opts['rand-count']);
+const DEPTH = Number(opts.depth);
+
+const children: ChildProcess[] = [];
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function waitUntil<T>(check: () => Promise<T | null>, what: string): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const v = await check().catch(() => null);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function startEngine(dir: string, node: string) {
+  const proc = spawn(
+    process.execPath,
+    [
+      BIN,
+      'daemon',
+      'io-engine',
+      '--node',
+      node,
+      '--pool-dir',
+      join(dir, node),
+      '--grpc',
+      '127.0.0.1:0',
+      '--nbd',
+      '127.0.0.1:0',
+      '--store',
+      `sqlite:${join(dir, 'store.db')}`,
+      '--cluster-id',
+      'bench',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  children.push(proc);
+  let out = '';
+  proc.stdout?.on('data', (d) => {
+    out += d;
+  });
+  const ready = await waitUntil(async () => {
+    const line = out.split('\n').find((l) => l.includes('"io-engine ready"'));
+    return line ? (JSON.parse(line) as { grpcEndpoint: string }) : null;
+  }, `${node} ready`);
+  return new IoEngineClient(ready.grpcEndpoint);
+}
+
+function startTool(cmd: string, args: string[]): void {
+  children.push(spawn(cmd, args, { stdio: 'ignore' }));
+}
+
+interface Result {
+  count: number;
+  mibPerSec: number;
+  iops: number;
+  seconds: number;
+}
+
+async function bench(
+  uri: string,
+  mode: 'seq-read' | 'seq-write' | 'rand-read' | 'rand-write',
+): Promise<Result> {
+  const seq = mode.startsWith('seq');
+  const size = seq ? MiB : 4096;
+  const count = seq ? SEQ_COUNT : RAND_COUNT;
+  const args = [
+    'bench',
+    '-f',
+    'raw',
+    '-q',
+    '-c',
+    String(count),
+    '-d',
+    String(DEPTH),
+    '-s',
+    String(size),
+    '-S',
+    String(seq ? size : 4096 * 7919),
+  ];
+  if (mode.endsWith('write')) args.push('-w', '--pattern=0x5a');
+  args.push(uri);
+  const t0 = process.hrtime.bigint();
+  const { stdout } = await execFileP('qemu-img', args, { maxBuffer: 1024 * 1024 });
+  const wall = Number(process.hrtime.bigint() - t0) / 1e9;
+  const m = /Run completed in ([\d.]+) seconds/.exec(stdout);
+  const seconds = m ? Number(m[1]) : wall;
+  return {
+    seconds: Number(seconds.toFixed(3)),
+    mibPerSec: Number(((count * size) / MiB / seconds).toFixed(1)),
+    iops: Math.round(count / seconds),
+  };
+}
+
+async function fallocated(path: string): Promise<void> {
+  await execFileP('fallocate', ['-l', String(SIZE), path]);
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'storctl-bench-'));
+  try {
+    const [a, b] = await Promise.all([startEngine(dir, 'bench-a'), startEngine(dir, 'bench-b')]);
+    await a.createPool({ name: 'pa', capacity: 4 * SIZE });
+    await b.createPool({ name: 'pb', capacity: 4 * SIZE });
+    const one = await a.createReplica({ uuid: randomUUID(), pool: 'pa', size: SIZE });
+    const n1 = await a.createNexus({ uuid: randomUUID(), size: SIZE, children: [one.uri] });
+    const target1 = (await a.publishNexus(n1.uuid)).deviceUri;
+    const local = await a.createReplica({ uuid: randomUUID(), pool: 'pa', size: SIZE });
+    const r1 = await b.createReplica({ uuid: randomUUID(), pool: 'pb', size: SIZE, share: 'nbd' });
+    const r2 = await b.createReplica({ uuid: randomUUID(), pool: 'pb', size: SIZE, share: 'nbd' });
+    const n3 = await a.createNexus({ uuid: randomUUID(), size: SIZE, children: [local.uri, r1.uri, r2.uri] });
+    const target3 = (await a.publishNexus(n3.uuid)).deviceUri;
+
+    const kitFile = join(dir, 'nbdkit.img');
+    await fallocated(kitFile);
+    const kitPort = await freePort();
+    startTool('nbdkit', ['-f', '-p', String(kitPort), '-i', '127.0.0.1', 'file', kitFile]);
+    const kitUri = `nbd://127.0.0.1:${kitPort}/`;
+    const qFile = join(dir, 'qemu-nbd.img');
+    await fallocated(qFile);
+    const qPort = await freePort();
+    startTool('qemu-nbd', [
+      '-f',
+      'raw',
+      '-p',
+      String(qPort),
+      '-b',
+      '127.0.0.1',
+      '-x',
+      'disk',
+      '--persistent',
+      '-e',
+      '16',
+      qFile,
+    ]);
+    const qUri = `nbd://127.0.0.1:${qPort}/disk`;
+    for (const uri of [kitUri, qUri])
+      await waitUntil(async () => (await execFileP('nbdinfo', ['--size', uri])).stdout, uri);
+
+    const targets: Record<string, string> = {
+      'nexus-1-child': target1,
+      'nexus-3-children': target3,
+      'nbdkit-file': kitUri,
+      'qemu-nbd': qUri,
+    };
+    const results: Record<string, Record<string, Result>> = {};
+    for (const [name, uri] of Object.entries(targets)) {
+      results[name] = {};
+      for (const mode of ['seq-write', 'seq-read', 'rand-write', 'rand-read'] as const)
+        results[name][mode] = await bench(uri, mode);
+    }
+    const seq = (n: string) => (results[n]['seq-read'].mibPerSec + results[n]['seq-write'].mibPerSec) / 2;
+    const peer = Math.max(seq('nbdkit-file'), seq('qemu-nbd'));
+    const ratio = Number((seq('nexus-1-child') / peer).toFixed(2));
+    process.stdout.write(
+      `${JSON.stringify(
+        {
+          tool: 'qemu-img bench',
+          sizeBytes: SIZE,
+          depth: DEPTH,
+          seq: { requestBytes: MiB, count: SEQ_COUNT },
+          rand: { requestBytes: 4096, count: RAND_COUNT, strideBytes: 4096 * 7919 },
+          results,
+          bar: {
+            rule: '1-child nexus sequential throughput >= 0.5 x the better of nbdkit/qemu-nbd',
+            ratio,
+            pass: ratio >= 0.5,
+          },
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    a.close();
+    b.close();
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    await Promise.all(
+      children.map((c) =>
+        c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null,
+      ),
+    );
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
