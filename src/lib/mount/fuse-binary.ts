@@ -30,8 +30,9 @@ export class FuseOptionUnsupportedError extends Error {
   constructor(
     readonly option: string,
     binary: string,
+    what = 'mount option',
   ) {
-    super(`mount option '${option}' is not supported by ${binary}`);
+    super(`${what} '${option}' is not supported by ${binary}`);
   }
 }
 
@@ -39,6 +40,8 @@ export class FuseOptionUnsupportedError extends Error {
 export interface FuseAdapter {
   readonly name: FuseBinaryName;
   readonly path: string;
+  /** Throws when this binary cannot use these credentials (checked before anything is written). */
+  checkCredentials(creds: S3Credentials | undefined): void;
   writeCredentials(dir: string, id: string, creds: S3Credentials | undefined): Promise<WrittenCredentials>;
   /** argv[1] is the bucket and argv[2] the target, for every adapter (doctor relies on it). */
   args(inv: FuseInvocation): string[];
@@ -49,13 +52,18 @@ class S3fsAdapter implements FuseAdapter {
   readonly name = 's3fs' as const;
   constructor(readonly path: string) {}
 
+  checkCredentials(creds: S3Credentials | undefined): void {
+    // s3fs's passwd file has no place for a session token.
+    if (creds?.sessionToken) throw new FuseOptionUnsupportedError('session_token', 's3fs', 'credential');
+  }
+
   async writeCredentials(
     dir: string,
     id: string,
     creds: S3Credentials | undefined,
   ): Promise<WrittenCredentials> {
+    this.checkCredentials(creds);
     if (!creds) return { files: [], args: ['-o', 'public_bucket=1'], env: {} };
-    if (creds.sessionToken) throw new FuseOptionUnsupportedError('session_token', 's3fs');
     const file = credentialFilePath(dir, id, 'passwd-s3fs');
     await writeSecretFile(file, `${creds.accessKeyId}:${creds.secretAccessKey}\n`);
     return { files: [file], args: ['-o', `passwd_file=${file}`], env: {} };
@@ -94,6 +102,8 @@ class S3fsAdapter implements FuseAdapter {
 class MountpointS3Adapter implements FuseAdapter {
   readonly name = 'mount-s3' as const;
   constructor(readonly path: string) {}
+
+  checkCredentials(): void {}
 
   async writeCredentials(
     dir: string,

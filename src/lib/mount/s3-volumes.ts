@@ -120,6 +120,7 @@ export class S3Volumes {
       logFile: '',
       credentials: { files: [], args: [], env: {} },
     });
+    this.cfg.adapter.checkCredentials(input.credentials);
 
     const health = await probePath(target);
     if (health.state === 'missing') {
@@ -189,6 +190,7 @@ export class S3Volumes {
         await this.cfg.mounter.stop(daemon, 1000).catch(() => {});
       }
       await removeCredentialFiles(credentialDir, id);
+      if (this.state.get(target)) await this.state.delete(target);
       if (createdDir) await rmdir(target).catch(() => {});
       if (err instanceof MountFailedError)
         throw new MountFailedError(err.message.split('; FUSE daemon output:')[0], output);

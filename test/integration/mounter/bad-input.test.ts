@@ -189,6 +189,15 @@ describe('bad NodePublishVolume input: clear errors, nothing mounted, nothing wr
       publishRequest({
         ...ok(),
         context: ctx,
+        secrets: { access_key_id: 'S3RVER', secret_access_key: 'x', session_token: 'tok' },
+      }),
+      status.INVALID_ARGUMENT,
+      /credential 'session_token' is not supported by s3fs/,
+    );
+    await refused(
+      publishRequest({
+        ...ok(),
+        context: ctx,
         secrets: { access_key_id: 'S3RVER', secret_access_key: 'x', huge: 'y'.repeat(9000) },
       }),
       status.INVALID_ARGUMENT,
