@@ -129,6 +129,7 @@ async function bench(
   const m = /Run completed in ([\d.]+) seconds/.exec(stdout);
   const seconds = m ? Number(m[1]) : wall;
   return {
+    count,
     seconds: Number(seconds.toFixed(3)),
     mibPerSec: Number(((count * size) / MiB / seconds).toFixed(1)),
     iops: Math.round(count / seconds),
