@@ -1,5 +1,6 @@
 import {
   ClientClosedError,
+  castGrpcError,
   EtcdLeaseInvalidError,
   EtcdPermissionDeniedError,
   GRPCDeadlineExceededError,
@@ -13,8 +14,10 @@ import { ExitCode, NotFoundError, StorctlError, StoreUnavailableError, UsageErro
  * etcd3 errors as storctl errors: nothing above the store ever sees an etcd3 or gRPC class.
  * `leaseHex` names the lease when the call involved one.
  */
-export function mapEtcdError(err: unknown, endpoint: string, leaseHex?: string): Error {
-  if (err instanceof StorctlError) return err;
+export function mapEtcdError(raw: unknown, endpoint: string, leaseHex?: string): Error {
+  if (raw instanceof StorctlError) return raw;
+  // Stream errors arrive as plain grpc-js errors (with a status code); give them etcd3's types.
+  const err = raw instanceof Error && raw.constructor === Error ? castGrpcError(raw) : raw;
   const message = err instanceof Error ? err.message : String(err);
   const where = endpoint.replace(/^etcd(\+https)?:\/\//, '');
   if (err instanceof EtcdLeaseInvalidError || message.includes('requested lease not found')) {
@@ -54,7 +57,7 @@ export function unavailable(
   endpoint: string,
   detail: string,
   cause: unknown,
-  where: string,
+  where = endpoint.replace(/^etcd(\+https)?:\/\//, ''),
 ): StoreUnavailableError {
   return new StoreUnavailableError(endpoint, detail, {
     suggestions: [

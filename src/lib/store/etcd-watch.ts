@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Etcd3, IDuplexStream, IKeyValue, IWatchRequest, IWatchResponse } from 'etcd3';
-import { StorctlError } from '../errors.js';
-import { mapEtcdError } from './etcd-errors.js';
+import { StorctlError, StoreUnavailableError } from '../errors.js';
+import { mapEtcdError, unavailable } from './etcd-errors.js';
 import type { KeyValue, Watch, WatchEvent } from './types.js';
 
 const MIN_BACKOFF_MS = 50;
@@ -48,28 +48,41 @@ export class EtcdWatch extends EventEmitter implements Watch {
     this.lastRevision = startRevision - 1;
   }
 
-  /** Resolves once etcd accepted the watch; rejects (mapped) if the first attempt fails. */
+  /**
+   * Resolves once etcd accepted the watch. Unreachable endpoints are retried (each attempt goes to a
+   * random endpoint of the client) until CREATE_TIMEOUT_MS; other failures reject at once (mapped).
+   */
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
+      const deadline = Date.now() + CREATE_TIMEOUT_MS;
       const timer = setTimeout(() => {
         void this.close();
-        reject(mapEtcdError(new StorctlError('TIMEOUT', 'watch was not accepted in time'), this.endpoint));
+        reject(
+          unavailable(this.endpoint, `a watch was not accepted within ${CREATE_TIMEOUT_MS} ms`, undefined),
+        );
       }, CREATE_TIMEOUT_MS);
-      this.connect((err) => {
-        clearTimeout(timer);
-        if (err) {
-          void this.close();
-          reject(mapEtcdError(err, this.endpoint));
-        } else {
-          resolve();
-          // `await watch()` resumes in a microtask; listeners are attached before this runs.
-          setImmediate(() => {
-            const held = this.held ?? [];
-            this.held = undefined;
-            for (const res of held) this.onResponse(res);
-          });
+      const onCreated = (err?: unknown) => {
+        if (this.closed) return;
+        const mapped = err === undefined ? undefined : mapEtcdError(err, this.endpoint);
+        if (mapped instanceof StoreUnavailableError && Date.now() + MIN_BACKOFF_MS < deadline) {
+          setTimeout(() => this.connect(onCreated), MIN_BACKOFF_MS);
+          return;
         }
-      });
+        clearTimeout(timer);
+        if (mapped) {
+          void this.close();
+          reject(mapped);
+          return;
+        }
+        resolve();
+        // `await watch()` resumes in a microtask; listeners are attached before this runs.
+        setImmediate(() => {
+          const held = this.held ?? [];
+          this.held = undefined;
+          for (const res of held) this.onResponse(res);
+        });
+      };
+      this.connect(onCreated);
     });
   }
 

@@ -9,7 +9,7 @@ import {
   type IRequestOp,
   isRecoverableError,
 } from 'etcd3';
-import { StorctlError, UsageError } from '../errors.js';
+import { StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
 import { mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
 import { EtcdWatch, toKeyValue } from './etcd-watch.js';
 import { LeaseHandle } from './lease-handle.js';
@@ -108,7 +108,8 @@ export class EtcdStore implements Store {
       faultHandling: {
         host: () => noop,
         global: retry(handleWhen(isRecoverableError), {
-          maxAttempts: 3,
+          // Each attempt goes to the next endpoint of a shuffled rotation: try them all.
+          maxAttempts: Math.max(3, options.hosts.length + 1),
           backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 500 }),
         }),
       },
@@ -223,7 +224,7 @@ export class EtcdStore implements Store {
       leaseToHex(res.ID),
       ttlSeconds,
       {
-        keepAlive: (hex) => this.keepAliveOnce(hex),
+        keepAlive: (hex) => this.keepAliveOnce(hex, ttlSeconds),
         revoke: async (hex) => {
           this.leases.delete(handle);
           try {
@@ -292,8 +293,23 @@ export class EtcdStore implements Store {
     this.client.close();
   }
 
-  /** One keepalive round trip on a short-lived stream: true while the lease exists. */
-  private async keepAliveOnce(hex: string): Promise<boolean> {
+  /**
+   * One keepalive round trip: true while the lease exists. A keepalive stream goes to a random
+   * endpoint, so unreachable ones are retried for up to a third of the TTL.
+   */
+  private async keepAliveOnce(hex: string, ttlSeconds: number): Promise<boolean> {
+    const deadline = Date.now() + Math.max(1_000, (ttlSeconds * 1000) / 3);
+    for (;;) {
+      try {
+        return await this.keepAliveRoundTrip(hex);
+      } catch (err) {
+        if (!(err instanceof StoreUnavailableError) || Date.now() + 50 >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  private async keepAliveRoundTrip(hex: string): Promise<boolean> {
     const stream = await this.call(() => this.client.leaseClient.leaseKeepAlive(), hex);
     return new Promise<boolean>((resolve, reject) => {
       const timer = setTimeout(() => {

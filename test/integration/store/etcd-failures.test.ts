@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../../src/lib/errors.js';
 import { openStore } from '../../../src/lib/store/open.js';
-import type { Store } from '../../../src/lib/store/types.js';
-import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
+import type { Store, WatchEvent } from '../../../src/lib/store/types.js';
+import { type EtcdServer, freePort, startEtcd } from '../../helpers/etcd.js';
 import { makeTestPki, type TestPki } from '../../helpers/tls.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -42,6 +42,50 @@ describe('etcd store when etcd goes away', () => {
     const recovery = Date.now() - t1;
     console.log(`[etcd] first successful read ${recovery} ms after etcd was healthy again`);
     expect(recovery).toBeLessThan(2_000);
+  });
+});
+
+describe('etcd store with several endpoints, one of them dead', () => {
+  let etcd: EtcdServer;
+  beforeAll(async () => {
+    etcd = await startEtcd();
+  });
+  afterAll(async () => {
+    await etcd?.stop();
+  });
+
+  it('reads, writes, watches and keeps leases through the live endpoint', async () => {
+    const dead = await freePort();
+    const live = etcd.url.replace('etcd://', '');
+    const store = await openStore(`etcd://127.0.0.1:${dead},${live}`);
+    try {
+      expect(store.endpoint).toBe(`etcd://127.0.0.1:${dead},${live}`);
+      for (let i = 0; i < 20; i++) {
+        await store.put(`multi/${i}`, String(i));
+        expect((await store.get(`multi/${i}`))?.value).toBe(String(i));
+      }
+      for (let i = 0; i < 5; i++) {
+        const w = await store.watch('multi/', { fromRevision: 1 });
+        const events: WatchEvent[] = [];
+        w.on('event', (e) => events.push(e));
+        await waitFor(() => events.length >= 20, { what: 'replayed events' });
+        await w.close();
+      }
+      const lease = await store.grantLease(1);
+      await lease.put('multi/leased', 'x');
+      const until = Date.now() + 2_500;
+      await waitFor(
+        async () => {
+          expect(await store.get('multi/leased')).not.toBeNull();
+          return Date.now() > until;
+        },
+        { timeoutMs: 10_000, intervalMs: 100, what: 'lease kept alive for 2.5 TTLs' },
+      );
+      expect(lease.lost.aborted).toBe(false);
+      await lease.revoke();
+    } finally {
+      await store.close();
+    }
   });
 });
 
