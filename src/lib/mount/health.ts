@@ -29,7 +29,21 @@ export type PathHealth =
  * Probe a path the way a dead FUSE daemon cannot fake: statfs and a directory read both go to the
  * daemon (a plain stat() of the mount root is answered from cached attributes for about a second).
  */
-export async function probePath(path: string): Promise<PathHealth> {
+export async function probePath(path: string, timeoutMs = 5000): Promise<PathHealth> {
+  // A hung daemon (alive, never answering) blocks these calls; after timeoutMs it counts as corrupted.
+  // The blocked call itself returns once the mount is detached or the daemon ends.
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<PathHealth>((resolve) => {
+    timer = setTimeout(() => resolve({ state: 'corrupted', code: 'ETIMEDOUT' }), timeoutMs);
+  });
+  try {
+    return await Promise.race([probeOnce(path), hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function probeOnce(path: string): Promise<PathHealth> {
   try {
     await statfs(path);
     const dir = await opendir(path);

@@ -234,7 +234,7 @@ export class S3Volumes {
     for (let i = 0; ; i++) {
       if (
         (await this.ourMountAt(target)) &&
-        (await probePath(target)).state === 'ok' &&
+        (await probePath(target, Math.max(50, deadline - Date.now()))).state === 'ok' &&
         (await this.cfg.mounter.isRunning(daemon))
       )
         return;

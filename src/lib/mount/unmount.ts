@@ -20,12 +20,13 @@ export async function unmountAll(
   let count = 0;
   for (let i = 0; i < 16 && (await isMountPoint(target)); i++) {
     try {
-      await run('umount', [target]);
+      // -c (no canonicalisation): umount would otherwise stat the path, which blocks on a hung FUSE daemon.
+      await run('umount', ['-c', target], { timeout: 10_000 });
     } catch (err) {
       if (!(await isMountPoint(target))) break;
       if (!lazyFallback) throw new Error(`umount ${target} failed: ${stderrOf(err)}`);
       try {
-        await run('umount', ['-l', target]);
+        await run('umount', ['-c', '-l', target], { timeout: 10_000 });
         lazy = true;
       } catch (err2) {
         if (await isMountPoint(target)) throw new Error(`umount -l ${target} failed: ${stderrOf(err2)}`);

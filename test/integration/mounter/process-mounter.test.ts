@@ -1,7 +1,22 @@
-import { afterAll, beforeAll } from 'vitest';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
-import type { CsiClient } from '../../helpers/csi-client.js';
-import { cleanupRoot, type Env, fuseProcessesBelow, makeEnv, startMounter } from './fixture.js';
+import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
+import { waitFor } from '../../helpers/wait.js';
+import {
+  BUCKET,
+  cleanupRoot,
+  type Env,
+  fuseProcessesBelow,
+  makeEnv,
+  startMounter,
+  targetPath,
+} from './fixture.js';
 import { mounterSuite } from './suite.js';
 
 let env: Env;
@@ -32,3 +47,42 @@ mounterSuite('S3 mounter, process mounter (s3fs against s3rver)', () => ({
   daemonsFor: async (target) =>
     (await fuseProcessesBelow(env.root)).filter((p) => p.argv[2] === target).map((p) => `pid:${p.pid}`),
 }));
+
+describe('mount timeout', () => {
+  it('an S3 endpoint that never answers: INTERNAL after --mount-timeout, daemon stopped, nothing left', async () => {
+    // Accepts connections and never answers: s3fs hangs in its bucket check.
+    const sockets: Socket[] = [];
+    const blackHole = createServer((s) => sockets.push(s));
+    blackHole.listen(0, '127.0.0.1');
+    await once(blackHole, 'listening');
+    const port = (blackHole.address() as { port: number }).port;
+    const other = await startMounter(env, {
+      mounter: 'process',
+      s3Endpoint: `http://127.0.0.1:${port}`,
+      endpoint: `unix://${join(env.root, 'sock-bh', 'csi.sock')}`,
+      stateDir: join(env.root, 'state-bh'),
+      mountTimeoutMs: 1500,
+    });
+    try {
+      const target = targetPath(env, 'pod-bh', 'pv-bh');
+      const t0 = Date.now();
+      const err = await other.csi
+        .node('NodePublishVolume', publishRequest({ volumeId: 'pv-bh', target, bucket: BUCKET }))
+        .catch((e) => e);
+      expect(err.code).toBe(status.INTERNAL);
+      expect(err.details).toMatch(/timed out after 1500 ms waiting for the mount/);
+      expect(Date.now() - t0).toBeLessThan(15_000);
+      expect(existsSync(target)).toBe(false);
+      await waitFor(
+        async () => (await fuseProcessesBelow(env.root)).filter((p) => p.argv[2] === target).length === 0,
+        { what: 's3fs to be stopped' },
+      );
+      expect(await readdir(join(env.root, 'state-bh', 'credentials'))).toEqual([]);
+    } finally {
+      other.csi.close();
+      await other.daemon.stop();
+      for (const s of sockets) s.destroy();
+      blackHole.close();
+    }
+  });
+});
