@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { type BlockBackend, errnoOf } from './backend.js';
+import type { BufferPool } from './buffer-pool.js';
 import { ByteQueue } from './byte-queue.js';
 import {
   Cmd,
@@ -58,6 +59,7 @@ export class NbdServerConnection {
     readonly socket: Socket,
     private readonly exports: ExportLookup,
     private readonly onError: (err: unknown) => void,
+    private readonly pool: BufferPool,
   ) {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
@@ -130,7 +132,13 @@ export class NbdServerConnection {
         case 'writePayload': {
           if (this.q.length < this.req.length) return;
           const r = this.req;
-          const payload = this.q.take(r.length);
+          let payload: Buffer;
+          if (r.length >= 65536) {
+            payload = this.pool.get(r.length);
+            this.q.takeInto(payload, 0, r.length);
+          } else {
+            payload = this.q.take(r.length);
+          }
           this.phase = 'requestHeader';
           this.dispatch(r.type, r.flags, r.handle, r.offset, r.length, payload);
           break;
@@ -304,12 +312,27 @@ export class NbdServerConnection {
             break;
           }
           // Reply header and data in one buffer: one allocation, one socket write.
-          const out = Buffer.allocUnsafe(SIMPLE_REPLY_SIZE + length);
-          work = backend.read(out.subarray(SIMPLE_REPLY_SIZE), offset).then(() => out);
+          const out = this.pool.get(SIMPLE_REPLY_SIZE + length);
+          work = backend.read(out.subarray(SIMPLE_REPLY_SIZE), offset).then(
+            () => out,
+            (err) => {
+              this.pool.put(out);
+              throw err;
+            },
+          );
           break;
         }
         case Cmd.WRITE:
-          work = backend.write(payload!, offset, fua).then(() => null);
+          work = backend.write(payload!, offset, fua).then(
+            () => {
+              this.pool.put(payload!);
+              return null;
+            },
+            (err) => {
+              this.pool.put(payload!);
+              throw err;
+            },
+          );
           break;
         case Cmd.FLUSH:
           work = backend.flush().then(() => null);
@@ -354,7 +377,10 @@ export class NbdServerConnection {
           this.socket.uncork();
         });
       }
-      this.socket.write(error === 0 ? b : b.subarray(0, SIMPLE_REPLY_SIZE));
+      if (out && error === 0) this.socket.write(b, () => this.pool.put(out));
+      else this.socket.write(b.subarray(0, SIMPLE_REPLY_SIZE));
+    } else if (out) {
+      this.pool.put(out);
     }
     this.tryResume();
     if (this.inflight === 0) for (const w of this.drainWaiters.splice(0)) w();

@@ -1,5 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { BlockBackend } from './backend.js';
+import { BufferPool } from './buffer-pool.js';
 import { FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from './protocol.js';
 import { NbdServerConnection } from './server-connection.js';
 
@@ -17,6 +18,7 @@ export class NbdServer {
   private readonly exports = new Map<string, BlockBackend>();
   private readonly connections = new Set<NbdServerConnection>();
   private address: { host: string; port: number } | null = null;
+  private readonly pool = new BufferPool();
 
   constructor(private readonly options: NbdServerOptions = {}) {
     this.server = createServer((socket) => this.accept(socket));
@@ -28,6 +30,7 @@ export class NbdServer {
       socket,
       { get: (n) => this.exports.get(n), names: () => [...this.exports.keys()] },
       (err) => this.options.onError?.(err, remote),
+      this.pool,
     );
     this.connections.add(conn);
     socket.on('close', () => this.connections.delete(conn));
