@@ -12,7 +12,7 @@ import { stateLayout } from './s3-volumes.js';
 import type { MountRecord } from './state.js';
 import { SystemdMounter } from './systemd-mounter.js';
 import { targetId } from './unit-name.js';
-import { unmountAll } from './unmount.js';
+import { detachTop, unmountAll } from './unmount.js';
 
 export type FindingKind =
   | 'stale-mount'
@@ -261,9 +261,9 @@ export async function fixMounts(
                   (recorded.pid && d.ref.pid === recorded.pid)),
             ) ?? list[0];
           for (const d of list) if (d !== keep) await stopDaemon(d, systemd);
-          // A stopped daemon may leave its (top) mount dead: detach dead layers until the target answers.
+          // A stopped daemon may leave its (top) mount dead: peel dead layers off until the target answers.
           for (let i = 0; i < 4 && (await probePath(f.target!)).state === 'corrupted'; i++)
-            await unmountAll(f.target!, { lazyFallback: true });
+            await detachTop(f.target!);
           done.push(
             `kept ${keep.name} for ${f.target}, stopped ${list
               .filter((d) => d !== keep)

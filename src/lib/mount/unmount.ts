@@ -41,3 +41,8 @@ function stderrOf(err: unknown): string {
   const e = err as { stderr?: string; message?: string };
   return (e.stderr || e.message || String(err)).trim();
 }
+
+/** Detach only the topmost mount at `target` (lazily): used to peel a dead layer off a stack. */
+export async function detachTop(target: string): Promise<void> {
+  if (await isMountPoint(target)) await run('umount', ['-c', '-l', target], { timeout: 10_000 });
+}

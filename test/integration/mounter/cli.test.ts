@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,17 +6,21 @@ import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
 import { S3RVER_KEYS } from '../../helpers/s3.js';
 import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { BUCKET, cleanupRoot, type Env, fuseProcessesBelow, makeEnv, targetPath } from './fixture.js';
+import {
+  BUCKET,
+  cleanupRoot,
+  type Env,
+  ensureBuilt,
+  fuseProcessesBelow,
+  makeEnv,
+  targetPath,
+} from './fixture.js';
 
 let env: Env;
 const procs: StorctlProcess[] = [];
 
 beforeAll(async () => {
-  const repo = join(import.meta.dirname, '../../..');
-  // tsc emits dist/ even when files outside this suite have type errors; its exit code is not ours.
-  spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo, stdio: 'ignore' });
-  if (existsSync(join(repo, 'oclif.manifest.json')))
-    spawnSync('npx', ['oclif', 'manifest'], { cwd: repo, stdio: 'ignore' });
+  ensureBuilt();
   env = await makeEnv('storctl-mntcli');
 }, 120_000);
 

@@ -1,4 +1,3 @@
-import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import {
   BUCKET,
   cleanupRoot,
   type Env,
+  ensureBuilt,
   fuseProcessesBelow,
   makeEnv,
   startMounter,
@@ -31,12 +31,7 @@ let systemd: SystemdClient;
 
 beforeAll(async () => {
   // The doctor runs as the built CLI, exactly as an operator runs it.
-  const repo = join(import.meta.dirname, '../../..');
-  // tsc emits dist/ even when files outside this suite have type errors; its exit code is not ours.
-  spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: repo, stdio: 'ignore' });
-  // A stale generated oclif.manifest.json (from an earlier `npm run build`) would hide new commands.
-  if (existsSync(join(repo, 'oclif.manifest.json')))
-    execFileSync('npx', ['oclif', 'manifest'], { cwd: repo, stdio: 'ignore' });
+  ensureBuilt();
   env = await makeEnv('storctl-doctor');
   sandbox = await SystemdSandbox.start(join(env.root, 'sandbox'), env.targets);
   systemd = new SystemdClient(sandbox.busAddress);
@@ -63,6 +58,9 @@ async function doctor(...extra: string[]) {
     env.stateDir,
     '-o',
     'json',
+    // Only this file's targets: other test files mount (and kill daemons) at the same time.
+    '--under',
+    env.targets,
     ...extra,
   ]);
   let report:
@@ -104,6 +102,8 @@ describe('storctl doctor mounts', () => {
       sandbox!.busAddress,
       '--state-dir',
       env.stateDir,
+      '--under',
+      env.targets,
     ]);
     expect(table.stdout).toMatch(/Scanned 1 S3 mount\(s\), 1 unit\(s\).*\n.*Healthy/);
     await csi.node('NodeUnpublishVolume', { volume_id: 'pv-h', target_path: target });
@@ -188,7 +188,7 @@ describe('storctl doctor mounts', () => {
     expect(r.code).toBe(1);
     expect(kinds(r.report.findings)).toEqual([`collision:${target}`]);
     const fixed = await doctor('--fix', '-y');
-    expect(fixed.code).toBe(0);
+    expect(fixed.code, fixed.stdout).toBe(0);
     expect(await systemd.unitActiveState(second)).toBeUndefined();
     expect(await systemd.unitActiveState(recorded)).toBe('active');
     expect((await probePath(target)).state).toBe('ok');
@@ -209,7 +209,8 @@ describe('storctl doctor mounts', () => {
     const r = await doctor();
     expect(r.code).toBe(1);
     expect(kinds(r.report.findings)).toEqual([`failed-unit:${target}`]);
-    expect((await doctor('--fix', '-y')).code).toBe(0);
+    const fixed = await doctor('--fix', '-y');
+    expect(fixed.code, fixed.stdout).toBe(0);
     expect(await systemd.unitActiveState(unit)).toBeUndefined();
   });
 
