@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { ConflictError } from '../../lib/errors.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { NbdServer } from '../../lib/nbd/server.js';
@@ -33,13 +34,27 @@ export interface IoEngineHandle {
 
 export const IO_ENGINE_SERVICE = 'storctl.io_engine.v1.IoEngine';
 
+function listenError(what: string, address: string, flag: string, err: unknown): Error {
+  const detail = err instanceof Error ? err.message : String(err);
+  const inUse = /EADDRINUSE/.test(detail);
+  return new ConflictError(
+    inUse ? 'ADDRESS_IN_USE' : 'LISTEN_FAILED',
+    `cannot serve ${what} on ${address}: ${inUse ? 'address already in use' : detail}`,
+    {
+      suggestions: [`pass another ${flag} HOST:PORT (port 0 picks a free one)`],
+    },
+  );
+}
+
 /** Start one storage node: NBD server, gRPC control API, node registration and liveness. */
 export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
   const log = config.logger ?? createLogger('io-engine');
   const nbd = new NbdServer({
     onError: (err, remote) => log.warn({ remote, err: String(err) }, 'NBD client dropped'),
   });
-  const nbdAddr = await nbd.listen(config.nbd.host, config.nbd.port);
+  const nbdAddr = await nbd.listen(config.nbd.host, config.nbd.port).catch((err) => {
+    throw listenError('NBD', `${config.nbd.host}:${config.nbd.port}`, '--nbd', err);
+  });
   const nbdEndpoint = `${nbdAddr.host}:${nbdAddr.port}`;
   const engine = new Engine({
     nodeId: config.nodeId,
@@ -74,7 +89,10 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
       grpc.ServerCredentials.createInsecure(),
       (err, p) => (err ? reject(err) : resolve(p)),
     ),
-  );
+  ).catch(async (err) => {
+    await nbd.close();
+    throw listenError('gRPC', `${config.grpc.host}:${config.grpc.port}`, '--grpc', err);
+  });
   grpcEndpoint = `${config.grpc.host}:${port}`;
 
   let liveness: Liveness | null = null;
