@@ -44,10 +44,41 @@ export class SystemdMounter implements Mounter {
     ];
     const env = Object.entries(spec.env).map(([k, v]) => `${k}=${v}`);
     if (env.length) props.push(['Environment', new Variant('as', env)]);
-    const job = await this.systemd.startTransientUnit(unit, 'fail', props);
-    const result = await this.systemd.waitForJob(job, this.jobTimeoutMs);
+    let job: string;
+    try {
+      job = await this.systemd.startTransientUnit(unit, 'fail', props);
+    } catch (err) {
+      // The call was retried on a fresh connection after its reply got lost: the first one started it.
+      if (err instanceof SystemdCallError && err.type === 'org.freedesktop.systemd1.UnitExists')
+        return { kind: 'systemd', unit };
+      throw err;
+    }
+    const result = await this.waitForStart(job, unit);
     if (result !== 'done') throw new Error(`systemd start job of ${unit} finished with result '${result}'`);
     return { kind: 'systemd', unit };
+  }
+
+  /**
+   * The job's JobRemoved, or, if that signal was lost with a dropped connection, the unit's own
+   * state (polled) once it has settled.
+   */
+  private async waitForStart(job: string, unit: string): Promise<string> {
+    let settled = false;
+    const poll = async (): Promise<string> => {
+      await sleep(250);
+      while (!settled) {
+        const state = await this.systemd.unitActiveState(unit).catch(() => 'unknown');
+        if (state === 'active') return 'done';
+        if (state === 'failed') return 'failed';
+        await sleep(250);
+      }
+      return 'canceled';
+    };
+    try {
+      return await Promise.race([this.systemd.waitForJob(job, this.jobTimeoutMs), poll()]);
+    } finally {
+      settled = true;
+    }
   }
 
   async isRunning(ref: DaemonRef): Promise<boolean> {

@@ -213,6 +213,8 @@ export class SystemdClient {
         this.jobWaiters.delete(job);
         reject(new Error(`systemd job ${job} did not finish within ${timeoutMs} ms`));
       }, timeoutMs);
+      // A waiter that lost a race (see SystemdMounter.waitForStart) must not keep the process alive.
+      timer.unref();
       this.jobWaiters.set(job, (result) => {
         clearTimeout(timer);
         resolve(result);

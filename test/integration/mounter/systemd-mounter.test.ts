@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -108,6 +109,47 @@ describe('systemd mounter specifics', () => {
     });
     expect(await client.waitForJob(job, 50)).toBe('done');
     await client.close();
+  });
+
+  it('survives a restart of the system bus (dbus-daemon): the next publish reconnects and succeeds', async () => {
+    const target = targetPath(env, 'pod-bus', 'pv-bus');
+    // Warm the mounter's connection, then restart dbus-daemon under it.
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-bus', target, bucket: BUCKET }));
+    const before = await systemd.getProperty(
+      (await systemd.getUnit('dbus.service'))!,
+      'org.freedesktop.systemd1.Service',
+      'MainPID',
+    );
+    spawnSync(
+      'busctl',
+      [
+        `--address=${sandbox!.busAddress}`,
+        'call',
+        'org.freedesktop.systemd1',
+        '/org/freedesktop/systemd1',
+        'org.freedesktop.systemd1.Manager',
+        'RestartUnit',
+        'ss',
+        'dbus.service',
+        'replace',
+      ],
+      { timeout: 10_000 },
+    );
+    const probe = new SystemdClient(sandbox!.busAddress, 2000);
+    await waitFor(
+      async () => {
+        const pid = await probe
+          .getProperty((await probe.getUnit('dbus.service'))!, 'org.freedesktop.systemd1.Service', 'MainPID')
+          .catch(() => before);
+        return pid !== before && pid !== 0;
+      },
+      { what: 'dbus-daemon to come back with a new PID' },
+    );
+    await probe.close();
+    await csi.node('NodeUnpublishVolume', { volume_id: 'pv-bus', target_path: target });
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-bus', target, bucket: BUCKET }));
+    expect(await unitsOf(target)).toHaveLength(1);
+    await csi.node('NodeUnpublishVolume', { volume_id: 'pv-bus', target_path: target });
   });
 
   it('reconnects when the D-Bus connection drops and retries the call once', async () => {
