@@ -182,6 +182,11 @@ async function findInPath(name: string, env: NodeJS.ProcessEnv): Promise<string 
   return undefined;
 }
 
+/** The adapter of one binary at a known path. */
+export function fuseAdapterFor(name: FuseBinaryName, path: string): FuseAdapter {
+  return name === 's3fs' ? new S3fsAdapter(path) : new MountpointS3Adapter(path);
+}
+
 /** The adapter for `--fuse-binary`, or the first installed one (mount-s3, then s3fs). */
 export async function resolveFuseAdapter(
   choice: FuseBinaryName | undefined,
@@ -189,7 +194,7 @@ export async function resolveFuseAdapter(
 ): Promise<FuseAdapter> {
   for (const name of choice ? [choice] : FUSE_BINARIES) {
     const path = await findInPath(name, env);
-    if (path) return name === 's3fs' ? new S3fsAdapter(path) : new MountpointS3Adapter(path);
+    if (path) return fuseAdapterFor(name, path);
   }
   throw new Error(
     choice

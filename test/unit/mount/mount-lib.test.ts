@@ -1,10 +1,13 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   CredentialError,
   credentialsFromSecrets,
   validateCredentials,
 } from '../../../src/lib/mount/credentials.js';
-import { resolveFuseAdapter } from '../../../src/lib/mount/fuse-binary.js';
+import { fuseAdapterFor, resolveFuseAdapter } from '../../../src/lib/mount/fuse-binary.js';
 import { decodeMountPath, parseMountInfo } from '../../../src/lib/mount/mountinfo.js';
 import {
   MountOptionError,
@@ -176,5 +179,51 @@ describe('FUSE adapters', () => {
     expect(argv.join(' ')).toContain(
       '-o url=http://127.0.0.1:9000 -o use_path_request_style -o endpoint=eu-1 -o passwd_file=/c -o ro -o allow_other -o uid=5',
     );
+  });
+});
+
+describe('mount-s3 adapter (Mountpoint for S3)', () => {
+  it('argv in the foreground with driver-owned endpoint flags; keys only in 0600 profile files', async () => {
+    const a = fuseAdapterFor('mount-s3', '/usr/bin/mount-s3');
+    const dir = await mkdtemp(join(tmpdir(), 'storctl-mps3-'));
+    try {
+      const creds = await a.writeCredentials(dir, 'id1', {
+        accessKeyId: 'AKIA1',
+        secretAccessKey: 'sekret',
+        sessionToken: 'tok',
+      });
+      expect(creds.files).toHaveLength(2);
+      for (const f of creds.files) expect((await stat(f)).mode & 0o777).toBe(0o600);
+      expect(await readFile(creds.files[1], 'utf8')).toContain('aws_secret_access_key=sekret');
+      expect(JSON.stringify(creds.env)).not.toContain('sekret');
+      expect(creds.env.AWS_PROFILE).toBe('storctl-id1');
+      const argv = a.args({
+        bucket: 'b1',
+        target: '/t',
+        options: { allowOther: true, uid: 5, prefix: 'p', dirMode: '0750' },
+        readonly: true,
+        endpoint: 'http://127.0.0.1:9000',
+        region: 'eu-1',
+        logFile: '/l.log',
+        credentials: creds,
+      });
+      expect(argv.slice(0, 4)).toEqual(['/usr/bin/mount-s3', 'b1', '/t', '--foreground']);
+      expect(argv.join(' ')).toBe(
+        '/usr/bin/mount-s3 b1 /t --foreground --endpoint-url http://127.0.0.1:9000 --force-path-style --region eu-1 --prefix p/ --read-only --allow-other --uid 5 --dir-mode 0750',
+      );
+      expect(a.isOurs({ source: 'mountpoint-s3', fsType: 'fuse' } as never)).toBe(true);
+      expect(() =>
+        a.args({
+          bucket: 'b',
+          target: '/t',
+          options: { umask: '0022' },
+          readonly: false,
+          logFile: '',
+          credentials: creds,
+        }),
+      ).toThrow(/'umask' is not supported by mount-s3/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
