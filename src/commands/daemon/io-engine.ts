@@ -40,6 +40,11 @@ export default class DaemonIoEngine extends StorctlCommand {
       default: 10,
       min: 1,
     }),
+    'nexus-info-retries': Flags.integer({
+      description: 'NexusInfo write retries before a nexus shuts itself down',
+      default: 10,
+      min: 0,
+    }),
   };
 
   async run(): Promise<void> {
@@ -60,6 +65,7 @@ export default class DaemonIoEngine extends StorctlCommand {
         store,
         keySpace: this.globals.keySpace,
         heartbeatTtlSeconds: flags['heartbeat-ttl'],
+        nexusInfoRetries: flags['nexus-info-retries'],
         version: this.config.version,
         logger,
       });

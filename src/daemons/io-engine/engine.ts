@@ -4,7 +4,7 @@ import { NbdClient } from '../../lib/nbd/client.js';
 import type { NbdServer } from '../../lib/nbd/server.js';
 import { type KeySpace, nexusInfoKey, volumeNexusInfoPrefix } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
-import { alreadyExists, checkName, invalid, notFound, precondition } from './errors.js';
+import { alreadyExists, checkName, invalid, notFound, precondition, unavailable } from './errors.js';
 import { Nexus } from './nexus.js';
 import { type ChildState, childUuidOf, NexusChild } from './nexus-child.js';
 import { NexusInfoWriter, readNexusInfo } from './nexus-info.js';
@@ -20,6 +20,7 @@ export interface EngineContext {
   log: Logger;
   /** A remote child request unanswered this long faults the child. */
   childTimeoutMs: number;
+  nexusInfoRetries: number;
 }
 
 /**
@@ -274,7 +275,7 @@ export class Engine {
         'nexus created from NexusInfo',
       );
     }
-    const writer = new NexusInfoWriter(this.ctx.store, key, this.ctx.log);
+    const writer = new NexusInfoWriter(this.ctx.store, key, this.ctx.log, this.ctx.nexusInfoRetries);
     const nexus = new Nexus(
       o.uuid,
       o.name || o.volumeId || o.uuid,
@@ -290,8 +291,16 @@ export class Engine {
       for (const c of nexus.children) await c.detach().catch(() => {});
       throw err;
     }
+    nexus.onSelfShutdown = async () => {
+      if (nexus.exportedAs) await this.ctx.nbd.removeExport(nexus.exportedAs);
+      nexus.exportedAs = null;
+    };
+    if (!(await nexus.persist())) {
+      throw unavailable(
+        `nexus '${o.uuid}' not created: its NexusInfo ${key} cannot be written to the store; check the store`,
+      );
+    }
     this.nexuses.set(o.uuid, nexus);
-    await nexus.persist();
     for (const c of nexus.children) if (c.state === 'Degraded') nexus.startRebuild(c);
     return nexus;
   }

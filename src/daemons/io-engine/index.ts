@@ -22,6 +22,8 @@ export interface IoEngineConfig {
   heartbeatTtlSeconds: number;
   /** A remote child request unanswered this long faults the child. */
   childTimeoutMs?: number;
+  /** NexusInfo write retries before the nexus shuts itself down (reference §3.6). */
+  nexusInfoRetries?: number;
   version?: string;
   logger?: Logger;
 }
@@ -64,6 +66,7 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     nbd,
     log,
     childTimeoutMs: config.childTimeoutMs ?? 30_000,
+    nexusInfoRetries: config.nexusInfoRetries ?? 10,
   });
 
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });

@@ -78,11 +78,33 @@ export class Nexus implements BlockBackend {
     };
   }
 
-  persist(cleanShutdown = false): Promise<void> {
-    return this.infoWriter.write(this.nexusInfo(cleanShutdown)).catch((err) => {
-      // Reference §3.6 would self-shut the nexus; we keep serving and say so loudly.
+  /** Called when the nexus shut itself down (NexusInfo could not be persisted): unexport it. */
+  onSelfShutdown: (() => Promise<void>) | null = null;
+  shutdownReason = '';
+
+  /**
+   * Persist NexusInfo. If a health change cannot be recorded the nexus shuts itself down (reference
+   * §3.6): serving on with a record that names a stale child healthy could lose data later.
+   */
+  async persist(cleanShutdown = false): Promise<boolean> {
+    try {
+      await this.infoWriter.write(this.nexusInfo(cleanShutdown));
+      return true;
+    } catch (err) {
       this.log.error({ nexus: this.uuid, err: (err as Error).message }, 'NexusInfo could not be persisted');
-    });
+      if (!cleanShutdown)
+        await this.selfShutdown(`NexusInfo could not be persisted: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  private async selfShutdown(reason: string): Promise<void> {
+    if (this.shutdown) return;
+    this.shutdown = true;
+    this.shutdownReason = reason;
+    this.log.error({ nexus: this.uuid, reason }, 'nexus shut itself down');
+    await this.onSelfShutdown?.().catch(() => {});
+    for (const c of this.children) await c.detach().catch(() => {});
   }
 
   /**
@@ -202,6 +224,8 @@ export class Nexus implements BlockBackend {
         await this.childFailed(targets[i], r.reason);
       }
     }
+    if (this.shutdown)
+      throw new BlockIoError(`nexus ${this.uuid} shut down: ${this.shutdownReason}`, Errno.ESHUTDOWN);
     if (okHealthy === 0)
       throw new BlockIoError(
         `nexus ${this.uuid}: I/O failed on every healthy child: ${String(firstError ?? 'no healthy child')}`,

@@ -23,7 +23,7 @@ export interface RunningEngine {
 export async function startEngine(
   dir: string,
   node: string,
-  opts: { nbdPort?: number; heartbeatTtl?: number; storeUrl?: string } = {},
+  opts: { nbdPort?: number; heartbeatTtl?: number; storeUrl?: string; extraArgs?: string[] } = {},
 ): Promise<RunningEngine> {
   const poolDir = join(dir, node, 'pools');
   await mkdir(poolDir, { recursive: true });
@@ -46,6 +46,7 @@ export async function startEngine(
     String(opts.heartbeatTtl ?? 10),
     '--log-level',
     'info',
+    ...(opts.extraArgs ?? []),
   ];
   const proc = new StorctlProcess(args);
   const ready = await waitFor(

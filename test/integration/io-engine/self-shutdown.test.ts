@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../../src/lib/store/open.js';
+import type { Store } from '../../../src/lib/store/types.js';
+import { waitFor } from '../../helpers/wait.js';
+import { type RunningEngine, startEngine } from './engines.js';
+import { qemuIo } from './nbd-tools.js';
+
+const MiB = 1024 * 1024;
+
+describe('a nexus that cannot record a child fault shuts itself down', () => {
+  let dir: string;
+  let a: RunningEngine;
+  let b: RunningEngine;
+  let store: Store;
+  let lock: Database.Database | null = null;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'storctl-ioe-selfshut-'));
+    [a, b] = await Promise.all([
+      startEngine(dir, 'node-a', { extraArgs: ['--nexus-info-retries', '0'] }),
+      startEngine(dir, 'node-b'),
+    ]);
+    store = await openStore(`sqlite:${join(dir, 'store.db')}`);
+  });
+
+  afterAll(async () => {
+    if (lock?.inTransaction) lock.exec('ROLLBACK');
+    lock?.close();
+    for (const e of [a, b]) await e?.stop('SIGKILL');
+    await store?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('stops serving instead of running on with a stale NexusInfo', async () => {
+    await a.client.createPool({ name: 'pa', capacity: 64 * MiB });
+    await b.client.createPool({ name: 'pb', capacity: 64 * MiB });
+    const local = await a.client.createReplica({ uuid: randomUUID(), pool: 'pa', size: 8 * MiB, thin: true });
+    const remote = await b.client.createReplica({
+      uuid: randomUUID(),
+      pool: 'pb',
+      size: 8 * MiB,
+      thin: true,
+      share: 'nbd',
+    });
+    const uuid = randomUUID();
+    const created = await a.client.createNexus({ uuid, size: 8 * MiB, children: [local.uri, remote.uri] });
+    const target = (await a.client.publishNexus(uuid)).deviceUri;
+    await qemuIo(target, ['write -P 0x21 0 1M']);
+
+    // The store refuses writes (another process holds the write lock) while a child dies.
+    lock = new Database(join(dir, 'store.db'));
+    lock.exec('BEGIN EXCLUSIVE');
+    await b.stop('SIGKILL');
+    const n = await waitFor(
+      async () => {
+        const x = await a.client.getNexus(uuid);
+        return x.state === 'Shutdown' ? x : null;
+      },
+      { what: 'nexus self-shutdown', timeoutMs: 40_000 },
+    );
+    expect(n.deviceUri).toBe('');
+    lock.exec('COMMIT');
+    lock.close();
+    lock = null;
+    await expect(qemuIo(target, ['read 0 4k'])).rejects.toThrow();
+    // The record was never rewritten: not a clean shutdown, so the next target rebuilds from one replica.
+    expect(JSON.parse((await store.get(created.nexusInfoKey))!.value)).toEqual({
+      children: [
+        { healthy: true, uuid: local.uuid },
+        { healthy: true, uuid: remote.uuid },
+      ],
+      clean_shutdown: false,
+    });
+    await a.client.destroyNexus(uuid);
+    expect(JSON.parse((await store.get(created.nexusInfoKey))!.value).clean_shutdown).toBe(false);
+  });
+});
