@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { StorctlError, StoreUnavailableError } from '../errors.js';
@@ -122,6 +122,21 @@ export function prepareStatements(db: Database.Database) {
 
 export type Statements = ReturnType<typeof prepareStatements>;
 
+/**
+ * mkdir -p with mode 0700 for every directory created. Not mkdirSync's `recursive`: on some
+ * filesystems (e.g. under /proc) Node's recursive mkdir loops forever on ENOENT.
+ */
+function makeDirs(dir: string): void {
+  if (existsSync(dir)) return;
+  const parent = dirname(dir);
+  if (parent !== dir) makeDirs(parent);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
 /** How long one SQLite call may block waiting for another process's lock before retrying async. */
 export const SYNC_BUSY_MS = 20;
 
@@ -137,7 +152,7 @@ export function isBusy(err: unknown): boolean {
  */
 export function openDatabase(path: string, endpoint: string, busyTimeoutMs: number): Database.Database {
   try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    makeDirs(dirname(path));
     closeSync(openSync(path, 'a', 0o600));
     const db = new Database(path, { timeout: busyTimeoutMs });
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);

@@ -84,6 +84,13 @@ describe('openStore', () => {
     expect(err.message).toContain('missing-ca.pem');
   });
 
+  it('reports a directory that cannot be created as StoreUnavailableError (no hang under /proc)', async () => {
+    const err = await openStore('sqlite:/proc/storctl-no-such-dir/store.db').catch((e) => e);
+    expect(err).toBeInstanceOf(StoreUnavailableError);
+    expect(err.message).toContain('/proc/storctl-no-such-dir');
+    expect(err.suggestions.join(' ')).toContain('writable');
+  });
+
   it('reports a file that is not a database as StoreUnavailableError', async () => {
     const path = join(dir, 'not-a-db');
     await import('node:fs').then((fs) =>
