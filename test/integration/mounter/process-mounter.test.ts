@@ -1,11 +1,12 @@
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
+import { targetId } from '../../../src/lib/mount/unit-name.js';
 import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
 import { waitFor } from '../../helpers/wait.js';
 import {
@@ -84,5 +85,36 @@ describe('mount timeout', () => {
       for (const s of sockets) s.destroy();
       blackHole.close();
     }
+  });
+});
+
+describe('driver-level keys from a secrets file', () => {
+  it('mounts with keys from a 0600 file; a group/world-readable file is refused at start', async () => {
+    const file = join(env.root, 'driver-keys');
+    await writeFile(file, 'access_key_id=S3RVER\nsecret_access_key = from-file\n', { mode: 0o600 });
+    const over = {
+      mounter: 'process' as const,
+      secretsFile: file,
+      env: { PATH: process.env.PATH },
+      endpoint: `unix://${join(env.root, 'sock-sf', 'csi.sock')}`,
+      stateDir: join(env.root, 'state-sf'),
+    };
+    const other = await startMounter(env, over);
+    try {
+      const target = targetPath(env, 'pod-sf', 'pv-sf');
+      await other.csi.node(
+        'NodePublishVolume',
+        publishRequest({ volumeId: 'pv-sf', target, bucket: BUCKET }),
+      );
+      expect(
+        await readFile(join(env.root, 'state-sf', 'credentials', `${targetId(target)}.passwd-s3fs`), 'utf8'),
+      ).toBe('S3RVER:from-file\n');
+      await other.csi.node('NodeUnpublishVolume', { volume_id: 'pv-sf', target_path: target });
+    } finally {
+      other.csi.close();
+      await other.daemon.stop();
+    }
+    await chmod(file, 0o644);
+    await expect(startMounter(env, over)).rejects.toThrow(/must not be readable by group or others/);
   });
 });
