@@ -128,7 +128,14 @@ export class Pool {
     meta.snapshots ??= {};
     const pool = new Pool(meta, disk);
     for (const r of Object.values(meta.replicas)) {
-      pool.replicas.set(r.uuid, await Replica.open(r, meta.name, pool.replicaPath(r.uuid)));
+      try {
+        pool.replicas.set(r.uuid, await Replica.open(r, meta.name, pool.replicaPath(r.uuid)));
+      } catch (err) {
+        await pool.close();
+        throw precondition(
+          `pool '${meta.name}' cannot be imported: replica file ${pool.replicaPath(r.uuid)} cannot be opened (${(err as Error).message})`,
+        );
+      }
     }
     return pool;
   }

@@ -261,6 +261,12 @@ describe('io-engine lifecycle through gRPC', () => {
     expect(n.deviceUri).toBe(`nbd://${engine.nbdEndpoint}/${uuid}`);
     await qemuIo(n.deviceUri, ['write -P 0x77 0 2M', 'read -P 0x77 0 2M']);
 
+    n = await engine.client.unpublishNexus(uuid);
+    expect(n).toMatchObject({ share: 'none', deviceUri: '' });
+    await expect(qemuIo(`nbd://${engine.nbdEndpoint}/${uuid}`, ['read 0 4k'])).rejects.toThrow();
+    n = await engine.client.publishNexus(uuid);
+    await qemuIo(n.deviceUri, ['read -P 0x77 0 2M']);
+
     n = await engine.client.removeChildNexus(uuid, b.uri);
     expect(n.children.map((c) => c.uuid)).toEqual([a.uuid]);
     expect(await code(engine.client.removeChildNexus(uuid, a.uri))).toMatch(
@@ -338,6 +344,13 @@ describe('io-engine lifecycle through gRPC', () => {
     await engine.client.exportPool('keep');
     const recreated = await engine.client.createPool({ name: 'keep', capacity: 32 * MiB });
     expect(recreated.replicaCount).toBe(1);
+    // A pool whose replica file vanished is not imported half-way.
+    await engine.client.exportPool('keep');
+    await rm(join(engine.poolDir, 'keep', 'replicas', `${r.uuid}.img`));
+    expect(await code(engine.client.importPool({ name: 'keep' }))).toMatch(
+      /^FAILED_PRECONDITION: pool 'keep' cannot be imported: replica file/,
+    );
+    expect(await engine.client.listPools()).toEqual([]);
   });
 
   it('liveness key expires when the io-engine dies', async () => {
