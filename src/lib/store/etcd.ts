@@ -50,6 +50,9 @@ function prefixBounds(prefix: string, start?: string): { key: Buffer; range_end:
   };
 }
 
+/** Keys per range request: ~1 KiB Mayastor specs keep each response a few MiB. */
+const RANGE_PAGE = 2000;
+
 const leaseToDecimal = (hex: string) => BigInt(`0x${hex}`).toString();
 const leaseToHex = (dec: string) => BigInt(dec).toString(16);
 
@@ -105,6 +108,8 @@ export class EtcdStore implements Store {
       hosts: options.hosts,
       credentials: options.tls ? readTls(options.tls) : undefined,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
+      // A page of large values must fit; grpc-js's default limit is 4 MiB.
+      grpcOptions: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
       faultHandling: {
         host: () => noop,
         global: retry(handleWhen(isRecoverableError), {
@@ -154,10 +159,21 @@ export class EtcdStore implements Store {
     if (options.startKey !== undefined && !options.startKey.startsWith(prefix)) {
       throw new UsageError(`range start key '${options.startKey}' does not lie under the prefix '${prefix}'`);
     }
-    const res = await this.call(() =>
-      this.client.kv.range({ ...prefixBounds(prefix, options.startKey), limit }),
-    );
-    return { kvs: res.kvs.map(toKeyValue), more: res.more, revision: Number(res.header.revision) };
+    // Large ranges are read in pages pinned to the first page's revision: one consistent
+    // snapshot, and no response near gRPC's message size limit.
+    const { range_end } = prefixBounds(prefix);
+    let key = prefixBounds(prefix, options.startKey).key;
+    let revision: number | undefined;
+    const kvs: KeyValue[] = [];
+    for (;;) {
+      const pageLimit = limit === 0 ? RANGE_PAGE : Math.min(RANGE_PAGE, limit - kvs.length);
+      const res = await this.call(() => this.client.kv.range({ key, range_end, limit: pageLimit, revision }));
+      revision ??= Number(res.header.revision);
+      for (const kv of res.kvs) kvs.push(toKeyValue(kv));
+      if (!res.more || res.kvs.length === 0) return { kvs, more: false, revision };
+      if (limit > 0 && kvs.length >= limit) return { kvs, more: true, revision };
+      key = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
+    }
   }
 
   async put(key: string, value: string, options: { lease?: string } = {}): Promise<{ revision: number }> {

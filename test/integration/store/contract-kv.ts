@@ -61,6 +61,29 @@ export function registerKvContract(ctx: ContractContext): void {
       await expect(s.range(p, { startKey: 'elsewhere/' })).rejects.toBeInstanceOf(UsageError);
     });
 
+    it('range returns thousands of keys in one sorted, consistent result', async () => {
+      const s = await ctx.open();
+      const p = ctx.prefix();
+      const n = 2_500; // more than one etcd page
+      for (let b = 0; b < n; b += 100) {
+        const success = Array.from({ length: 100 }, (_, i) => ({
+          type: 'put' as const,
+          key: `${p}${String(b + i).padStart(5, '0')}`,
+          value: 'v'.repeat(500),
+        }));
+        await s.txn({ compare: [], success });
+      }
+      const all = await s.range(p);
+      expect(all.kvs.length).toBe(n);
+      expect(all.more).toBe(false);
+      expect(all.kvs.map((kv) => kv.key)).toEqual([...all.kvs.map((kv) => kv.key)].sort());
+      const limited = await s.range(p, { limit: 2_100, startKey: `${p}00100` });
+      expect(limited.kvs.length).toBe(2_100);
+      expect(limited.kvs[0].key).toBe(`${p}00100`);
+      expect(limited.more).toBe(true);
+      await s.deletePrefix(p);
+    });
+
     it('delete and deletePrefix report counts; deleting nothing leaves the revision alone', async () => {
       const s = await ctx.open();
       const p = ctx.prefix();
