@@ -8,6 +8,7 @@ import { probePath } from './health.js';
 import type { Mounter } from './mounter.js';
 import { mountsAt, readMountTable } from './mountinfo.js';
 import type { MountOptions } from './options-policy.js';
+import { ProcessMounter } from './process-mounter.js';
 import { type MountRecord, MountState } from './state.js';
 import { targetId } from './unit-name.js';
 import { unmountAll } from './unmount.js';
@@ -134,7 +135,7 @@ export class S3Volumes {
       );
       await unmountAll(target);
       const old = this.state.get(target)?.daemon ?? (await this.cfg.mounter.find(target));
-      if (old) await this.cfg.mounter.stop(old, 2000);
+      if (old) await this.stopDaemon(old, 2000);
       recovered = true;
     } else if (health.state === 'error') {
       throw new Error(`cannot check target ${target}: ${health.message}`);
@@ -267,7 +268,7 @@ export class S3Volumes {
     }
     const daemon =
       record?.daemon?.unit || record?.daemon?.pid ? record.daemon : await this.cfg.mounter.find(target);
-    if (daemon) await this.cfg.mounter.stop(daemon, this.cfg.daemonExitTimeoutMs ?? 10_000);
+    if (daemon) await this.stopDaemon(daemon, this.cfg.daemonExitTimeoutMs ?? 10_000);
     await removeCredentialFiles(stateLayout(this.cfg.stateDir).credentialDir, id);
     if (record) await this.state.delete(target);
     try {
@@ -277,6 +278,13 @@ export class S3Volumes {
       if (code !== 'ENOENT') this.cfg.log.warn({ target, code }, 'target directory left in place');
     }
     return { unmounted };
+  }
+
+  /** A daemon recorded by the other kind of mounter (the --mounter setting changed) is still stopped. */
+  private stopDaemon(ref: MountRecord['daemon'], timeoutMs: number): Promise<void> {
+    if (ref.kind === 'process' && this.cfg.mounter.kind !== 'process')
+      return new ProcessMounter(this.cfg.log).stop(ref, timeoutMs);
+    return this.cfg.mounter.stop(ref, timeoutMs);
   }
 
   async close(): Promise<void> {
