@@ -184,7 +184,14 @@ export class Nexus implements BlockBackend {
   ): Promise<void> {
     this.checkOpen();
     const end = offset + length;
-    if (this.locks.size > 0) await this.waitUnlocked(offset, end);
+    // Overlapping writes run one after the other, so every child applies them in the same order
+    // (otherwise two mirrors could end with different bytes); and none enters a range being rebuilt.
+    for (;;) {
+      if (this.locks.size > 0) await this.waitUnlocked(offset, end);
+      const busy = this.findOverlap(this.writes, offset, end);
+      if (!busy) break;
+      await waitSpan(busy);
+    }
     const span: Span = { start: offset, end, waiters: null };
     this.writes.add(span);
     try {
@@ -230,6 +237,12 @@ export class Nexus implements BlockBackend {
       throw new BlockIoError(
         `nexus ${this.uuid}: I/O failed on every healthy child: ${String(firstError ?? 'no healthy child')}`,
       );
+  }
+
+  private findOverlap(spans: Set<Span>, start: number, end: number): Span | null {
+    if (spans.size === 0) return null;
+    for (const s of spans) if (overlaps(s, start, end)) return s;
+    return null;
   }
 
   private async waitUnlocked(start: number, end: number): Promise<void> {
