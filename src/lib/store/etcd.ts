@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { ExponentialBackoff, handleWhen, noop, retry } from 'cockatiel';
+import { noop } from 'cockatiel';
 import {
   CompareResult,
   CompareTarget,
+  castGrpcError,
   Etcd3,
   type ICompare,
   type IKeyValue,
@@ -52,6 +53,9 @@ function prefixBounds(prefix: string, start?: string): { key: Buffer; range_end:
 
 /** Keys per range request: ~1 KiB Mayastor specs keep each response a few MiB. */
 const RANGE_PAGE = 2000;
+
+/** How long transient failures (an etcd restart, a dead endpoint) are retried before giving up. */
+const RETRY_BUDGET_MS = 1_500;
 
 const leaseToDecimal = (hex: string) => BigInt(`0x${hex}`).toString();
 const leaseToHex = (dec: string) => BigInt(dec).toString(16);
@@ -110,21 +114,16 @@ export class EtcdStore implements Store {
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
       // A page of large values must fit; grpc-js's default limit is 4 MiB.
       grpcOptions: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
-      faultHandling: {
-        host: () => noop,
-        global: retry(handleWhen(isRecoverableError), {
-          // Each attempt goes to the next endpoint of a shuffled rotation: try them all.
-          maxAttempts: Math.max(3, options.hosts.length + 1),
-          backoff: new ExponentialBackoff({ initialDelay: 50, maxDelay: 500 }),
-        }),
-      },
+      // No per-host circuit breaker and no client-wide retry: `call` retries, knowing which
+      // requests are safe to repeat.
+      faultHandling: { host: () => noop, global: noop },
     });
     const store = new EtcdStore(client, options.hosts, options.tls !== undefined);
     const timeoutMs = options.connectTimeoutMs ?? 3_000;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        client.maintenance.status({ deadline: Date.now() + timeoutMs }),
+        store.call(() => client.maintenance.status({ deadline: Date.now() + timeoutMs })),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
@@ -132,6 +131,7 @@ export class EtcdStore implements Store {
     } catch (err) {
       client.close();
       const mapped = mapEtcdError(err, store.endpoint);
+      if (mapped instanceof StoreUnavailableError) throw mapped;
       if (mapped instanceof StorctlError && mapped.code === 'STORE_ACCESS_DENIED') throw mapped;
       throw unavailable(
         store.endpoint,
@@ -183,20 +183,20 @@ export class EtcdStore implements Store {
     const lease = options.lease && options.lease !== '0' ? leaseToDecimal(options.lease) : undefined;
     const res = await this.call(
       () => this.client.kv.put({ key: Buffer.from(key), value: Buffer.from(value), lease }),
-      options.lease,
+      { write: true, leaseHex: options.lease },
     );
     return { revision: Number(res.header.revision) };
   }
 
   async delete(key: string): Promise<{ deleted: number; revision: number }> {
     assertKey(key);
-    const res = await this.call(() => this.client.kv.deleteRange({ key: Buffer.from(key) }));
+    const res = await this.call(() => this.client.kv.deleteRange({ key: Buffer.from(key) }), { write: true });
     return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
   }
 
   async deletePrefix(prefix: string): Promise<{ deleted: number; revision: number }> {
     if (typeof prefix !== 'string') throw new UsageError('deletePrefix needs a string prefix');
-    const res = await this.call(() => this.client.kv.deleteRange(prefixBounds(prefix)));
+    const res = await this.call(() => this.client.kv.deleteRange(prefixBounds(prefix)), { write: true });
     return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
   }
 
@@ -212,7 +212,7 @@ export class EtcdStore implements Store {
           success: plan.success.map(toRequestOp),
           failure: plan.failure.map(toRequestOp),
         }),
-      leaseOf?.type === 'put' ? leaseOf.lease : undefined,
+      { write: true, leaseHex: leaseOf?.type === 'put' ? leaseOf.lease : undefined },
     );
     const ops = res.succeeded ? plan.success : plan.failure;
     const responses = ops.map((op, i): TxnOpResult => {
@@ -244,7 +244,9 @@ export class EtcdStore implements Store {
         revoke: async (hex) => {
           this.leases.delete(handle);
           try {
-            await this.call(() => this.client.leaseClient.leaseRevoke({ ID: leaseToDecimal(hex) }), hex);
+            await this.call(() => this.client.leaseClient.leaseRevoke({ ID: leaseToDecimal(hex) }), {
+              leaseHex: hex,
+            });
           } catch (err) {
             if ((err as { code?: string }).code !== 'LEASE_NOT_FOUND') throw err;
           }
@@ -261,10 +263,9 @@ export class EtcdStore implements Store {
 
   async leaseTimeToLive(id: string): Promise<number> {
     assertLeaseId(id);
-    const res = await this.call(
-      () => this.client.leaseClient.leaseTimeToLive({ ID: leaseToDecimal(id) }),
-      id,
-    );
+    const res = await this.call(() => this.client.leaseClient.leaseTimeToLive({ ID: leaseToDecimal(id) }), {
+      leaseHex: id,
+    });
     const ttl = Number(res.TTL);
     return ttl >= 0 ? ttl : -1;
   }
@@ -326,7 +327,7 @@ export class EtcdStore implements Store {
   }
 
   private async keepAliveRoundTrip(hex: string): Promise<boolean> {
-    const stream = await this.call(() => this.client.leaseClient.leaseKeepAlive(), hex);
+    const stream = await this.call(() => this.client.leaseClient.leaseKeepAlive(), { leaseHex: hex });
     return new Promise<boolean>((resolve, reject) => {
       const timer = setTimeout(() => {
         stream.cancel();
@@ -345,13 +346,47 @@ export class EtcdStore implements Store {
     });
   }
 
-  private async call<T>(fn: () => Promise<T>, leaseHex?: string): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw mapEtcdError(err, this.endpoint, leaseHex);
+  /**
+   * Run one RPC, retrying transient failures for up to RETRY_BUDGET_MS (each attempt goes to a
+   * random endpoint). A write is repeated only when it surely never reached etcd: repeating a
+   * compare-and-swap that did commit would report it as failed.
+   */
+  private async call<T>(
+    fn: () => Promise<T>,
+    options: { write?: boolean; leaseHex?: string } = {},
+  ): Promise<T> {
+    const deadline = Date.now() + RETRY_BUDGET_MS;
+    for (let backoff = 50; ; backoff = Math.min(backoff * 2, 500)) {
+      let err: unknown;
+      try {
+        return await fn();
+      } catch (raw) {
+        err = raw instanceof Error && raw.constructor === Error ? castGrpcError(raw) : raw;
+      }
+      const transient = err instanceof Error && isRecoverableError(err);
+      const unsent = transient && neverSent(err as Error);
+      const delay = unsent ? 20 : backoff;
+      if (!transient || (options.write && !unsent) || Date.now() + delay > deadline) {
+        if (transient && options.write && !unsent) {
+          throw unavailable(
+            this.endpoint,
+            `${shortGrpc((err as Error).message)}; the write may or may not have been applied`,
+            err,
+            this.where,
+          );
+        }
+        throw mapEtcdError(err, this.endpoint, options.leaseHex);
+      }
+      await new Promise((r) => setTimeout(r, delay));
     }
   }
+}
+
+/** gRPC failures that prove the request was never sent to etcd. */
+function neverSent(err: Error): boolean {
+  return /No connection established|ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|LB pick|name resolution/i.test(
+    err.message,
+  );
 }
 
 function readTls(tls: StoreTlsFiles): { rootCertificate: Buffer; privateKey?: Buffer; certChain?: Buffer } {
