@@ -1,36 +1,32 @@
-import { readFileSync } from 'node:fs';
 import { noop } from 'cockatiel';
-import {
-  CompareResult,
-  CompareTarget,
-  castGrpcError,
-  Etcd3,
-  type ICompare,
-  type IKeyValue,
-  type IRequestOp,
-  isRecoverableError,
-} from 'etcd3';
+import { castGrpcError, Etcd3, type IKeyValue, isRecoverableError } from 'etcd3';
 import { StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
 import { mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
+import {
+  leaseToDecimal,
+  leaseToHex,
+  prefixBounds,
+  readTls,
+  toCompare,
+  toRequestOp,
+} from './etcd-requests.js';
 import { EtcdWatch, toKeyValue } from './etcd-watch.js';
 import { LeaseHandle } from './lease-handle.js';
 import type { StoreTlsFiles } from './open.js';
 import type {
-  Compare,
   KeyValue,
   Lease,
   LeaseOptions,
   RangeOptions,
   RangeResult,
   Store,
-  TxnOp,
   TxnOpResult,
   TxnRequest,
   TxnResult,
   Watch,
   WatchOptions,
 } from './types.js';
-import { assertKey, assertLeaseId, assertTtl, prefixEnd, validateTxn } from './validate.js';
+import { assertKey, assertLeaseId, assertTtl, validateTxn } from './validate.js';
 
 export interface EtcdConnectOptions {
   /** `http://h:p` or `https://h:p` URLs. */
@@ -42,44 +38,11 @@ export interface EtcdConnectOptions {
   callTimeoutMs?: number;
 }
 
-/** Range bounds of a prefix in etcd's terms: the empty prefix is every key ("\0" to "\0"). */
-function prefixBounds(prefix: string, start?: string): { key: Buffer; range_end: Buffer } {
-  const end = prefixEnd(prefix);
-  return {
-    key: Buffer.from(start ?? (prefix === '' ? '\0' : prefix)),
-    range_end: end === '' ? Buffer.from([0]) : Buffer.from(end),
-  };
-}
-
 /** Keys per range request: ~1 KiB Mayastor specs keep each response a few MiB. */
 const RANGE_PAGE = 2000;
 
 /** How long transient failures (an etcd restart, a dead endpoint) are retried before giving up. */
 const RETRY_BUDGET_MS = 1_500;
-
-const leaseToDecimal = (hex: string) => BigInt(`0x${hex}`).toString();
-const leaseToHex = (dec: string) => BigInt(dec).toString(16);
-
-const TARGET = {
-  mod: CompareTarget.Mod,
-  create: CompareTarget.Create,
-  version: CompareTarget.Version,
-  value: CompareTarget.Value,
-  lease: CompareTarget.Lease,
-};
-const RESULT = {
-  '==': CompareResult.Equal,
-  '!=': CompareResult.NotEqual,
-  '<': CompareResult.Less,
-  '>': CompareResult.Greater,
-};
-const FIELD = {
-  mod: 'mod_revision',
-  create: 'create_revision',
-  version: 'version',
-  value: 'value',
-  lease: 'lease',
-} as const;
 
 /**
  * The etcd backend, on the etcd3 client's raw RPCs. Fault handling per the verified recipe: no
@@ -387,57 +350,4 @@ function neverSent(err: Error): boolean {
   return /No connection established|ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|LB pick|name resolution/i.test(
     err.message,
   );
-}
-
-function readTls(tls: StoreTlsFiles): { rootCertificate: Buffer; privateKey?: Buffer; certChain?: Buffer } {
-  const read = (what: string, path: string | undefined) => {
-    if (!path) return undefined;
-    try {
-      return readFileSync(path);
-    } catch (err) {
-      throw new UsageError(`cannot read the etcd TLS ${what} file ${path}: ${(err as Error).message}`);
-    }
-  };
-  const cert = read('certificate', tls.cert);
-  const key = read('key', tls.key);
-  if (Boolean(cert) !== Boolean(key))
-    throw new UsageError('etcd TLS needs both a client certificate and its key, or neither');
-  // grpc-js accepts a null root certificate (system roots); etcd3's typing insists on a Buffer.
-  return { rootCertificate: read('CA', tls.ca) as Buffer, privateKey: key, certChain: cert };
-}
-
-function toCompare(c: Compare): ICompare {
-  const value =
-    c.target === 'value'
-      ? Buffer.from(c.value)
-      : c.target === 'lease'
-        ? c.value === '0'
-          ? '0'
-          : leaseToDecimal(c.value)
-        : c.value;
-  return {
-    key: Buffer.from(c.key),
-    target: TARGET[c.target],
-    result: RESULT[c.op],
-    [FIELD[c.target]]: value,
-  };
-}
-
-function toRequestOp(op: TxnOp): IRequestOp {
-  switch (op.type) {
-    case 'get':
-      return { request_range: { key: Buffer.from(op.key) } };
-    case 'put':
-      return {
-        request_put: {
-          key: Buffer.from(op.key),
-          value: Buffer.from(op.value),
-          lease: op.lease && op.lease !== '0' ? leaseToDecimal(op.lease) : undefined,
-        },
-      };
-    case 'delete':
-      return { request_delete_range: { key: Buffer.from(op.key) } };
-    case 'deletePrefix':
-      return { request_delete_range: prefixBounds(op.prefix) };
-  }
 }
