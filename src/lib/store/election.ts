@@ -38,6 +38,12 @@ function electionPrefix(name: string): string {
   return `${name}/`;
 }
 
+/** Contender keys are `<prefix><leaseHex>`; keys of a nested election (`<name>/x/…`) are not ours. */
+async function contenders(store: Store, prefix: string): Promise<{ kvs: KeyValue[]; revision: number }> {
+  const { kvs, revision } = await store.range(prefix);
+  return { kvs: kvs.filter((kv) => !kv.key.slice(prefix.length).includes('/')), revision };
+}
+
 function holderOf(kvs: KeyValue[]): KeyValue | undefined {
   return kvs.reduce<KeyValue | undefined>(
     (a, b) => (a === undefined || b.createRevision < a.createRevision ? b : a),
@@ -47,7 +53,7 @@ function holderOf(kvs: KeyValue[]): KeyValue | undefined {
 
 /** Who holds the election now, or null. */
 export async function currentLeader(store: Store, name: string): Promise<Leader | null> {
-  const { kvs } = await store.range(electionPrefix(name));
+  const { kvs } = await contenders(store, electionPrefix(name));
   const holder = holderOf(kvs);
   return holder ? { key: holder.key, value: holder.value, lease: holder.lease } : null;
 }
@@ -86,7 +92,7 @@ async function waitUntilFirst(
   for (;;) {
     signal?.throwIfAborted();
     lease.lost.throwIfAborted();
-    const { kvs, revision } = await store.range(prefix);
+    const { kvs, revision } = await contenders(store, prefix);
     const mine = kvs.find((kv) => kv.key === key);
     if (!mine) throw new ConflictError('ELECTION_KEY_LOST', `election key ${key} disappeared while waiting`);
     const predecessor = kvs

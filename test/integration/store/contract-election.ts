@@ -52,6 +52,18 @@ export function registerElectionContract(ctx: ContractContext): void {
       await holder.resign();
     });
 
+    it('a nested election name is a separate election', async () => {
+      const s = await ctx.open();
+      const name = `${ctx.prefix()}election`;
+      const outer = await campaign(s, name, 'outer', { ttlSeconds: 2 });
+      const inner = await campaign(s, `${name}/inner`, 'inner', { ttlSeconds: 2 });
+      expect((await currentLeader(s, name))?.value).toBe('outer');
+      expect((await currentLeader(s, `${name}/inner`))?.value).toBe('inner');
+      await outer.resign();
+      expect(await currentLeader(s, name)).toBeNull();
+      await inner.resign();
+    });
+
     it('leadership is lost when its key is deleted behind its back', async () => {
       const [a, b] = [await ctx.open(), await ctx.open()];
       const name = `${ctx.prefix()}election`;
