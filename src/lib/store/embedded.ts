@@ -164,6 +164,13 @@ export class EmbeddedStore implements Store {
     return handle;
   }
 
+  async revokeLease(id: string): Promise<void> {
+    assertLeaseId(id);
+    const numeric = parseInt(id, 16);
+    if (numeric > Number.MAX_SAFE_INTEGER) return; // never one of ours
+    await this.write((w) => w.revokeLease(numeric));
+  }
+
   async leaseTimeToLive(id: string): Promise<number> {
     assertLeaseId(id);
     const lease = await this.run(() => this.st.getLease.get(parseInt(id, 16)));

@@ -206,13 +206,7 @@ export class EtcdStore implements Store {
         keepAlive: (hex) => this.keepAliveOnce(hex, ttlSeconds),
         revoke: async (hex) => {
           this.leases.delete(handle);
-          try {
-            await this.call(() => this.client.leaseClient.leaseRevoke({ ID: leaseToDecimal(hex) }), {
-              leaseHex: hex,
-            });
-          } catch (err) {
-            if ((err as { code?: string }).code !== 'LEASE_NOT_FOUND') throw err;
-          }
+          await this.revokeLease(hex);
         },
         put: (hex, key, value) => this.put(key, value, { lease: hex }),
       },
@@ -222,6 +216,17 @@ export class EtcdStore implements Store {
     this.leases.add(handle);
     handle.lost.addEventListener('abort', () => this.leases.delete(handle), { once: true });
     return handle;
+  }
+
+  async revokeLease(id: string): Promise<void> {
+    assertLeaseId(id);
+    try {
+      await this.call(() => this.client.leaseClient.leaseRevoke({ ID: leaseToDecimal(id) }), {
+        leaseHex: id,
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'LEASE_NOT_FOUND') throw err;
+    }
   }
 
   async leaseTimeToLive(id: string): Promise<number> {

@@ -134,6 +134,11 @@ export interface Store {
   revision(): Promise<number>;
 
   grantLease(ttlSeconds: number, options?: LeaseOptions): Promise<Lease>;
+  /**
+   * Revoke any lease by id (e.g. a dead holder's, found in a StoreLeaseOwner record): its keys are
+   * deleted and its holder's `lost` fires at its next keepalive. Idempotent.
+   */
+  revokeLease(id: string): Promise<void>;
   /** Remaining TTL in seconds of a lease, or -1 when it does not exist (expired/revoked). */
   leaseTimeToLive(id: string): Promise<number>;
 

@@ -55,6 +55,24 @@ export function registerLeaseContract(ctx: ContractContext): void {
       await expect(s.put(`${p}d`, 'x', { lease: lease.id })).rejects.toBeInstanceOf(NotFoundError);
     });
 
+    it('a lease revoked by another client loses its keys, and the holder sees lost at its next keepalive', async () => {
+      const holder = await ctx.open();
+      const operator = await ctx.open();
+      const key = `${ctx.prefix()}held`;
+      const lease = await holder.grantLease(2);
+      await lease.put(key, 'v');
+      await operator.revokeLease(lease.id);
+      expect(await operator.get(key)).toBeNull();
+      const t0 = Date.now();
+      await waitFor(() => lease.lost.aborted, {
+        timeoutMs: 3_000,
+        what: 'lost signal after revocation elsewhere',
+      });
+      expect(Date.now() - t0).toBeLessThan(2_000); // a keepalive period (ttl/3) plus its round trip
+      await operator.revokeLease(lease.id); // idempotent
+      await operator.revokeLease('123abc'); // unknown ids too
+    });
+
     it('without keepalive the lease expires: its keys vanish and lost aborts', async () => {
       const s = await ctx.open();
       const other = await ctx.open();
