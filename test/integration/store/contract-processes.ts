@@ -109,6 +109,32 @@ export function registerProcessContract(ctx: ContractContext): void {
       }
     }, 120_000);
 
+    it('a writer killed with kill -9 mid-stream leaves a consistent store', async () => {
+      try {
+        const s = await ctx.open();
+        const p = ctx.prefix();
+        const start = (await s.revision()) + 1;
+        const writer = worker(['write', p, '100000', '0']);
+        await writer.waitForLine(/^wrote 50 /);
+        await writer.kill('SIGKILL');
+        const { kvs } = await s.range(p);
+        expect(kvs.length).toBeGreaterThan(50);
+        // sequential writes: exactly the first N keys exist, each with its value
+        expect(kvs.map((kv) => kv.value)).toEqual(kvs.map((_, i) => String(i)));
+        const w = await s.watch(p, { fromRevision: start });
+        const events: WatchEvent[] = [];
+        w.on('event', (e) => events.push(e));
+        await waitFor(() => events.length >= kvs.length, { what: 'history of every write' });
+        expect(events.map((e) => (e.type === 'put' ? e.kv.modRevision : -1))).toEqual(
+          kvs.map((kv) => kv.modRevision),
+        );
+        await s.put(`${p}after`, 'still writable');
+        await w.close();
+      } finally {
+        await stopWorkers();
+      }
+    });
+
     it('two processes contend for one election: one wins, the other takes over after kill -9', async () => {
       try {
         const s = await ctx.open();
