@@ -8,7 +8,7 @@ import { makeEvent } from './events.js';
 import { acquireLeaseLock } from './lease-lock.js';
 import { GuardedWriter } from './persist.js';
 import { ReconcileLoop } from './reconcile/loop.js';
-import { handleIncompleteOps } from './recovery.js';
+import { recoverAtStartup } from './recovery.js';
 import { Registry } from './registry.js';
 import { Router } from './rest/router.js';
 import { resourceRoutes } from './rest/routes-resources.js';
@@ -80,7 +80,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
   await registry.load();
   const tLoaded = Date.now() - t0;
   await registry.watchLiveness();
-  await handleIncompleteOps(ctx);
+  await recoverAtStartup(ctx);
   const tRecovered = Date.now() - t0;
   loop = new ReconcileLoop(ctx);
   registry.onNodeChange = () => loop?.wake();

@@ -45,6 +45,34 @@ export class Registry {
   /** Per node: replica and nexus state as last polled. */
   readonly replicaStates = new Map<string, Map<string, ReplicaState>>();
   readonly nexusStates = new Map<string, Map<string, NexusState>>();
+  /**
+   * Per node: bumped whenever an operation edits the cached replica/nexus state, so a poll that
+   * started earlier does not overwrite fresher state with its older snapshot.
+   */
+  readonly stateVersion = new Map<string, number>();
+  touch(node: string): void {
+    this.stateVersion.set(node, (this.stateVersion.get(node) ?? 0) + 1);
+  }
+  setNexusState(node: string, st: NexusState): void {
+    this.touch(node);
+    const m = this.nexusStates.get(node) ?? new Map<string, NexusState>();
+    m.set(st.uuid, st);
+    this.nexusStates.set(node, m);
+  }
+  dropNexusState(node: string, uuid: string): void {
+    this.touch(node);
+    this.nexusStates.get(node)?.delete(uuid);
+  }
+  setReplicaState(node: string, st: ReplicaState): void {
+    this.touch(node);
+    const m = this.replicaStates.get(node) ?? new Map<string, ReplicaState>();
+    m.set(st.uuid, st);
+    this.replicaStates.set(node, m);
+  }
+  dropReplicaState(node: string, uuid: string): void {
+    this.touch(node);
+    this.replicaStates.get(node)?.delete(uuid);
+  }
   /** Per node: pool ids its io-engine reported at the last poll (absent = not polled yet). */
   readonly polledPools = new Map<string, Set<string>>();
 

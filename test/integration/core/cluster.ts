@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eventsPrefix } from '../../../src/daemons/core/events.js';
 import { RestClient } from '../../../src/lib/rest/client.js';
+import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -152,6 +154,17 @@ export class TestCluster {
     await this.rest?.close();
     this.rest = new RestClient(this.restUrl);
     return this.restUrl;
+  }
+
+  /** The events log, one line per event, oldest first (read straight from the store). */
+  async events(): Promise<string[]> {
+    const store = await openStore(this.storeUrl);
+    try {
+      const { kvs } = await store.range(eventsPrefix({ clusterId: this.clusterId, namespace: 'default' }));
+      return kvs.map((kv) => kv.value);
+    } finally {
+      await store.close();
+    }
   }
 
   engine(node: string): Engine {

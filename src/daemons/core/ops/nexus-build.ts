@@ -98,18 +98,19 @@ export async function buildAndShareNexus(
   for (const r of replicas)
     children.push({ Replica: { uuid: r.uuid, share_uri: await childUri(ctx, r, nexus.node) } });
   const uris = children.map((c) => ('Replica' in c ? c.Replica.share_uri : c.Uri));
+  const state = await engine.createNexus({
+    uuid: nexus.uuid,
+    size: volume.size,
+    children: uris,
+    nexusInfoKey: nexusInfoKey(ctx.registry.space, nexus.uuid, volume.uuid),
+    volumeId: volume.uuid,
+  });
   try {
-    const state = await engine.createNexus({
-      uuid: nexus.uuid,
-      size: volume.size,
-      children: uris,
-      nexusInfoKey: nexusInfoKey(ctx.registry.space, nexus.uuid, volume.uuid),
-      volumeId: volume.uuid,
-    });
     const uri = await engine.publishNexus(nexus.uuid, protocol);
     return { state: { ...state, deviceUri: uri, protocol }, uri, children };
   } catch (err) {
-    // Rollback: destroy whatever was made (a create that failed half-way may still have left it).
+    // Rollback of what this call created. A failed create is not destroyed here: the nexus may be
+    // someone else's (AlreadyExists); one left half-made loses its spec and the nexus GC removes it.
     await engine.destroyNexus(nexus.uuid).catch(() => {});
     throw err;
   }

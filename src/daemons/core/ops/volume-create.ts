@@ -35,7 +35,7 @@ export async function createOnEngines(
       const st = await engines
         .get(node)
         .createReplica({ uuid: r.uuid, pool: r.pool as string, size: r.size, thin: r.thin });
-      registry.replicaStates.get(node)?.set(r.uuid, st);
+      registry.setReplicaState(node, st);
     }),
   );
   const created: ReplicaSpec[] = [];
@@ -64,7 +64,7 @@ export async function destroyReplicasQuietly(
         const node = ctx.registry.replicaNode(r);
         if (!node) throw new Error('pool unknown');
         await ctx.engines.get(node).destroyReplica(r.uuid, r.pool as string);
-        ctx.registry.replicaStates.get(node)?.delete(r.uuid);
+        ctx.registry.dropReplicaState(node, r.uuid);
         destroyed.push(r);
       } catch (err) {
         if (toSvcError(err).kind === 'NotFound') destroyed.push(r);

@@ -45,7 +45,7 @@ export async function finishVolumeDelete(ctx: CoreContext, volume: VolumeSpec): 
     nexuses.map(async (n) => {
       try {
         await engines.get(n.node).destroyNexus(n.uuid);
-        registry.nexusStates.get(n.node)?.delete(n.uuid);
+        registry.dropNexusState(n.node, n.uuid);
       } catch (err) {
         if (toSvcError(err).kind !== 'NotFound') leftNexuses.push(n.uuid);
       }

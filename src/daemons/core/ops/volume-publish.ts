@@ -80,8 +80,7 @@ async function publishOn(
   await registry.persist({ volumes: [volume], nexuses: [nexus] });
   try {
     const { state, children } = await buildAndShareNexus(ctx, volume, nexus, replicas, body.protocol);
-    registry.nexusStates.get(node)?.set(nexus.uuid, state) ??
-      registry.nexusStates.set(node, new Map([[nexus.uuid, state]]));
+    registry.setNexusState(node, state);
     nexus.children = children;
     nexus.spec_status = { Created: 'Online' };
     nexus.share = body.protocol;
@@ -184,7 +183,7 @@ async function teardownTarget(ctx: CoreContext, volume: VolumeSpec, force: boole
         throw err;
       }
     }
-    registry.nexusStates.get(target.node)?.delete(nexus.uuid);
+    registry.dropNexusState(target.node, nexus.uuid);
   }
   volume.target = { ...target, active: false };
   volume.operation = null;

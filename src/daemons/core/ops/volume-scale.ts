@@ -58,7 +58,7 @@ export async function addReplicas(
     for (const r of specs) {
       const uri = await childUri(ctx, r, nexusCopy.node);
       const st = await engine.addChild(nexusCopy.uuid, uri);
-      registry.nexusStates.get(nexusCopy.node)?.set(nexusCopy.uuid, st);
+      registry.setNexusState(nexusCopy.node, st);
       nexusCopy.children.push({ Replica: { uuid: r.uuid, share_uri: uri } });
     }
   }

@@ -13,6 +13,7 @@ export async function pollEngines(ctx: CoreContext): Promise<void> {
         registry.polledPools.delete(node);
         return;
       }
+      const version = registry.stateVersion.get(node) ?? 0;
       try {
         const [pools, replicas, nexuses] = await Promise.all([
           engine.listPools(),
@@ -21,6 +22,7 @@ export async function pollEngines(ctx: CoreContext): Promise<void> {
         ]);
         registry.polledPools.set(node, new Set(pools.map((p) => p.id)));
         for (const p of pools) registry.poolStates.set(p.id, p);
+        if ((registry.stateVersion.get(node) ?? 0) !== version) return; // an operation changed it meanwhile
         registry.replicaStates.set(node, new Map(replicas.map((r) => [r.uuid, r])));
         registry.nexusStates.set(node, new Map(nexuses.map((n) => [n.uuid, n])));
       } catch (err) {

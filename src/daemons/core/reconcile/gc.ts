@@ -20,12 +20,21 @@ function pastGrace(key: string, graceMs: number): boolean {
 /** Volume GC: finish deletes interrupted by a crash (Deleting volumes; Creating ones are made Deleting). */
 export async function collectVolumes(ctx: CoreContext): Promise<void> {
   const { registry } = ctx;
-  for (const v of [...registry.volumes.values()]) {
-    if (v.operation || registry.isBusy('volume', v.uuid)) continue;
-    if (v.status !== 'Deleting' && v.status !== 'Creating' && v.status !== 'Deleted') continue;
+  const deletable = (id: string) => {
+    const v = registry.volumes.get(id);
+    return v && !v.operation && (v.status === 'Deleting' || v.status === 'Creating' || v.status === 'Deleted')
+      ? v
+      : null;
+  };
+  for (const id of [...registry.volumes.keys()]) {
+    if (!deletable(id) || registry.isBusy('volume', id)) continue;
     await registry
-      .exclusive('volume', v.uuid, () => finishVolumeDelete(ctx, structuredClone(v)))
-      .catch((err) => ctx.log.warn({ volume: v.uuid, err: (err as Error).message }, 'volume GC failed'));
+      .exclusive('volume', id, async () => {
+        // Re-read under the lock: a request may have deleted and re-created the volume meanwhile.
+        const v = deletable(id);
+        if (v) await finishVolumeDelete(ctx, structuredClone(v));
+      })
+      .catch((err) => ctx.log.warn({ volume: id, err: (err as Error).message }, 'volume GC failed'));
   }
 }
 
@@ -35,8 +44,10 @@ export async function collectVolumes(ctx: CoreContext): Promise<void> {
  */
 export async function collectNexuses(ctx: CoreContext): Promise<void> {
   const { registry, engines } = ctx;
-  for (const n of [...registry.nexuses.values()]) {
-    if (n.operation) continue;
+  for (const id of [...registry.nexuses.keys()]) {
+    // Re-read each spec: earlier iterations awaited, and requests may have changed it.
+    const n = registry.nexuses.get(id);
+    if (!n || n.operation) continue;
     const owner = n.owner ? registry.volumes.get(n.owner) : undefined;
     if (owner && registry.isBusy('volume', owner.uuid)) continue;
     const wanted =
@@ -52,7 +63,7 @@ export async function collectNexuses(ctx: CoreContext): Promise<void> {
     } catch (err) {
       if (toSvcError(err).kind !== 'NotFound') continue;
     }
-    registry.nexusStates.get(n.node)?.delete(n.uuid);
+    registry.dropNexusState(n.node, n.uuid);
     await registry.persist({
       deleteNexuses: [n.uuid],
       events: [makeEvent('nexus', n.uuid, 'Destroyed', `garbage collected on node ${n.node}`)],
@@ -81,8 +92,9 @@ export async function collectNexuses(ctx: CoreContext): Promise<void> {
  */
 export async function collectReplicas(ctx: CoreContext): Promise<void> {
   const { registry, engines, config } = ctx;
-  for (const r of [...registry.replicas.values()]) {
-    if (r.operation) continue;
+  for (const id of [...registry.replicas.keys()]) {
+    const r = registry.replicas.get(id);
+    if (!r || r.operation) continue;
     const owner = r.owners.volume ? registry.volumes.get(r.owners.volume) : undefined;
     if (owner && registry.isBusy('volume', owner.uuid)) continue;
     const orphan = r.managed && !owner;
@@ -99,11 +111,18 @@ export async function collectReplicas(ctx: CoreContext): Promise<void> {
     } catch (err) {
       if (toSvcError(err).kind !== 'NotFound') continue;
     }
-    registry.replicaStates.get(node!)?.delete(r.uuid);
+    registry.dropReplicaState(node!, r.uuid);
     firstSeen.delete(`replica/${r.uuid}`);
     await registry.persist({
       deleteReplicas: [r.uuid],
-      events: [makeEvent('replica', r.uuid, 'Destroyed', `garbage collected from pool ${poolName(r.pool)}`)],
+      events: [
+        makeEvent(
+          'replica',
+          r.uuid,
+          'Destroyed',
+          `garbage collected from pool ${poolName(r.pool)} (${r.status === 'Deleting' ? 'Deleting' : `owner ${r.owners.volume ?? 'none'} gone`})`,
+        ),
+      ],
     });
   }
   for (const [node, states] of registry.replicaStates) {

@@ -1,6 +1,6 @@
 import type { CoreContext } from '../context.js';
 import { eventsToTrim } from '../events.js';
-import { handleIncompleteOps } from '../recovery.js';
+import { reconcileDirtySpecs } from '../recovery.js';
 import { pollEngines } from './cache.js';
 import { collectNexuses, collectReplicas, collectVolumes } from './gc.js';
 import { reconcilePools } from './pools.js';
@@ -57,7 +57,7 @@ export class ReconcileLoop {
       await this.step('nodes', () => registry.refreshNodes());
       await this.step('cache', () => pollEngines(this.ctx));
     }
-    busy = Boolean(await this.step('persistent-store', () => handleIncompleteOps(this.ctx))) || busy;
+    busy = Boolean(await this.step('persistent-store', () => reconcileDirtySpecs(this.ctx))) || busy;
     busy = Boolean(await this.step('pools', () => reconcilePools(this.ctx))) || busy;
     const gc = now - this.lastGc >= config.gcPeriodMs;
     if (gc) {
@@ -67,7 +67,7 @@ export class ReconcileLoop {
       await this.step('nexus-gc', () => collectNexuses(this.ctx));
       await this.step('events-trim', async () => {
         const old = await eventsToTrim(registry.store, registry.space, config.eventsKept);
-        if (old.length) await registry.writer.write([], old);
+        for (let i = 0; i < old.length; i += 100) await registry.writer.write([], old.slice(i, i + 100));
       });
     }
     busy = Boolean(await this.step('nexus-recreate', () => recreateMissingNexuses(this.ctx))) || busy;

@@ -1,7 +1,7 @@
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { isCreated, type VolumeSpec } from '../model.js';
-import { buildAndShareNexus, usableReplicas } from '../ops/nexus-build.js';
+import { buildAndShareNexus, childUri, usableReplicas } from '../ops/nexus-build.js';
 import { publishVolume } from '../ops/volume-publish.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
 import { replicaOnline } from '../rest/present.js';
@@ -18,18 +18,32 @@ const idle = (ctx: CoreContext, v: VolumeSpec) =>
 export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean> {
   const { registry } = ctx;
   let busy = false;
-  for (const v of [...registry.volumes.values()]) {
-    if (!idle(ctx, v)) continue;
+  const missing = (id: string) => {
+    const v = registry.volumes.get(id);
+    if (!v || !idle(ctx, v)) return null;
     const nexus = activeNexus(ctx, v);
-    if (!nexus || !registry.isOnline(nexus.node)) continue;
+    if (!nexus || !registry.isOnline(nexus.node) || !registry.polledPools.get(nexus.node)) return null;
     const states = registry.nexusStates.get(nexus.node);
-    if (!states || states.has(nexus.uuid)) continue;
-    const pools = registry.polledPools.get(nexus.node);
-    if (!pools) continue;
+    return states && !states.has(nexus.uuid) ? { v, nexus } : null;
+  };
+  for (const id of [...registry.volumes.keys()]) {
+    if (!missing(id)) continue;
     busy = true;
     await registry
-      .exclusive('volume', v.uuid, async () => {
-        const volume = registry.volume(v.uuid);
+      .exclusive('volume', id, async () => {
+        const found = missing(id);
+        if (!found) return;
+        const { v, nexus } = found;
+        // The cache may lag: ask the io-engine before recreating.
+        const live = await ctx.engines
+          .get(nexus.node)
+          .getNexus(nexus.uuid)
+          .catch(() => null);
+        if (live) {
+          registry.setNexusState(nexus.node, live);
+          return;
+        }
+        const volume = registry.volume(id);
         const replicas = await usableReplicas(ctx, volume, nexus.node);
         const { state, children } = await buildAndShareNexus(
           ctx,
@@ -38,7 +52,7 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
           replicas,
           nexus.share === 'none' ? 'nbd' : nexus.share,
         );
-        states.set(nexus.uuid, state);
+        registry.setNexusState(nexus.node, state);
         await registry.persist({
           nexuses: [{ ...nexus, children }],
           events: [
@@ -51,9 +65,7 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
           ],
         });
       })
-      .catch((err) =>
-        ctx.log.warn({ volume: v.uuid, err: toSvcError(err).message }, 'nexus recreation failed'),
-      );
+      .catch((err) => ctx.log.warn({ volume: id, err: toSvcError(err).message }, 'nexus recreation failed'));
   }
   return busy;
 }
@@ -64,29 +76,17 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
  * healthy replicas missing from the nexus (after an unclean recreate) are added back.
  */
 export async function healVolumes(ctx: CoreContext): Promise<boolean> {
-  const { registry, config, engines } = ctx;
+  const { registry, engines } = ctx;
   let busy = false;
-  for (const v of [...registry.volumes.values()]) {
-    if (!idle(ctx, v) || !v.policy.self_heal) continue;
-    const nexus = activeNexus(ctx, v);
-    const nst = nexus ? registry.nexusStates.get(nexus.node)?.get(nexus.uuid) : undefined;
-    if (nexus && !nst) continue; // target not running: recreate first
-    const replicas = registry.volumeReplicas(v.uuid).filter((r) => isCreated(r.status));
-    const childOf = (uuid: string) => nst?.children.find((c) => c.uri.includes(uuid));
-    const dead = replicas.filter((r) => {
-      const node = registry.replicaNode(r) ?? '';
-      if (!registry.isOnline(node) && registry.offlineFor(node) >= config.nodeOfflineDeadlineMs) return true;
-      return childOf(r.uuid)?.state === 'Faulted';
-    });
-    const live = replicas.filter((r) => !dead.includes(r));
-    const missingChildren = nst ? live.filter((r) => !childOf(r.uuid) && replicaOnline(registry, r)) : [];
-    const want = v.num_replicas - live.length;
-    if (dead.length === 0 && want <= 0 && missingChildren.length === 0) continue;
-    if (live.length === 0) continue; // nothing to rebuild from; manual intervention
+  for (const id of [...registry.volumes.keys()]) {
+    if (!healPlan(ctx, id)) continue;
     busy = true;
     await registry
-      .exclusive('volume', v.uuid, async () => {
-        const volume = registry.volume(v.uuid);
+      .exclusive('volume', id, async () => {
+        // Plan again under the lock, from the current specs and state.
+        const plan = healPlan(ctx, id);
+        if (!plan) return;
+        const { volume, nexus, dead, missingChildren, want } = plan;
         if (dead.length) {
           await removeReplicas(
             ctx,
@@ -98,11 +98,10 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         if (nexus && missingChildren.length) {
           const engine = engines.get(nexus.node);
           const copy = structuredClone(registry.nexuses.get(nexus.uuid)!);
-          const { childUri } = await import('../ops/nexus-build.js');
           for (const r of missingChildren) {
             const uri = await childUri(ctx, r, nexus.node);
             const st = await engine.addChild(nexus.uuid, uri);
-            registry.nexusStates.get(nexus.node)?.set(nexus.uuid, st);
+            registry.setNexusState(nexus.node, st);
             copy.children = copy.children.filter((c) => !('Replica' in c && c.Replica.uuid === r.uuid));
             copy.children.push({ Replica: { uuid: r.uuid, share_uri: uri } });
           }
@@ -111,7 +110,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
             events: [
               makeEvent(
                 'volume',
-                v.uuid,
+                id,
                 'Rebuilding',
                 `${missingChildren.length} replica(s) re-added to the nexus`,
               ),
@@ -119,24 +118,39 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
           });
         }
         if (want > 0) {
-          const added = await addReplicas(
-            ctx,
-            volume,
-            want,
-            dead.map((r) => registry.replicaNode(r) ?? ''),
-          );
+          const added = await addReplicas(ctx, registry.volume(id), want);
           await registry.persist({
-            events: [
-              makeEvent('volume', v.uuid, 'Healing', `${added.length} replacement replica(s) created`),
-            ],
+            events: [makeEvent('volume', id, 'Healing', `${added.length} replacement replica(s) created`)],
           });
         }
       })
-      .catch((err) =>
-        ctx.log.warn({ volume: v.uuid, err: toSvcError(err).message }, 'self-heal step failed'),
-      );
+      .catch((err) => ctx.log.warn({ volume: id, err: toSvcError(err).message }, 'self-heal step failed'));
   }
   return busy;
+}
+
+/** What self-heal would do for one volume now, or null when it is healthy (or cannot be healed). */
+function healPlan(ctx: CoreContext, id: string) {
+  const { registry, config } = ctx;
+  const stored = registry.volumes.get(id);
+  if (!stored || !idle(ctx, stored) || !stored.policy.self_heal) return null;
+  const volume = structuredClone(stored);
+  const nexus = activeNexus(ctx, volume);
+  const nst = nexus ? registry.nexusStates.get(nexus.node)?.get(nexus.uuid) : undefined;
+  if (nexus && !nst) return null; // target not running: it is recreated first
+  const replicas = registry.volumeReplicas(id).filter((r) => isCreated(r.status));
+  const childOf = (uuid: string) => nst?.children.find((c) => c.uri.includes(uuid));
+  const dead = replicas.filter((r) => {
+    const node = registry.replicaNode(r) ?? '';
+    if (!registry.isOnline(node) && registry.offlineFor(node) >= config.nodeOfflineDeadlineMs) return true;
+    return childOf(r.uuid)?.state === 'Faulted';
+  });
+  const live = replicas.filter((r) => !dead.includes(r));
+  const missingChildren = nst ? live.filter((r) => !childOf(r.uuid) && replicaOnline(registry, r)) : [];
+  const want = volume.num_replicas - live.length;
+  if (dead.length === 0 && want <= 0 && missingChildren.length === 0) return null;
+  if (live.length === 0) return null; // nothing to rebuild from: manual intervention
+  return { volume, nexus, dead, missingChildren, want };
 }
 
 /** Drain: move every volume target off a Draining node (republish elsewhere), then mark it Drained. */

@@ -30,7 +30,7 @@ async function refreshTarget(ctx: CoreContext, v: VolumeSpec): Promise<void> {
   if (!engine) return;
   try {
     const st = await engine.getNexus(v.target.nexus);
-    ctx.registry.nexusStates.get(v.target.node)?.set(st.uuid, st);
+    ctx.registry.setNexusState(v.target.node, st);
   } catch {
     // keep the cached state
   }
