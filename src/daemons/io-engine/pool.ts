@@ -1,6 +1,17 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rm, rmdir, stat, truncate, unlink } from 'node:fs/promises';
+import {
+  constants,
+  copyFile,
+  mkdir,
+  open,
+  readFile,
+  rm,
+  rmdir,
+  stat,
+  truncate,
+  unlink,
+} from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { writeJsonAtomic } from './atomic-file.js';
@@ -49,12 +60,17 @@ async function allocated(path: string): Promise<number> {
   }
 }
 
-/** Copy a file sparsely, sharing blocks (reflink) when the filesystem can. */
+/**
+ * Copy a file sharing its blocks (reflink) when the filesystem can; otherwise a sparse copy (a plain
+ * fs.copyFile would allocate every hole of a thin replica).
+ */
 async function cloneFile(src: string, dst: string): Promise<boolean> {
   try {
-    await execFileP('cp', ['--reflink=always', src, dst]);
+    await copyFile(src, dst, constants.COPYFILE_FICLONE_FORCE | constants.COPYFILE_EXCL);
     return true;
-  } catch {
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw err;
+    await rm(dst, { force: true });
     await execFileP('cp', ['--reflink=never', '--sparse=always', src, dst]);
     return false;
   }

@@ -160,6 +160,7 @@ describe('io-engine lifecycle through gRPC', () => {
       name: 'first',
     });
     expect(s1).toMatchObject({ replicaUuid: r.uuid, size: 8 * MiB, pool: 'snap', name: 'first' });
+    expect(s1.allocated).toBeLessThan(s1.size); // reflinked or a sparse copy, never a dense one
     await qemuIo(r.uri.split('?')[0], ['write -P 0x62 0 1M']);
     expect(
       await code(engine.client.createReplicaSnapshot({ replicaUuid: r.uuid, snapshotUuid: s1.uuid })),
