@@ -76,7 +76,7 @@ export class GrpcEngine implements EngineApi {
     });
   }
 
-  async listPools() {
+  async listPools(): Promise<PoolState[]> {
     return ((await this.call('ListPools', {})).pools ?? []).map(pool);
   }
   async createPool(id: string, disk: string, capacity = 0) {
@@ -88,7 +88,7 @@ export class GrpcEngine implements EngineApi {
   async destroyPool(id: string) {
     await this.call('DestroyPool', { name: id });
   }
-  async listReplicas() {
+  async listReplicas(): Promise<ReplicaState[]> {
     return ((await this.call('ListReplicas', {})).replicas ?? []).map(replica);
   }
   async createReplica(r: { uuid: string; pool: string; size: number; thin: boolean }) {
@@ -114,7 +114,7 @@ export class GrpcEngine implements EngineApi {
   async resizeReplica(uuid: string, size: number) {
     await this.call('ResizeReplica', { uuid, size: String(size) });
   }
-  async listNexuses() {
+  async listNexuses(): Promise<NexusState[]> {
     return ((await this.call('ListNexuses', {})).nexuses ?? []).map(nexus);
   }
   async getNexus(uuid: string) {
