@@ -22,6 +22,16 @@ export class GuardedWriter {
     return this.lock.lost.aborted || this.lostNotified;
   }
 
+  /** Check that the lock key still carries our lease (another core may have broken the lock). */
+  async verify(): Promise<void> {
+    if (this.leaseLost) return;
+    const kv = await this.store.get(this.lock.lockKey);
+    if (!kv || kv.lease !== this.lock.lease.id) {
+      this.lostNotified = true;
+      this.onLeaseLost(`lock key ${this.lock.lockKey} no longer carries lease ${this.lock.lease.id}`);
+    }
+  }
+
   async write(
     puts: { key: string; value: unknown }[],
     deletes: string[] = [],

@@ -52,6 +52,7 @@ export class ReconcileLoop {
     const { config, registry } = this.ctx;
     let busy = false;
     const now = Date.now();
+    await registry.writer.verify().catch(() => {});
     if (now - this.lastPoll >= config.cachePeriodMs) {
       this.lastPoll = now;
       await this.step('nodes', () => registry.refreshNodes());
