@@ -122,10 +122,28 @@ export class EtcdStore implements Store {
     if (options.startKey !== undefined && !options.startKey.startsWith(prefix)) {
       throw new UsageError(`range start key '${options.startKey}' does not lie under the prefix '${prefix}'`);
     }
-    // Large ranges are read in pages pinned to the first page's revision: one consistent
-    // snapshot, and no response near gRPC's message size limit.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.pagedRange(prefix, limit, options.startKey);
+      } catch (err) {
+        // The pinned revision was compacted between pages: read again at a newer one.
+        if (attempt >= 3 || !String((err as Error).message).includes('required revision has been compacted'))
+          throw err;
+      }
+    }
+  }
+
+  /**
+   * Large ranges are read in pages pinned to the first page's revision: one consistent snapshot,
+   * and no response near gRPC's message size limit.
+   */
+  private async pagedRange(
+    prefix: string,
+    limit: number,
+    startKey: string | undefined,
+  ): Promise<RangeResult> {
     const { range_end } = prefixBounds(prefix);
-    let key = prefixBounds(prefix, options.startKey).key;
+    let key = prefixBounds(prefix, startKey).key;
     let revision: number | undefined;
     const kvs: KeyValue[] = [];
     for (;;) {
