@@ -86,7 +86,8 @@ export class EtcdStore implements Store {
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        store.call(() => client.maintenance.status({ deadline: Date.now() + timeoutMs })),
+        // a short retry budget: a refused connection should fail the command fast
+        store.call(() => client.maintenance.status({ deadline: Date.now() + timeoutMs }), { budgetMs: 500 }),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
@@ -339,9 +340,9 @@ export class EtcdStore implements Store {
    */
   private async call<T>(
     fn: () => Promise<T>,
-    options: { write?: boolean; leaseHex?: string } = {},
+    options: { write?: boolean; leaseHex?: string; budgetMs?: number } = {},
   ): Promise<T> {
-    const deadline = Date.now() + RETRY_BUDGET_MS;
+    const deadline = Date.now() + (options.budgetMs ?? RETRY_BUDGET_MS);
     for (let backoff = 50; ; backoff = Math.min(backoff * 2, 500)) {
       let err: unknown;
       try {
