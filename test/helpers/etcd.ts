@@ -42,6 +42,12 @@ export function findEtcdBinary(): string {
   throw new Error('etcd binary not found: install Debian package etcd-server (listed in .ci/apt-packages)');
 }
 
+/**
+ * A loopback port nothing listens on, for "unreachable endpoint" tests. Not a free port picked at
+ * run time: on a shared machine another test's server may take that one a moment later.
+ */
+export const DEAD_PORT = 1;
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');

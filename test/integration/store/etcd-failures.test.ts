@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../../src/lib/errors.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store, WatchEvent } from '../../../src/lib/store/types.js';
-import { type EtcdServer, freePort, startEtcd } from '../../helpers/etcd.js';
+import { DEAD_PORT, type EtcdServer, startEtcd } from '../../helpers/etcd.js';
 import { makeTestPki, type TestPki } from '../../helpers/tls.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -55,7 +55,7 @@ describe('etcd store with several endpoints, one of them dead', () => {
   });
 
   it('reads, writes, watches and keeps leases through the live endpoint', async () => {
-    const dead = await freePort();
+    const dead = DEAD_PORT;
     const live = etcd.url.replace('etcd://', '');
     const store = await openStore(`etcd://127.0.0.1:${dead},${live}`);
     try {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError, UsageError } from '../../../src/lib/errors.js';
 import { openStore, parseStoreUrl } from '../../../src/lib/store/open.js';
-import { freePort } from '../../helpers/etcd.js';
+import { DEAD_PORT } from '../../helpers/etcd.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'storctl-open-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -66,7 +66,7 @@ describe('openStore', () => {
   });
 
   it('fails fast with StoreUnavailableError naming the endpoint when etcd is not there', async () => {
-    const port = await freePort();
+    const port = DEAD_PORT;
     const t0 = Date.now();
     const err = await openStore(`etcd://127.0.0.1:${port}`).catch((e) => e);
     expect(err).toBeInstanceOf(StoreUnavailableError);
