@@ -4,6 +4,7 @@ import {
   EtcdLeaseInvalidError,
   EtcdPermissionDeniedError,
   GRPCDeadlineExceededError,
+  GRPCNotImplementedError,
   GRPCUnauthenticatedError,
   GRPCUnavailableError,
   isRecoverableError,
@@ -46,6 +47,13 @@ export function mapEtcdError(raw: unknown, endpoint: string, leaseHex?: string):
     (err instanceof Error && (isRecoverableError(err) || err.name === 'BrokenCircuitError'))
   ) {
     return unavailable(endpoint, shortGrpc(message), err, where);
+  }
+  if (err instanceof GRPCNotImplementedError || /UNIMPLEMENTED/.test(message)) {
+    return unavailable(
+      endpoint,
+      `the endpoint does not speak the etcd v3 API (${shortGrpc(message)}); is it etcd?`,
+      err,
+    );
   }
   if (message.includes('mvcc: required revision is a future revision')) {
     return new UsageError(`store ${endpoint}: the requested revision is in the future`, { cause: err });

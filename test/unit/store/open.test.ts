@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreUnavailableError, UsageError } from '../../../src/lib/errors.js';
 import { openStore, parseStoreUrl } from '../../../src/lib/store/open.js';
@@ -74,6 +75,22 @@ describe('openStore', () => {
     expect(err.exitCode).toBe(5);
     expect(err.suggestions.join(' ')).toContain('check that etcd is running');
     expect(Date.now() - t0).toBeLessThan(4_000);
+  });
+
+  it('says so when the endpoint is a gRPC server but not etcd', async () => {
+    const server = new grpc.Server();
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
+    );
+    try {
+      const err = await openStore(`etcd://127.0.0.1:${port}`).catch((e) => e);
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect(err.message).toContain('is it etcd?');
+    } finally {
+      server.forceShutdown();
+    }
   });
 
   it('reports an unreadable TLS file as a usage error', async () => {
