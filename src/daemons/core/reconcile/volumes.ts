@@ -7,8 +7,9 @@ import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js
 import { replicaOnline } from '../rest/present.js';
 import { toSvcError } from '../svc-error.js';
 
-const idle = (ctx: CoreContext, v: VolumeSpec) =>
-  isCreated(v.status) && !v.operation && !ctx.registry.isBusy('volume', v.uuid);
+/** Created, nothing pending, and (unless the caller holds its lock) no operation running on it. */
+const idle = (ctx: CoreContext, v: VolumeSpec, locked = false) =>
+  isCreated(v.status) && !v.operation && (locked || !ctx.registry.isBusy('volume', v.uuid));
 
 /**
  * Volume nexus reconciler: a published volume whose nexus is missing on its (online) node — the
@@ -18,9 +19,9 @@ const idle = (ctx: CoreContext, v: VolumeSpec) =>
 export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean> {
   const { registry } = ctx;
   let busy = false;
-  const missing = (id: string) => {
+  const missing = (id: string, locked = false) => {
     const v = registry.volumes.get(id);
-    if (!v || !idle(ctx, v)) return null;
+    if (!v || !idle(ctx, v, locked)) return null;
     const nexus = activeNexus(ctx, v);
     if (!nexus || !registry.isOnline(nexus.node) || !registry.polledPools.get(nexus.node)) return null;
     const states = registry.nexusStates.get(nexus.node);
@@ -31,7 +32,7 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
     busy = true;
     await registry
       .exclusive('volume', id, async () => {
-        const found = missing(id);
+        const found = missing(id, true);
         if (!found) return;
         const { v, nexus } = found;
         // The cache may lag: ask the io-engine before recreating.
@@ -84,7 +85,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
     await registry
       .exclusive('volume', id, async () => {
         // Plan again under the lock, from the current specs and state.
-        const plan = healPlan(ctx, id);
+        const plan = healPlan(ctx, id, true);
         if (!plan) return;
         const { volume, nexus, dead, missingChildren, want } = plan;
         if (dead.length) {
@@ -130,19 +131,21 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
 }
 
 /** What self-heal would do for one volume now, or null when it is healthy (or cannot be healed). */
-function healPlan(ctx: CoreContext, id: string) {
+function healPlan(ctx: CoreContext, id: string, locked = false) {
   const { registry, config } = ctx;
   const stored = registry.volumes.get(id);
-  if (!stored || !idle(ctx, stored) || !stored.policy.self_heal) return null;
+  if (!stored || !idle(ctx, stored, locked) || !stored.policy.self_heal) return null;
   const volume = structuredClone(stored);
   const nexus = activeNexus(ctx, volume);
   const nst = nexus ? registry.nexusStates.get(nexus.node)?.get(nexus.uuid) : undefined;
   if (nexus && !nst) return null; // target not running: it is recreated first
   const replicas = registry.volumeReplicas(id).filter((r) => isCreated(r.status));
   const childOf = (uuid: string) => nst?.children.find((c) => c.uri.includes(uuid));
+  // Lost: on a node offline past the deadline, or faulted in the nexus while its node is up. A
+  // faulted child on a node that just went away is waited for (it may come back within the deadline).
   const dead = replicas.filter((r) => {
     const node = registry.replicaNode(r) ?? '';
-    if (!registry.isOnline(node) && registry.offlineFor(node) >= config.nodeOfflineDeadlineMs) return true;
+    if (!registry.isOnline(node)) return registry.offlineFor(node) >= config.nodeOfflineDeadlineMs;
     return childOf(r.uuid)?.state === 'Faulted';
   });
   const live = replicas.filter((r) => !dead.includes(r));
