@@ -69,7 +69,13 @@ export class TestCluster {
   ) {}
 
   static async start(
-    opts: { backend?: Backend; engines?: number; coreFlags?: string[]; pools?: boolean } = {},
+    opts: {
+      backend?: Backend;
+      engines?: number;
+      coreFlags?: string[];
+      pools?: boolean;
+      poolCapacity?: number;
+    } = {},
   ): Promise<TestCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'storctl-core-'));
     let etcd: EtcdServer | null = null;

@@ -1,0 +1,229 @@
+/**
+ * Core agent benchmark. Prints JSON. Run after `npm run build`:
+ *   npx tsx bench/core.ts [volumes-per-run] [concurrency] [recovery-volumes]
+ * 1. The store's raw transaction rate (lease-guarded txn with one put, same concurrency), measured
+ *    in the same run on the same store file, and how many store transactions one create takes.
+ * 2. Volume create+publish through REST with 3 io-engines, 1 and 3 replicas: volumes/s, p50/p99.
+ * 3. Restart recovery with N volumes (default 10k): core start until specs are loaded, pending
+ *    operations recovered and the first reconcile pass is done.
+ */
+import { randomUUID } from 'node:crypto';
+import { GrpcEngine } from '../src/daemons/core/engine-grpc.js';
+import type { VolumeSpec } from '../src/daemons/core/model.js';
+import { newReplicaSpec } from '../src/daemons/core/ops/volume-create.js';
+import { typePrefix } from '../src/lib/store/keys.js';
+import { openStore } from '../src/lib/store/open.js';
+import type { Store } from '../src/lib/store/types.js';
+import { TestCluster } from '../test/integration/core/cluster.js';
+
+const perRun = Number(process.argv[2] ?? 300);
+const concurrency = Number(process.argv[3] ?? 16);
+const recoveryVolumes = Number(process.argv[4] ?? 10_000);
+const MiB = 1 << 20;
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return Math.round(s[Math.min(s.length - 1, Math.floor(q * s.length))] * 10) / 10;
+};
+
+async function pool<T>(n: number, width: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await fn(i);
+      }
+    }),
+  );
+  return out;
+}
+
+/** Lease-guarded single-put transactions, the shape of every core write. */
+async function rawTxnRate(store: Store, n: number): Promise<number> {
+  const lease = await store.grantLease(30);
+  const guard = `/bench/${randomUUID()}/lock`;
+  await store.put(guard, '', { lease: lease.id });
+  const value = JSON.stringify({ pad: 'x'.repeat(600) });
+  const start = performance.now();
+  await pool(n, concurrency, (i) =>
+    store.txn({
+      compare: [{ key: guard, target: 'lease', op: '==', value: lease.id }],
+      success: [{ type: 'put', key: `/bench/raw/${i}`, value }],
+    }),
+  );
+  const secs = (performance.now() - start) / 1000;
+  await store.deletePrefix('/bench/');
+  await lease.revoke();
+  return Math.round(n / secs);
+}
+
+async function createPublishRun(cluster: TestCluster, replicas: number) {
+  const store = await openStore(cluster.storeUrl);
+  const rev0 = await store.revision();
+  const bothMs: number[] = [];
+  const ids: string[] = [];
+  const start = performance.now();
+  await pool(perRun, concurrency, async (i) => {
+    const id = randomUUID();
+    ids[i] = id;
+    const t0 = performance.now();
+    await cluster.rest.createVolume(id, { size: MiB, replicas, thin: true, policy: { self_heal: true } });
+    await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
+    bothMs.push(performance.now() - t0);
+  });
+  const secs = (performance.now() - start) / 1000;
+  const rev1 = await store.revision();
+  // Create alone (the bar): a second batch, its rate and its store writes counted by revisions.
+  const r0 = await store.revision();
+  const c0 = performance.now();
+  const onlyMs: number[] = [];
+  await pool(perRun, concurrency, async () => {
+    const t = performance.now();
+    await cluster.rest.createVolume(randomUUID(), {
+      size: MiB,
+      replicas,
+      thin: true,
+      policy: { self_heal: true },
+    });
+    onlyMs.push(performance.now() - t);
+  });
+  const createPerS = perRun / ((performance.now() - c0) / 1000);
+  const mergedWritesPerCreate = ((await store.revision()) - r0) / perRun;
+  // One at a time nothing is merged: the transactions the create protocol itself needs.
+  const s0 = await store.revision();
+  for (let i = 0; i < 50; i++) {
+    await cluster.rest.createVolume(randomUUID(), {
+      size: MiB,
+      replicas,
+      thin: true,
+      policy: { self_heal: true },
+    });
+  }
+  const writesPerCreate = ((await store.revision()) - s0) / 50;
+  await store.close();
+  return {
+    replicas,
+    volumes: perRun,
+    concurrency,
+    create_publish_per_s: Math.round((perRun / secs) * 10) / 10,
+    create_publish_p50_ms: quantile(bothMs, 0.5),
+    create_publish_p99_ms: quantile(bothMs, 0.99),
+    create_per_s: Math.round(createPerS * 10) / 10,
+    create_p50_ms: quantile(onlyMs, 0.5),
+    create_p99_ms: quantile(onlyMs, 0.99),
+    store_revisions_per_create_publish: Math.round(((rev1 - rev0) / perRun) * 10) / 10,
+    store_writes_per_create: writesPerCreate,
+    store_txns_per_create_with_group_commit: Math.round(mergedWritesPerCreate * 100) / 100,
+  };
+}
+
+/** Seed N volumes (1 replica each, real replica files on the io-engines), 1% with a pending create. */
+async function seed(cluster: TestCluster, n: number): Promise<void> {
+  const store = await openStore(cluster.storeUrl);
+  const space = { clusterId: cluster.clusterId, namespace: 'default' };
+  const engines = cluster.engines.map((e) => new GrpcEngine(e.node, e.grpc, 30_000));
+  const batch: { key: string; value: string }[] = [];
+  const flush = async () => {
+    for (let i = 0; i < batch.length; i += 100) {
+      await store.txn({
+        compare: [],
+        success: batch.slice(i, i + 100).map((p) => ({ type: 'put' as const, ...p })),
+      });
+    }
+    batch.length = 0;
+  };
+  await pool(n, 32, async (i) => {
+    const pending = i % 100 === 0;
+    const v: VolumeSpec = {
+      uuid: randomUUID(),
+      size: MiB,
+      labels: null,
+      num_replicas: 1,
+      status: pending ? 'Creating' : { Created: 'Online' },
+      policy: { self_heal: true },
+      topology: null,
+      last_nexus_id: null,
+      operation: pending ? { operation: 'Create', result: null } : null,
+      thin: true,
+      target: null,
+      publish_context: null,
+      affinity_group: null,
+    };
+    const e = i % engines.length;
+    const r = newReplicaSpec(v, `pool-${cluster.engines[e].node}`);
+    if (!pending) {
+      r.status = { Created: 'online' };
+      r.operation = null;
+    }
+    await engines[e].createReplica({ uuid: r.uuid, pool: r.pool as string, size: MiB, thin: true });
+    batch.push({ key: `${typePrefix(space, 'VolumeSpec')}${v.uuid}`, value: JSON.stringify(v) });
+    batch.push({ key: `${typePrefix(space, 'ReplicaSpec')}${r.uuid}`, value: JSON.stringify(r) });
+    if (batch.length >= 2000) await flush();
+  });
+  await flush();
+  for (const e of engines) e.close();
+  await store.close();
+}
+
+async function recoveryRun(backend: 'embedded' | 'etcd') {
+  const cluster = await TestCluster.start({ backend, engines: 3, poolCapacity: 64 * 2 ** 30 });
+  try {
+    const seedStart = performance.now();
+    await seed(cluster, recoveryVolumes);
+    const seedSecs = (performance.now() - seedStart) / 1000;
+    const core = cluster.cores[0];
+    await core.kill('SIGTERM');
+    const start = performance.now();
+    const next = await cluster.startCore();
+    const wall = performance.now() - start;
+    const ready = next.output.split('\n').find((l) => l.includes('"core ready"') && l.includes('timings'));
+    const timings = ready ? JSON.parse(ready).timings : null;
+    const vols = await cluster.rest.call<{ entries: unknown[] }>('GET', '/volumes', undefined, {
+      max_entries: 0,
+    });
+    return {
+      backend,
+      volumes: recoveryVolumes,
+      seed_s: Math.round(seedSecs * 10) / 10,
+      start_to_ready_ms: Math.round(wall),
+      core_timings_ms: timings,
+      volumes_after: vols.entries.length,
+      bar_ms: 10_000,
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
+
+async function main() {
+  const results: Record<string, unknown> = {
+    command: `npx tsx bench/core.ts ${perRun} ${concurrency} ${recoveryVolumes}`,
+  };
+  const cluster = await TestCluster.start({ backend: 'embedded', engines: 3, poolCapacity: 64 * 2 ** 30 });
+  try {
+    const store = await openStore(cluster.storeUrl);
+    const raw = await rawTxnRate(store, 3000);
+    await store.close();
+    const one = await createPublishRun(cluster, 1);
+    const three = await createPublishRun(cluster, 3);
+    results.store = { backend: 'embedded', raw_txn_per_s: raw, concurrency };
+    results.create_publish = [one, three];
+    results.bar = [one, three].map((r) => ({
+      replicas: r.replicas,
+      create_per_s_bar: Math.round((raw / r.store_writes_per_create / 3) * 10) / 10,
+      create_per_s: r.create_per_s,
+      met: r.create_per_s >= raw / r.store_writes_per_create / 3,
+    }));
+  } finally {
+    await cluster.stop();
+  }
+  results.recovery = [await recoveryRun('embedded')];
+  console.log(JSON.stringify(results, null, 2));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
