@@ -132,6 +132,26 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     await cli('volume', 'delete', v);
   });
 
+  it('events --watch follows new lifecycle events as they are written', async () => {
+    const watcher = new StorctlProcess(['events', '--watch', '-o', 'json', '--resource', 'volume'], env);
+    try {
+      // History is printed first, then new events: the create is seen however the two race.
+      const created = await cli('volume', 'create', '--size', '4MiB', '-o', 'json');
+      const id = JSON.parse(created.stdout).spec.uuid as string;
+      const line = await waitFor(
+        () => watcher.output.split('\n').find((l) => l.includes(id) && l.includes('"Created"')),
+        { what: 'the create event on the watch' },
+      );
+      expect(JSON.parse(line)).toMatchObject({ resource: 'volume', id, action: 'Created' });
+      await cli('volume', 'delete', id);
+      await waitFor(() => watcher.output.split('\n').some((l) => l.includes(id) && l.includes('"Deleted"')), {
+        what: 'the delete event',
+      });
+    } finally {
+      expect(await watcher.kill('SIGINT')).toBe(0);
+    }
+  });
+
   it('stops every role on Ctrl-C and withdraws its endpoints', async () => {
     const rest = JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).rest;
     const code = await upProc.kill('SIGINT');

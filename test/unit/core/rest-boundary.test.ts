@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { Router } from '../../../src/daemons/core/rest/router.js';
+import {
+  createPoolBody,
+  createVolumeBody,
+  publishVolumeBody,
+  uuidParam,
+} from '../../../src/daemons/core/rest/validate.js';
+import { KIND_STATUS, type SvcError, toSvcError } from '../../../src/daemons/core/svc-error.js';
+import { RestError } from '../../../src/lib/rest/errors.js';
+
+const fieldError = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    return e as SvcError;
+  }
+  throw new Error('no error');
+};
+
+describe('REST body validation names the field', () => {
+  const ok = { size: 1024, replicas: 2, thin: true, policy: { self_heal: true } };
+  it('accepts a Mayastor CreateVolumeBody and maps topology to the stored form', () => {
+    const b = createVolumeBody({
+      ...ok,
+      topology: { pool_topology: { labelled: { inclusion: { a: 'b' }, exclusion: {} } } },
+      labels: { x: 'y' },
+    });
+    expect(b.topology).toEqual({
+      node: null,
+      pool: { Labelled: { inclusion: { a: 'b' }, exclusion: {}, creation_affinity_keys: null } },
+    });
+  });
+  it.each([
+    [{ ...ok, size: undefined }, 'size'],
+    [{ ...ok, size: -1 }, 'size'],
+    [{ ...ok, replicas: 0 }, 'replicas'],
+    [{ ...ok, thin: 'yes' }, 'thin'],
+    [{ ...ok, policy: undefined }, 'policy'],
+    [{ ...ok, policy: {} }, 'policy.self_heal'],
+    [{ ...ok, labels: { a: 1 } }, 'labels.a'],
+    [{ ...ok, topology: { node_topology: {} } }, 'topology.node_topology'],
+  ])('rejects %j naming %s', (body, field) => {
+    const e = fieldError(() => createVolumeBody(body));
+    expect(e.kind).toBe('InvalidArgument');
+    expect(e.status).toBe(400);
+    expect(e.message).toContain(`'${field}'`);
+  });
+  it('publish: nbd only, publish_context required', () => {
+    expect(publishVolumeBody({ protocol: 'nbd', publish_context: {}, node: 'n1' }).node).toBe('n1');
+    expect(fieldError(() => publishVolumeBody({ protocol: 'nvmf', publish_context: {} })).message).toContain(
+      'protocol',
+    );
+    expect(fieldError(() => publishVolumeBody({ protocol: 'nbd' })).message).toContain('publish_context');
+  });
+  it('pools: one disk; ids are uuids', () => {
+    expect(fieldError(() => createPoolBody({ disks: [] })).message).toContain('disks');
+    expect(fieldError(() => uuidParam('nope', 'volume_id')).message).toContain('volume_id');
+  });
+});
+
+describe('error model', () => {
+  it('maps kinds to the HTTP status of reference §2.3', () => {
+    expect(KIND_STATUS.NotFound).toBe(404);
+    expect(KIND_STATUS.AlreadyExists).toBe(422);
+    expect(KIND_STATUS.FailedPersist).toBe(507);
+    expect(KIND_STATUS.AlreadyPublished).toBe(412);
+    expect(KIND_STATUS.InUse).toBe(409);
+    expect(toSvcError({ code: 14, details: 'gone' }).kind).toBe('Unavailable');
+    expect(toSvcError(new Error('x')).status).toBe(500);
+  });
+  it('a REST error becomes a CLI error with its kind, a next step and an exit code', () => {
+    const e = new RestError('NotFound', 404, "volume 'x' not found", '', ['list volumes']);
+    expect(e.message).toBe("NotFound: volume 'x' not found");
+    expect(e.exitCode).toBe(3);
+    expect(new RestError('AlreadyPublished', 412, 'm', '', []).exitCode).toBe(4);
+  });
+});
+
+describe('router', () => {
+  it('matches params, label key=value segments, and reports unknown paths', async () => {
+    const r = new Router();
+    const h = async () => ({ status: 200 });
+    r.add('PUT', '/nodes/:node_id/label/:key=:value', h).add('GET', '/volumes/:volume_id', h);
+    expect(r.match('PUT', '/nodes/n1/label/zone=a').params).toEqual({
+      node_id: 'n1',
+      key: 'zone',
+      value: 'a',
+    });
+    expect(r.match('GET', '/volumes/abc').params).toEqual({ volume_id: 'abc' });
+    expect(() => r.match('GET', '/nope')).toThrow(/no such endpoint/);
+    expect(() => r.match('DELETE', '/volumes/abc')).toThrow(/not allowed/);
+  });
+});
