@@ -75,5 +75,7 @@ export interface EngineApi {
   resizeNexus(uuid: string, size: number): Promise<void>;
   createReplicaSnapshot(replica: string, snapshotUuid: string, name: string): Promise<SnapshotState>;
   destroyReplicaSnapshot(snapshotUuid: string): Promise<void>;
+  /** A new (thin) replica holding a replica snapshot's content, in the snapshot's pool. */
+  createSnapshotClone(snapshotUuid: string, cloneUuid: string): Promise<ReplicaState>;
   close(): void;
 }

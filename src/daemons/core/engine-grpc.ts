@@ -172,6 +172,15 @@ export class GrpcEngine implements EngineApi {
     });
     return { uuid: s.uuid, replicaUuid: s.replica_uuid, name: s.name, size: num(s.size) };
   }
+  async createSnapshotClone(snapshotUuid: string, cloneUuid: string): Promise<ReplicaState> {
+    return replica(
+      await this.call('CreateSnapshotClone', {
+        snapshot_uuid: snapshotUuid,
+        clone_uuid: cloneUuid,
+        name: cloneUuid,
+      }),
+    );
+  }
   async destroyReplicaSnapshot(uuid: string) {
     await this.call('DestroyReplicaSnapshot', { uuid });
   }

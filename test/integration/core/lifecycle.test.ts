@@ -155,6 +155,73 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       await cluster.rest.deleteVolume(id);
     });
 
+    it('snapshots a volume and clones it: the clone serves the snapshot content; resize grows an unpublished volume', async () => {
+      const id = newVolumeId();
+      await cluster.rest.createVolume(id, {
+        size: 16 * MiB,
+        replicas: 2,
+        thin: true,
+        policy: { self_heal: true },
+      });
+      const v = await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
+      await qemuIo(v.state.target!.deviceUri, 'write -P 0x7e 0 2M');
+      const snapId = newVolumeId();
+      const snap = await cluster.rest.createSnapshot(id, snapId);
+      expect(snap.definition.metadata.status).toBe('Created');
+      // Writes after the snapshot do not reach the clone.
+      await qemuIo(v.state.target!.deviceUri, 'write -P 0x01 0 1M');
+      const listed = await cluster.rest.call<{ entries: { definition: { spec: { uuid: string } } }[] }>(
+        'GET',
+        '/volumes/snapshots',
+        undefined,
+        { max_entries: 0 },
+      );
+      expect(listed.entries.map((e) => e.definition.spec.uuid)).toContain(snapId);
+
+      const cloneId = newVolumeId();
+      const wrongSize = await cluster.rest
+        .call<never>('PUT', `/snapshots/${snapId}/volumes/${cloneId}`, {
+          size: MiB,
+          replicas: 1,
+          thin: true,
+          policy: { self_heal: true },
+        })
+        .catch((e: RestError) => e);
+      expect(wrongSize.status).toBe(416);
+      await cluster.rest.call('PUT', `/snapshots/${snapId}/volumes/${cloneId}`, {
+        size: 16 * MiB,
+        replicas: 2,
+        thin: true,
+        policy: { self_heal: true },
+      });
+      const clone = await cluster.rest.publishVolume(cloneId, { protocol: 'nbd', publish_context: {} });
+      await qemuIo(clone.state.target!.deviceUri, 'read -P 0x7e 0 2M');
+
+      // The snapshot is in use by the clone.
+      const inUse = await cluster.rest.deleteSnapshot(snapId).catch((e: RestError) => e);
+      expect((inUse as RestError).kind).toBe('InUse');
+      await cluster.rest.unpublishVolume(cloneId);
+      await cluster.rest.deleteVolume(cloneId);
+      await cluster.rest.deleteSnapshot(snapId);
+
+      const published = await cluster.rest.resizeVolume(id, 32 * MiB).catch((e: RestError) => e);
+      expect((published as RestError).kind).toBe('FailedPrecondition');
+      await cluster.rest.unpublishVolume(id);
+      const shrink = await cluster.rest.resizeVolume(id, 8 * MiB).catch((e: RestError) => e);
+      expect((shrink as RestError).status).toBe(406);
+      expect((await cluster.rest.resizeVolume(id, 32 * MiB)).spec.size).toBe(32 * MiB);
+      const again = await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
+      expect(again.state.target!.size).toBe(32 * MiB);
+      await qemuIo(
+        again.state.target!.deviceUri,
+        'read -P 0x01 0 1M',
+        'read -P 0x7e 1M 1M',
+        'write -P 0x33 30M 1M',
+      );
+      await cluster.rest.unpublishVolume(id);
+      await cluster.rest.deleteVolume(id);
+    });
+
     it('lists volumes with pagination', async () => {
       const ids = [newVolumeId(), newVolumeId(), newVolumeId()];
       for (const id of ids)

@@ -192,6 +192,14 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
         `new size ${size} must be larger than the current ${volume.size}`,
         'VolumeResizeSize',
       );
+    if (activeNexus(ctx, volume)) {
+      // io-engine nexuses cannot grow live; refuse before any replica is touched.
+      throw new SvcError(
+        'FailedPrecondition',
+        `volume '${uuid}' is published; unpublish it, resize, then publish again`,
+        'VolumeResizePublished',
+      );
+    }
     const replicas = registry.volumeReplicas(uuid);
     const offline = replicas.filter((r) => !replicaOnline(registry, r));
     if (offline.length)

@@ -30,15 +30,20 @@ export class Router {
     return this;
   }
 
+  /** The route for a request; literal segments win over parameters (`/volumes/snapshots`). */
   match(method: string, path: string): { handler: Handler; params: Record<string, string> } {
     const segs = path.split('/').filter(Boolean).map(decodeURIComponent);
     let pathMatched = false;
+    let best: { handler: Handler; params: Record<string, string>; literals: number } | null = null;
     for (const r of this.routes) {
       const params = matchParts(r.parts, segs);
       if (!params) continue;
       pathMatched = true;
-      if (r.method === method) return { handler: r.handler, params };
+      if (r.method !== method) continue;
+      const literals = r.parts.filter((p) => !p.startsWith(':')).length;
+      if (!best || literals > best.literals) best = { handler: r.handler, params, literals };
     }
+    if (best) return { handler: best.handler, params: best.params };
     if (pathMatched) throw new SvcError('NotAcceptable', `method ${method} is not allowed on ${path}`);
     throw new SvcError('NotFound', `no such endpoint: ${method} ${path}`);
   }

@@ -1,5 +1,6 @@
 import type { CoreContext } from '../context.js';
 import type { VolumeSpec } from '../model.js';
+import { createCloneVolume } from '../ops/clone.js';
 import { createSnapshot, deleteSnapshot } from '../ops/snapshot.js';
 import { createVolume } from '../ops/volume-create.js';
 import { deleteVolume } from '../ops/volume-delete.js';
@@ -81,6 +82,15 @@ export function volumeRoutes(router: Router, ctx: CoreContext): void {
     .add('PUT', '/volumes/:volume_id/size', async (req) => {
       const size = reqInt(asObject(req.body, 'body'), 'size', 'size', 1);
       const v = await resizeVolume(ctx, vid(req), size);
+      return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('PUT', '/snapshots/:snapshot_id/volumes/:volume_id', async (req) => {
+      const v = await createCloneVolume(
+        ctx,
+        uuidParam(req.params.snapshot_id, 'snapshot_id'),
+        vid(req),
+        createVolumeBody(req.body),
+      );
       return { status: 200, body: volumeOut(reg, v) };
     })
     .add('GET', '/volumes/snapshots', async (req) => {

@@ -1,0 +1,99 @@
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
+import { isCreated, type VolumeSpec } from '../model.js';
+import type { CreateVolumeBody } from '../rest/validate.js';
+import { SvcError, toSvcError } from '../svc-error.js';
+import { newReplicaSpec } from './volume-create.js';
+
+/**
+ * PUT /snapshots/{snapshot}/volumes/{volume}: a new volume whose replicas are clones of the
+ * snapshot's replica snapshots (one per replica snapshot, in their pools). Logged like a create;
+ * on failure the clones made so far are destroyed and the specs removed.
+ */
+export async function createCloneVolume(
+  ctx: CoreContext,
+  snapId: string,
+  uuid: string,
+  body: CreateVolumeBody,
+): Promise<VolumeSpec> {
+  const { registry, engines } = ctx;
+  const snap = registry.snapshots.get(snapId);
+  if (!snap) throw new SvcError('NotFound', `snapshot '${snapId}' not found`);
+  if (!isCreated(snap.status))
+    throw new SvcError('FailedPrecondition', `snapshot '${snapId}' is not ready as a source`);
+  if (body.size !== snap.metadata.spec_size) {
+    throw new SvcError(
+      'OutOfRange',
+      `clone size ${body.size} must equal the snapshot size ${snap.metadata.spec_size}`,
+    );
+  }
+  const records = snap.metadata.transactions[snap.metadata.txn_id] ?? [];
+  if (body.replicas > records.length) {
+    throw new SvcError(
+      'FailedPrecondition',
+      `snapshot '${snapId}' has ${records.length} replica snapshot(s); a clone can have at most that many replicas`,
+    );
+  }
+  return registry.exclusive('volume', uuid, async () => {
+    if (registry.volumes.has(uuid)) throw new SvcError('AlreadyExists', `volume '${uuid}' already exists`);
+    const volume: VolumeSpec = {
+      uuid,
+      size: body.size,
+      labels: body.labels,
+      num_replicas: body.replicas,
+      status: 'Creating',
+      policy: body.policy,
+      topology: body.topology,
+      last_nexus_id: null,
+      operation: { operation: 'Create', result: null },
+      thin: true,
+      content_source: { Snapshot: [snapId, snap.spec.source_id] },
+      target: null,
+      publish_context: null,
+      affinity_group: body.affinity_group,
+    };
+    const chosen = records
+      .filter((r) => registry.pools.has(r.spec.source_id.pool_id))
+      .slice(0, body.replicas);
+    const replicas = chosen.map((r) => ({
+      ...newReplicaSpec(volume, r.spec.source_id.pool_id),
+      thin: true,
+      kind: 'snapshotClone',
+    }));
+    await registry.persist({ volumes: [volume], replicas });
+    const made: typeof replicas = [];
+    try {
+      for (const [i, r] of replicas.entries()) {
+        const node = registry.pools.get(chosen[i].spec.source_id.pool_id)!.node;
+        const st = await engines.get(node).createSnapshotClone(chosen[i].spec.uuid, r.uuid);
+        registry.setReplicaState(node, st);
+        made.push(r);
+      }
+    } catch (err) {
+      for (const r of made)
+        await engines
+          .tryGet(registry.replicaNode(r) ?? '')
+          ?.destroyReplica(r.uuid, r.pool as string)
+          .catch(() => {});
+      await registry
+        .persist({ deleteVolumes: [uuid], deleteReplicas: replicas.map((r) => r.uuid) })
+        .catch(() => {});
+      const why = toSvcError(err);
+      throw new SvcError(why.kind, `clone volume '${uuid}' not created: ${why.message}`, why.details);
+    }
+    volume.status = { Created: 'Online' };
+    volume.operation = null;
+    for (const r of replicas) {
+      r.status = { Created: 'online' };
+      r.operation = null;
+    }
+    await registry.persist({
+      volumes: [volume],
+      replicas,
+      events: [
+        makeEvent('volume', uuid, 'Created', `clone of snapshot ${snapId} (${replicas.length} replica(s))`),
+      ],
+    });
+    return volume;
+  });
+}
