@@ -8,7 +8,7 @@ import { up } from '../lib/up/cluster.js';
 
 export default class Up extends StorctlCommand {
   static override description =
-    'run a whole single-machine cluster: core and three io-engines on the embedded store, each its own process; Ctrl-C stops everything';
+    'run a whole single-machine cluster: core, three io-engines and the S3 mounter on the embedded store, each its own process; Ctrl-C stops everything';
   static override examples = [
     '<%= config.bin %> up',
     '<%= config.bin %> up --data-dir /tmp/storctl-demo --rest 127.0.0.1:0',
@@ -24,6 +24,10 @@ export default class Up extends StorctlCommand {
       default: '127.0.0.1:8081',
     }),
     nodes: Flags.integer({ description: 'number of io-engines', default: 3, min: 1, max: 16 }),
+    's3-endpoint': Flags.string({
+      description: 'S3 endpoint URL of the bucket mounter (default: the FUSE binary default, AWS)',
+      env: 'STORCTL_S3_ENDPOINT',
+    }),
     'pool-capacity': Flags.string({
       description: 'capacity of the pool created on each node',
       default: '10GiB',
@@ -45,11 +49,15 @@ export default class Up extends StorctlCommand {
       restAddress: flags.rest,
       nodes: flags.nodes,
       poolCapacity,
+      s3Endpoint: flags['s3-endpoint'],
       logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
       say: (l) => this.logToStderr(l),
     });
     this.log(`REST      ${cluster.rest}`);
     this.log(`store     ${storeUrl}`);
+    this.log(
+      `mounter   ${cluster.mounterSocket ? `unix://${cluster.mounterSocket}` : '<none> (no S3 FUSE binary)'}`,
+    );
     this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
     this.log(`endpoints ${endpointsFile(dataDir)}`);

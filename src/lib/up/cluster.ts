@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConflictError } from '../errors.js';
+import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { RestClient } from '../rest/client.js';
 import { endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
 import { RoleProcess } from './supervisor.js';
@@ -16,12 +17,16 @@ export interface UpOptions {
   nodes: number;
   poolCapacity: number;
   logLevel: string;
+  /** S3 endpoint of the mounter (cluster-wide setting); none = the FUSE binary's default (AWS). */
+  s3Endpoint?: string;
   /** Progress lines for the operator. */
   say: (line: string) => void;
 }
 
 export interface UpCluster {
   rest: string;
+  /** CSI socket of the S3 mounter, or null when no S3 FUSE binary is installed. */
+  mounterSocket: string | null;
   roles: RoleProcess[];
   /** Resolves with the first role that exits on its own. */
   firstExit: Promise<RoleProcess>;
@@ -137,11 +142,45 @@ export async function up(o: UpOptions): Promise<UpCluster> {
       grpc: String(ready[i].grpcEndpoint),
       nbd: String(ready[i].nbdEndpoint),
     }));
-    await writeEndpoints(o.dataDir, { rest, store: o.storeUrl, pid: process.pid, ioEngines });
+    const mounterSocket = await startMounter(o, env, logs, roles);
+    await writeEndpoints(o.dataDir, { rest, store: o.storeUrl, pid: process.pid, ioEngines, mounterSocket });
     const firstExit = Promise.race(roles.map((r) => r.wait().then(() => r)));
-    return { rest, roles, firstExit, stop };
+    return { rest, mounterSocket, roles, firstExit, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/**
+ * The S3 CSI node plugin. `--mounter auto` runs FUSE daemons as systemd units when a systemd manager
+ * answers on the system bus, else as supervised processes. Without an S3 FUSE binary there is
+ * nothing it could mount: the cluster starts without it and says how to add it.
+ */
+async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, logs: string, roles: RoleProcess[]) {
+  try {
+    await resolveFuseAdapter(undefined, env);
+  } catch (err) {
+    o.say(`mounter not started: ${(err as Error).message}`);
+    return null;
+  }
+  const stateDir = join(o.dataDir, 'mounter');
+  const socket = join(stateDir, 'csi.sock');
+  const args = ['daemon', 'mounter', '--endpoint', `unix://${socket}`, '--node-id', 'node-1'];
+  args.push('--mounter', 'auto', '--state-dir', stateDir);
+  if (o.s3Endpoint) args.push('--s3-endpoint', o.s3Endpoint);
+  const mounter = new RoleProcess(
+    'mounter',
+    o.bin,
+    args,
+    env,
+    join(logs, 'mounter.log'),
+    'mounter listening',
+  );
+  roles.push(mounter);
+  const ready = await mounter.ready;
+  o.say(
+    `mounter runs FUSE daemons as ${ready.mounter === 'systemd' ? 'systemd units' : 'supervised processes'}`,
+  );
+  return socket;
 }

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CsiClient } from '../../helpers/csi-client.js';
 import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { qemuIo } from '../../integration/core/qemu.js';
@@ -44,6 +45,22 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     const endpoints = JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
     expect(endpoints.rest).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(endpoints.store).toBe(`sqlite:${join(home, 'storctl', 'store.db')}`);
+  });
+
+  it('starts the S3 mounter and prints its CSI socket, which answers', async () => {
+    const socket = join(home, 'storctl', 'mounter', 'csi.sock');
+    expect(upProc.output).toContain(`mounter   unix://${socket}`);
+    // No systemd manager answers on this machine's system bus: FUSE daemons run as processes.
+    expect(upProc.output).toMatch(/mounter runs FUSE daemons as (supervised processes|systemd units)/);
+    expect(JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).mounterSocket).toBe(
+      socket,
+    );
+    const csi = new CsiClient(socket);
+    try {
+      expect(await csi.node('NodeGetInfo')).toMatchObject({ node_id: 'node-1' });
+    } finally {
+      csi.close();
+    }
   });
 
   it('runs the volume lifecycle with data through flagless commands', async () => {
