@@ -77,6 +77,8 @@ export class Registry {
   readonly polledPools = new Map<string, Set<string>>();
 
   private readonly busySet = new Set<string>();
+  /** Replica uuids by owning volume, kept in step with `replicas` (10k volumes: no full scans). */
+  private readonly replicasByVolume = new Map<string, Set<string>>();
   private livenessWatch: Watch | null = null;
   private readonly startedAt = Date.now();
   onNodeChange: (node: string, online: boolean) => void = () => {};
@@ -117,6 +119,7 @@ export class Registry {
     await load<NexusSpec>('NexusSpec', this.nexuses, (v) => v.uuid);
     await load<PoolSpec>('PoolSpec', this.pools, (v) => v.id);
     await load<ReplicaSpec>('ReplicaSpec', this.replicas, (v) => v.uuid);
+    for (const r of this.replicas.values()) this.indexReplica(r, true);
     await load<VolumeSnapshot>('VolumeSnapshot', this.snapshots, (v) => v.spec.uuid);
   }
 
@@ -251,16 +254,40 @@ export class Registry {
     // Store the written objects as copies: callers keep mutating their working copy.
     const copy = <T>(v: T): T => structuredClone(v);
     for (const v of change.volumes ?? []) this.volumes.set(v.uuid, copy(v));
-    for (const r of change.replicas ?? []) this.replicas.set(r.uuid, copy(r));
+    for (const r of change.replicas ?? []) this.setReplica(copy(r));
     for (const p of change.pools ?? []) this.pools.set(p.id, copy(p));
     for (const n of change.nexuses ?? []) this.nexuses.set(n.uuid, copy(n));
     for (const n of change.nodes ?? []) this.nodes.set(n.id, copy(n));
     for (const s of change.snapshots ?? []) this.snapshots.set(s.spec.uuid, copy(s));
     for (const id of change.deleteVolumes ?? []) this.volumes.delete(id);
-    for (const id of change.deleteReplicas ?? []) this.replicas.delete(id);
+    for (const id of change.deleteReplicas ?? []) this.deleteReplica(id);
     for (const id of change.deletePools ?? []) this.pools.delete(id);
     for (const id of change.deleteNexuses ?? []) this.nexuses.delete(id);
     for (const id of change.deleteSnapshots ?? []) this.snapshots.delete(id);
+  }
+
+  private indexReplica(r: ReplicaSpec | undefined, add: boolean): void {
+    const owner = r?.owners.volume;
+    if (!r || !owner) return;
+    let set = this.replicasByVolume.get(owner);
+    if (add) {
+      if (!set) this.replicasByVolume.set(owner, (set = new Set()));
+      set.add(r.uuid);
+    } else if (set) {
+      set.delete(r.uuid);
+      if (set.size === 0) this.replicasByVolume.delete(owner);
+    }
+  }
+
+  private setReplica(r: ReplicaSpec): void {
+    this.indexReplica(this.replicas.get(r.uuid), false);
+    this.replicas.set(r.uuid, r);
+    this.indexReplica(r, true);
+  }
+
+  private deleteReplica(id: string): void {
+    this.indexReplica(this.replicas.get(id), false);
+    this.replicas.delete(id);
   }
 
   // --- derived views --------------------------------------------------------------------------------
@@ -272,7 +299,8 @@ export class Registry {
   }
 
   volumeReplicas(volumeId: string): ReplicaSpec[] {
-    return [...this.replicas.values()].filter((r) => r.owners.volume === volumeId);
+    const ids = this.replicasByVolume.get(volumeId);
+    return ids ? [...ids].map((id) => this.replicas.get(id)!).filter(Boolean) : [];
   }
 
   volumeNexuses(volumeId: string): NexusSpec[] {

@@ -65,6 +65,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       await qemuIo(uri, 'read -P 0x11 0 8M', 'read -P 0x22 8M 8M');
       const events = (await c.events()).join('\n');
       expect(events).toContain('"Healing"');
+      expect(events).toContain(`"id":"${victim.node}","action":"Offline"`);
+      expect(events).toMatch(new RegExp(`"id":"${id}","action":"Degraded"`));
     }, 120_000);
 
     it('after kill -9 of the io-engine hosting targets: pools re-imported, nexuses recreated, data intact', async () => {

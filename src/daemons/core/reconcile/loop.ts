@@ -4,6 +4,7 @@ import { reconcileDirtySpecs } from '../recovery.js';
 import { pollEngines } from './cache.js';
 import { collectNexuses, collectReplicas, collectVolumes } from './gc.js';
 import { reconcilePools } from './pools.js';
+import { recordStatusChanges } from './status-events.js';
 import { drainNodes, healVolumes, recreateMissingNexuses } from './volumes.js';
 
 /**
@@ -57,6 +58,7 @@ export class ReconcileLoop {
       this.lastPoll = now;
       await this.step('nodes', () => registry.refreshNodes());
       await this.step('cache', () => pollEngines(this.ctx));
+      await this.step('status-events', () => recordStatusChanges(this.ctx));
     }
     busy = Boolean(await this.step('persistent-store', () => reconcileDirtySpecs(this.ctx))) || busy;
     busy = Boolean(await this.step('pools', () => reconcilePools(this.ctx))) || busy;

@@ -130,6 +130,9 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
   return busy;
 }
 
+/** When each replica was first seen faulted in its nexus (replaced after the node deadline). */
+const faultedSince = new Map<string, number>();
+
 /** What self-heal would do for one volume now, or null when it is healthy (or cannot be healed). */
 function healPlan(ctx: CoreContext, id: string, locked = false) {
   const { registry, config } = ctx;
@@ -146,7 +149,14 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   const dead = replicas.filter((r) => {
     const node = registry.replicaNode(r) ?? '';
     if (!registry.isOnline(node)) return registry.offlineFor(node) >= config.nodeOfflineDeadlineMs;
-    return childOf(r.uuid)?.state === 'Faulted';
+    if (childOf(r.uuid)?.state !== 'Faulted') {
+      faultedSince.delete(r.uuid);
+      return false;
+    }
+    // A faulted child gets the same deadline: its node may merely be restarting.
+    const since = faultedSince.get(r.uuid) ?? Date.now();
+    faultedSince.set(r.uuid, since);
+    return Date.now() - since >= config.nodeOfflineDeadlineMs;
   });
   const live = replicas.filter((r) => !dead.includes(r));
   const missingChildren = nst ? live.filter((r) => !childOf(r.uuid) && replicaOnline(registry, r)) : [];

@@ -1,0 +1,44 @@
+import type { CoreContext } from '../context.js';
+import { type CoreEvent, makeEvent } from '../events.js';
+import { volumeStatus } from '../rest/present.js';
+
+const lastVolume = new Map<string, string>();
+const lastNode = new Map<string, boolean>();
+
+/**
+ * Health changes are lifecycle events too: a volume turning Degraded/Faulted/Online and a node going
+ * Offline/Online each append one event (compared with what this core saw last; the first sighting
+ * after start records a baseline, and an event only when it is already unhealthy).
+ */
+export async function recordStatusChanges(ctx: CoreContext): Promise<void> {
+  const { registry } = ctx;
+  const events: CoreEvent[] = [];
+  for (const [id, live] of registry.nodeLive) {
+    const was = lastNode.get(id);
+    if (was !== undefined && was !== live.online) {
+      events.push(
+        makeEvent(
+          'node',
+          id,
+          live.online ? 'Online' : 'Offline',
+          live.online ? `io-engine at ${live.grpcEndpoint} is back` : 'liveness key expired',
+        ),
+      );
+    }
+    lastNode.set(id, live.online);
+  }
+  for (const v of registry.volumes.values()) {
+    if (v.operation || registry.isBusy('volume', v.uuid)) continue;
+    const status = volumeStatus(registry, v);
+    const was = lastVolume.get(v.uuid);
+    if (was !== undefined && was !== status && status !== 'Unknown') {
+      events.push(makeEvent('volume', v.uuid, status, `volume ${was} → ${status}`));
+    } else if (was === undefined && (status === 'Degraded' || status === 'Faulted')) {
+      // First sighting already unhealthy (it changed before this core looked): still worth an event.
+      events.push(makeEvent('volume', v.uuid, status, `volume is ${status}`));
+    }
+    lastVolume.set(v.uuid, status);
+  }
+  for (const id of lastVolume.keys()) if (!registry.volumes.has(id)) lastVolume.delete(id);
+  for (let i = 0; i < events.length; i += 100) await registry.persist({ events: events.slice(i, i + 100) });
+}
