@@ -271,7 +271,10 @@ export class Registry {
     if (!r || !owner) return;
     let set = this.replicasByVolume.get(owner);
     if (add) {
-      if (!set) this.replicasByVolume.set(owner, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        this.replicasByVolume.set(owner, set);
+      }
       set.add(r.uuid);
     } else if (set) {
       set.delete(r.uuid);
