@@ -237,7 +237,7 @@ async function main() {
   } finally {
     await cluster.stop();
   }
-  results.recovery = [await recoveryRun('embedded')];
+  results.recovery = [await recoveryRun('embedded'), await recoveryRun('etcd')];
   console.log(JSON.stringify(results, null, 2));
 }
 
