@@ -129,13 +129,14 @@ async function seed(cluster: TestCluster, n: number): Promise<void> {
   const engines = cluster.engines.map((e) => new GrpcEngine(e.node, e.grpc, 30_000));
   const batch: { key: string; value: string }[] = [];
   const flush = async () => {
-    for (let i = 0; i < batch.length; i += 100) {
+    // Take the batch first: other workers keep pushing while this one writes.
+    const items = batch.splice(0);
+    for (let i = 0; i < items.length; i += 100) {
       await store.txn({
         compare: [],
-        success: batch.slice(i, i + 100).map((p) => ({ type: 'put' as const, ...p })),
+        success: items.slice(i, i + 100).map((p) => ({ type: 'put' as const, ...p })),
       });
     }
-    batch.length = 0;
   };
   await pool(n, 32, async (i) => {
     const pending = i % 100 === 0;
