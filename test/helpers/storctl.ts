@@ -12,7 +12,10 @@ export interface RunResult {
 }
 
 /** Run one storctl command to completion. */
-export async function runStorctl(args: string[], options: { env?: NodeJS.ProcessEnv; input?: string } = {}): Promise<RunResult> {
+export async function runStorctl(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; input?: string } = {},
+): Promise<RunResult> {
   const child = spawn(process.execPath, [STORCTL_BIN, ...args], {
     env: { ...process.env, ...options.env },
     stdio: ['pipe', 'pipe', 'pipe'],
