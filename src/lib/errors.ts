@@ -56,7 +56,12 @@ export class UsageError extends StorctlError {
 
 export class NotFoundError extends StorctlError {
   constructor(resource: string, id: string, options?: StorctlErrorOptions) {
-    super(`${resource.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_NOT_FOUND`, `${resource} '${id}' not found`, ExitCode.notFound, options);
+    super(
+      `${resource.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_NOT_FOUND`,
+      `${resource} '${id}' not found`,
+      ExitCode.notFound,
+      options,
+    );
   }
 }
 
@@ -73,13 +78,23 @@ export class StoreUnavailableError extends StorctlError {
     detail: string,
     options?: StorctlErrorOptions,
   ) {
-    super('STORE_UNAVAILABLE', `store ${endpoint} is unreachable: ${detail}`, ExitCode.storeUnavailable, options);
+    super(
+      'STORE_UNAVAILABLE',
+      `store ${endpoint} is unreachable: ${detail}`,
+      ExitCode.storeUnavailable,
+      options,
+    );
   }
 }
 
 export class ServiceUnavailableError extends StorctlError {
   constructor(service: string, endpoint: string, detail: string, options?: StorctlErrorOptions) {
-    super('SERVICE_UNAVAILABLE', `${service} at ${endpoint} is unreachable: ${detail}`, ExitCode.serviceUnavailable, options);
+    super(
+      'SERVICE_UNAVAILABLE',
+      `${service} at ${endpoint} is unreachable: ${detail}`,
+      ExitCode.serviceUnavailable,
+      options,
+    );
   }
 }
 

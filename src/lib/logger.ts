@@ -12,7 +12,22 @@ export function createLogger(component: string, level = process.env.STORCTL_LOG_
     base: { component, pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
-      paths: ['secrets', '*.secrets', 'secret', '*.secret', 'password', '*.password', 'token', '*.token', 'accessKeyId', 'secretAccessKey', '*.secretAccessKey', '*.accessKeyId', 'sessionToken', '*.sessionToken'],
+      paths: [
+        'secrets',
+        '*.secrets',
+        'secret',
+        '*.secret',
+        'password',
+        '*.password',
+        'token',
+        '*.token',
+        'accessKeyId',
+        'secretAccessKey',
+        '*.secretAccessKey',
+        '*.accessKeyId',
+        'sessionToken',
+        '*.sessionToken',
+      ],
       censor: '[redacted]',
     },
   });

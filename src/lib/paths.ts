@@ -8,7 +8,7 @@ import { join } from 'node:path';
  */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.STORCTL_DATA_DIR) return env.STORCTL_DATA_DIR;
-  const xdg = env.XDG_DATA_HOME && env.XDG_DATA_HOME.startsWith('/') ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share');
+  const xdg = env.XDG_DATA_HOME?.startsWith('/') ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share');
   return join(xdg, 'storctl');
 }
 

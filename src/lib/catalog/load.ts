@@ -64,7 +64,10 @@ export function planLoad(text: string, space: KeySpace, { force = false } = {}):
     let decoded: ReturnType<typeof decodeRecord> | true;
     try {
       // storctl's own records (`<prefix>/storctl/…`) are JSON of ours: checked for JSON only.
-      decoded = parsed.type === 'storctl' ? (JSON.parse(rec.value), true) : decodeRecord(rec.key, rec.value);
+      if (parsed.type === 'storctl') {
+        JSON.parse(rec.value);
+        decoded = true;
+      } else decoded = decodeRecord(rec.key, rec.value);
     } catch (err) {
       if (err instanceof DecodeError) throw new UsageError(`${where}: ${err.message}`, { cause: err });
       if (err instanceof SyntaxError) throw new UsageError(`${where}: value of ${rec.key} is not JSON`);

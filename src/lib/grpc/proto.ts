@@ -25,6 +25,7 @@ export function loadProto(file: string): grpc.GrpcObject {
 export function lookupService(root: grpc.GrpcObject, path: string): grpc.ServiceClientConstructor {
   let node: unknown = root;
   for (const part of path.split('.')) node = (node as Record<string, unknown>)?.[part];
-  if (typeof node !== 'function' || !('service' in node)) throw new Error(`service ${path} not found in proto`);
+  if (typeof node !== 'function' || !('service' in node))
+    throw new Error(`service ${path} not found in proto`);
   return node as grpc.ServiceClientConstructor;
 }
