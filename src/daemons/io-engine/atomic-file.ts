@@ -1,21 +1,104 @@
-import { open, rename } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { open, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
-/** Write JSON so a crash leaves either the old or the new content: temp file, fsync, rename, fsync dir. */
-export async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}`;
-  const fh = await open(tmp, 'w', 0o600);
+async function fsyncPath(path: string): Promise<void> {
+  const fh = await open(path, 'r');
   try {
-    await fh.writeFile(`${JSON.stringify(value, null, 2)}\n`);
     await fh.sync();
   } finally {
     await fh.close();
   }
-  await rename(tmp, path);
-  const dir = await open(dirname(path), 'r');
+}
+
+/** Write text so a crash leaves either the old or the new content: unique temp file, fsync, rename, fsync dir. */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  // Unique per write: two writers never share (and truncate) one temp file.
+  const tmp = `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
   try {
-    await dir.sync();
-  } finally {
-    await dir.close();
+    const fh = await open(tmp, 'wx', 0o600);
+    try {
+      await fh.writeFile(text);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+  } catch (err) {
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+  await fsyncPath(dirname(path));
+}
+
+interface Batch {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+function batch(): Batch {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {}); // callers that care await it; an unobserved failure is not a crash
+  return { promise, resolve, reject };
+}
+
+/**
+ * Group commit of one JSON metadata file. Every save requested while a write is in flight is covered
+ * by the next single write, whose content is the state when that write starts. Before the file is
+ * renamed into place, `beforeCommit` runs (e.g. fsync of the directories holding files the new state
+ * names), so the metadata never points at a file whose directory entry could still be lost.
+ */
+export class JsonGroupCommit {
+  private inflight: Batch | null = null;
+  private next: Batch | null = null;
+  /** The last write failed: the file is behind the state until a later write succeeds. */
+  private behind = false;
+
+  constructor(
+    readonly path: string,
+    private readonly snapshot: () => unknown,
+    private readonly beforeCommit: () => Promise<void> = async () => {},
+  ) {}
+
+  /** Record the current state; resolves once a write containing it is durable. */
+  save(): Promise<void> {
+    this.next ??= batch();
+    const pending = this.next;
+    if (!this.inflight) void this.drain(); // takes this.next synchronously
+    return pending.promise;
+  }
+
+  /** Resolves once every change saved so far is durable (retries a write that failed). */
+  durable(): Promise<void> {
+    if (this.next) return this.next.promise;
+    if (this.inflight) return this.inflight.promise;
+    return this.behind ? this.save() : Promise.resolve();
+  }
+
+  private async drain(): Promise<void> {
+    while (this.next) {
+      const current = this.next;
+      this.next = null;
+      this.inflight = current;
+      try {
+        // Snapshot now, synchronously: it holds every change whose save() joined this batch.
+        const text = `${JSON.stringify(this.snapshot())}\n`;
+        await this.beforeCommit();
+        await writeFileAtomic(this.path, text);
+        this.behind = false;
+        current.resolve();
+      } catch (err) {
+        this.behind = true;
+        current.reject(err);
+      } finally {
+        this.inflight = null;
+      }
+    }
   }
 }

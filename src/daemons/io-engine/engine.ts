@@ -25,7 +25,7 @@ export interface EngineContext {
 
 /**
  * The io-engine's state: pools (with their replicas and snapshots) and nexuses. Control operations
- * run one at a time; I/O never takes this lock.
+ * run one at a time; I/O never takes this lock. Pool metadata writes are group-committed outside it.
  */
 export class Engine {
   readonly pools = new Map<string, Pool>();
@@ -34,11 +34,25 @@ export class Engine {
 
   constructor(readonly ctx: EngineContext) {}
 
-  /** Run a control operation after the previous ones. */
-  serial<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Run a control operation after the previous ones. Its result is returned (acknowledged) only once
+   * the pool metadata it changed is durable; the lock is released before that wait, so the metadata
+   * changes of all operations that ran meanwhile share one write.
+   */
+  async serial<T>(fn: () => Promise<T>): Promise<T> {
     const next = this.queue.then(fn);
     this.queue = next.catch(() => {});
-    return next;
+    const result = await next;
+    await Promise.all([...this.pools.values()].map((p) => p.durable()));
+    return result;
+  }
+
+  private logOrphans(pool: Pool): void {
+    if (pool.removedOrphans.length > 0)
+      this.ctx.log.warn(
+        { pool: pool.name, files: pool.removedOrphans },
+        'removed files the pool metadata does not name (interrupted create or destroy)',
+      );
   }
 
   // ---- pools -------------------------------------------------------------------------------
@@ -64,6 +78,7 @@ export class Engine {
     const pool = (await Pool.hasMetadata(dir))
       ? await Pool.import(dir, name)
       : await Pool.create(name, dir, capacity);
+    this.logOrphans(pool);
     this.pools.set(name, pool);
     await this.reshare(pool);
     return pool;
@@ -73,6 +88,7 @@ export class Engine {
     checkName('pool name', name);
     if (this.pools.has(name)) throw alreadyExists('pool', name, `on node '${this.ctx.nodeId}'`);
     const pool = await Pool.import(this.poolDisk(name, disk), name);
+    this.logOrphans(pool);
     this.pools.set(name, pool);
     await this.reshare(pool);
     return pool;

@@ -5,6 +5,7 @@ import {
   copyFile,
   mkdir,
   open,
+  readdir,
   readFile,
   rm,
   rmdir,
@@ -14,7 +15,7 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { writeJsonAtomic } from './atomic-file.js';
+import { JsonGroupCommit } from './atomic-file.js';
 import { alreadyExists, exhausted, invalid, notFound, precondition } from './errors.js';
 import { Replica, type ReplicaMeta } from './replica.js';
 
@@ -82,11 +83,23 @@ async function cloneFile(src: string, dst: string): Promise<boolean> {
  */
 export class Pool {
   readonly replicas = new Map<string, Replica>();
+  /** Files removed by the last import: created or destroyed around a crash, not in the metadata. */
+  readonly removedOrphans: string[] = [];
+  private readonly metaFile: JsonGroupCommit;
+  /** Directories that gained files since the last metadata write (their entries are fsynced first). */
+  private readonly dirtyDirs = new Set<string>();
+  private statsCache: { at: number; value: Promise<PoolStats> } | null = null;
 
   private constructor(
     private meta: PoolMeta,
     readonly disk: string,
-  ) {}
+  ) {
+    this.metaFile = new JsonGroupCommit(
+      join(disk, POOL_META_FILE),
+      () => this.meta,
+      () => this.syncDirtyDirs(),
+    );
+  }
 
   get name(): string {
     return this.meta.name;
@@ -143,6 +156,7 @@ export class Pool {
     }
     meta.snapshots ??= {};
     const pool = new Pool(meta, disk);
+    await pool.removeOrphans();
     for (const r of Object.values(meta.replicas)) {
       try {
         pool.replicas.set(r.uuid, await Replica.open(r, meta.name, pool.replicaPath(r.uuid)));
@@ -156,8 +170,65 @@ export class Pool {
     return pool;
   }
 
+  /**
+   * Queue a metadata write holding the current state (group commit: one write covers every change
+   * made while the previous one was in flight). Mutations do not wait for it; the engine acknowledges
+   * an operation only after `durable()`, which it awaits outside its control lock.
+   */
   private save(): Promise<void> {
-    return writeJsonAtomic(join(this.disk, POOL_META_FILE), this.meta);
+    this.statsCache = null;
+    return this.metaFile.save();
+  }
+
+  /** Resolves once every metadata change made so far is on disk. */
+  durable(): Promise<void> {
+    return this.metaFile.durable();
+  }
+
+  private async syncDirtyDirs(): Promise<void> {
+    const dirs = [...this.dirtyDirs];
+    this.dirtyDirs.clear();
+    try {
+      await Promise.all(
+        dirs.map(async (d) => {
+          const fh = await open(d, 'r');
+          try {
+            await fh.sync();
+          } finally {
+            await fh.close();
+          }
+        }),
+      );
+    } catch (err) {
+      for (const d of dirs) this.dirtyDirs.add(d);
+      throw err;
+    }
+  }
+
+  /**
+   * A file the metadata does not name was never acknowledged (a create is acknowledged only once the
+   * metadata naming it is durable) or belongs to a destroy whose metadata was written (the file is
+   * removed only after): either way it is removed, as are temp files of interrupted metadata writes.
+   */
+  private async removeOrphans(): Promise<void> {
+    const sweep = async (dir: string, known: (uuid: string) => boolean) => {
+      const names = await readdir(dir).catch(() => [] as string[]);
+      for (const name of names) {
+        const m = /^(.+)\.img$/.exec(name);
+        if (m && !known(m[1])) {
+          await rm(join(dir, name), { force: true });
+          this.removedOrphans.push(join(dir, name));
+        }
+      }
+    };
+    await sweep(join(this.disk, 'replicas'), (u) => u in this.meta.replicas);
+    await sweep(join(this.disk, 'snapshots'), (u) => u in this.meta.snapshots);
+    for (const name of await readdir(this.disk)) {
+      if (name.startsWith(`${POOL_META_FILE}.tmp-`)) {
+        await rm(join(this.disk, name), { force: true });
+        this.removedOrphans.push(join(this.disk, name));
+      }
+    }
   }
 
   replicaPath(uuid: string): string {
@@ -167,7 +238,19 @@ export class Pool {
     return join(this.disk, 'snapshots', `${uuid}.img`);
   }
 
-  async stats(): Promise<PoolStats> {
+  /** Pool usage; cached for a second (it stats every file), dropped on every metadata change. */
+  stats(): Promise<PoolStats> {
+    const now = Date.now();
+    if (this.statsCache && now - this.statsCache.at < 1000) return this.statsCache.value;
+    const value = this.computeStats();
+    this.statsCache = { at: now, value };
+    value.catch(() => {
+      if (this.statsCache?.value === value) this.statsCache = null;
+    });
+    return value;
+  }
+
+  private async computeStats(): Promise<PoolStats> {
     let used = 0;
     let committed = 0;
     let reserved = 0; // thick sizes + thin/snapshot allocation
@@ -205,6 +288,7 @@ export class Pool {
     const path = this.replicaPath(opts.uuid);
     const fh = await open(path, 'wx', 0o600);
     await fh.close();
+    this.dirtyDirs.add(join(this.disk, 'replicas'));
     try {
       await truncate(path, opts.size);
       if (!opts.thin) await execFileP('fallocate', ['-l', String(opts.size), path]);
@@ -222,7 +306,7 @@ export class Pool {
     const replica = await Replica.open(meta, this.name, this.replicaPath(meta.uuid));
     this.replicas.set(meta.uuid, replica);
     this.meta.replicas[meta.uuid] = meta;
-    await this.save();
+    void this.save();
     return replica;
   }
 
@@ -231,6 +315,7 @@ export class Pool {
     if (!r) throw notFound('replica', uuid);
     this.replicas.delete(uuid);
     delete this.meta.replicas[uuid];
+    // The file goes only once no durable metadata names it.
     await this.save();
     await r.close();
     await rm(r.path, { force: true });
@@ -244,7 +329,7 @@ export class Pool {
     await this.checkSpace(`resize of replica '${uuid}'`, size, r.meta.thin, size - r.size);
     await r.resize(size);
     if (!r.meta.thin) await execFileP('fallocate', ['-l', String(size), r.path]);
-    await this.save();
+    void this.save();
     return r;
   }
 
@@ -252,7 +337,7 @@ export class Pool {
     const r = this.replicas.get(uuid);
     if (!r) throw notFound('replica', uuid);
     r.meta.share = share;
-    await this.save();
+    void this.save();
   }
 
   async createSnapshot(replicaUuid: string, uuid: string, name: string): Promise<SnapshotMeta> {
@@ -267,6 +352,7 @@ export class Pool {
         `pool '${this.name}' has ${free} bytes free, a snapshot of replica '${replicaUuid}' needs ${need}`,
       );
     const dst = this.snapshotPath(uuid);
+    this.dirtyDirs.add(join(this.disk, 'snapshots'));
     const reflink = await r.withWritesHeld(() => cloneFile(r.path, dst));
     const snap: SnapshotMeta = {
       uuid,
@@ -277,7 +363,7 @@ export class Pool {
       reflink,
     };
     this.meta.snapshots[uuid] = snap;
-    await this.save();
+    void this.save();
     return snap;
   }
 
@@ -293,6 +379,7 @@ export class Pool {
     if (!s) throw notFound('snapshot', snapshotUuid);
     if (this.replicas.has(uuid)) throw alreadyExists('replica', uuid, `in pool '${this.name}'`);
     await this.checkSpace(`clone '${uuid}'`, s.size, true);
+    this.dirtyDirs.add(join(this.disk, 'replicas'));
     await cloneFile(this.snapshotPath(snapshotUuid), this.replicaPath(uuid));
     return this.addReplica({
       uuid,
@@ -312,6 +399,7 @@ export class Pool {
         `pool '${this.name}' still holds ${this.replicas.size} replica(s) and ${this.snapshots.length} snapshot(s); destroy them first`,
       );
     }
+    await this.durable().catch(() => {}); // no write may rename pool.json back after it is removed
     await rm(join(this.disk, POOL_META_FILE), { force: true });
     await rmdir(join(this.disk, 'replicas')).catch(() => {});
     await rmdir(join(this.disk, 'snapshots')).catch(() => {});
@@ -320,6 +408,7 @@ export class Pool {
 
   /** Unload: close files, keep everything on disk. */
   async close(): Promise<void> {
+    await this.durable();
     for (const r of this.replicas.values()) await r.close();
   }
 }
