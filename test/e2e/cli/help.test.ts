@@ -56,5 +56,10 @@ describe('every command documents itself', async () => {
     expect(r.code).toBe(5);
     expect(r.stderr).toContain('store etcd://127.0.0.1:1 is unreachable');
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace without --log-level debug
+    const debug = await runStorctl(['get', 'volumes', '--log-level', 'debug'], {
+      env: { STORCTL_STORE: 'etcd://127.0.0.1:1' },
+    });
+    expect(debug.code).toBe(5);
+    expect(debug.stderr).toMatch(/\n\s+at /);
   });
 });
