@@ -49,12 +49,12 @@ function batch(): Batch {
 }
 
 /**
- * Group commit of one JSON metadata file. Every save requested while a write is in flight is covered
+ * Group commit of one metadata file. Every save requested while a write is in flight is covered
  * by the next single write, whose content is the state when that write starts. Before the file is
  * renamed into place, `beforeCommit` runs (e.g. fsync of the directories holding files the new state
  * names), so the metadata never points at a file whose directory entry could still be lost.
  */
-export class JsonGroupCommit {
+export class GroupCommitFile {
   private inflight: Batch | null = null;
   private next: Batch | null = null;
   /** The last write failed: the file is behind the state until a later write succeeds. */
@@ -62,7 +62,8 @@ export class JsonGroupCommit {
 
   constructor(
     readonly path: string,
-    private readonly snapshot: () => unknown,
+    /** The file's content for the current state (called once per write). */
+    private readonly render: () => string,
     private readonly beforeCommit: () => Promise<void> = async () => {},
   ) {}
 
@@ -88,7 +89,7 @@ export class JsonGroupCommit {
       this.inflight = current;
       try {
         // Snapshot now, synchronously: it holds every change whose save() joined this batch.
-        const text = `${JSON.stringify(this.snapshot())}\n`;
+        const text = this.render();
         await this.beforeCommit();
         await writeFileAtomic(this.path, text);
         this.behind = false;

@@ -10,12 +10,11 @@ import {
   rm,
   rmdir,
   stat,
-  truncate,
   unlink,
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { JsonGroupCommit } from './atomic-file.js';
+import { GroupCommitFile } from './atomic-file.js';
 import { alreadyExists, exhausted, invalid, notFound, precondition } from './errors.js';
 import { Replica, type ReplicaMeta } from './replica.js';
 
@@ -85,7 +84,9 @@ export class Pool {
   readonly replicas = new Map<string, Replica>();
   /** Files removed by the last import: created or destroyed around a crash, not in the metadata. */
   readonly removedOrphans: string[] = [];
-  private readonly metaFile: JsonGroupCommit;
+  private readonly metaFile: GroupCommitFile;
+  /** Serialized replica entries, reused by every metadata write until that replica changes. */
+  private readonly replicaJson = new Map<string, string>();
   /** Directories that gained files since the last metadata write (their entries are fsynced first). */
   private readonly dirtyDirs = new Set<string>();
   private statsCache: { at: number; value: Promise<PoolStats> } | null = null;
@@ -94,9 +95,9 @@ export class Pool {
     private meta: PoolMeta,
     readonly disk: string,
   ) {
-    this.metaFile = new JsonGroupCommit(
+    this.metaFile = new GroupCommitFile(
       join(disk, POOL_META_FILE),
-      () => this.meta,
+      () => this.render(),
       () => this.syncDirtyDirs(),
     );
   }
@@ -175,9 +176,25 @@ export class Pool {
    * made while the previous one was in flight). Mutations do not wait for it; the engine acknowledges
    * an operation only after `durable()`, which it awaits outside its control lock.
    */
-  private save(): Promise<void> {
+  private save(changedReplica?: string): Promise<void> {
     this.statsCache = null;
+    if (changedReplica) this.replicaJson.delete(changedReplica);
     return this.metaFile.save();
+  }
+
+  /** pool.json for the current state; only changed replicas are serialized again. */
+  private render(): string {
+    const { replicas, ...head } = this.meta;
+    const entries: string[] = [];
+    for (const [uuid, r] of Object.entries(replicas)) {
+      let json = this.replicaJson.get(uuid);
+      if (json === undefined) {
+        json = `${JSON.stringify(uuid)}:${JSON.stringify(r)}`;
+        this.replicaJson.set(uuid, json);
+      }
+      entries.push(json);
+    }
+    return `${JSON.stringify(head).slice(0, -1)},"replicas":{${entries.join(',')}}}\n`;
   }
 
   /** Resolves once every metadata change made so far is on disk. */
@@ -287,10 +304,13 @@ export class Pool {
     await this.checkSpace(`replica '${opts.uuid}'`, opts.size, opts.thin);
     const path = this.replicaPath(opts.uuid);
     const fh = await open(path, 'wx', 0o600);
-    await fh.close();
     this.dirtyDirs.add(join(this.disk, 'replicas'));
     try {
-      await truncate(path, opts.size);
+      try {
+        await fh.truncate(opts.size);
+      } finally {
+        await fh.close();
+      }
       if (!opts.thin) await execFileP('fallocate', ['-l', String(opts.size), path]);
     } catch (err) {
       await unlink(path).catch(() => {});
@@ -316,7 +336,7 @@ export class Pool {
     this.replicas.delete(uuid);
     delete this.meta.replicas[uuid];
     // The file goes only once no durable metadata names it.
-    await this.save();
+    await this.save(uuid);
     await r.close();
     await rm(r.path, { force: true });
   }
@@ -329,7 +349,7 @@ export class Pool {
     await this.checkSpace(`resize of replica '${uuid}'`, size, r.meta.thin, size - r.size);
     await r.resize(size);
     if (!r.meta.thin) await execFileP('fallocate', ['-l', String(size), r.path]);
-    void this.save();
+    void this.save(uuid);
     return r;
   }
 
@@ -337,7 +357,7 @@ export class Pool {
     const r = this.replicas.get(uuid);
     if (!r) throw notFound('replica', uuid);
     r.meta.share = share;
-    void this.save();
+    void this.save(uuid);
   }
 
   async createSnapshot(replicaUuid: string, uuid: string, name: string): Promise<SnapshotMeta> {
