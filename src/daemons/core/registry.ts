@@ -119,7 +119,10 @@ export class Registry {
     await load<NexusSpec>('NexusSpec', this.nexuses, (v) => v.uuid);
     await load<PoolSpec>('PoolSpec', this.pools, (v) => v.id);
     await load<ReplicaSpec>('ReplicaSpec', this.replicas, (v) => v.uuid);
-    for (const r of this.replicas.values()) this.indexReplica(r, true);
+    for (const r of this.replicas.values()) {
+      this.indexReplica(r, true);
+      this.countReplica(r, 1);
+    }
     await load<VolumeSnapshot>('VolumeSnapshot', this.snapshots, (v) => v.spec.uuid);
   }
 
@@ -282,14 +285,41 @@ export class Registry {
     }
   }
 
+  /** Per pool: bytes and replicas committed by replica specs, kept in step so scheduling is O(pools). */
+  private readonly committedByPool = new Map<string, { size: number; count: number }>();
+
+  /** What each replica was counted as (a spec edited in place is still uncounted correctly). */
+  private readonly countedAs = new Map<string, { pool: string; size: number }>();
+
+  private countReplica(r: ReplicaSpec | undefined, sign: 1 | -1): void {
+    if (!r) return;
+    const was = this.countedAs.get(r.uuid);
+    if (sign === -1 && !was) return;
+    const at = sign === 1 ? { pool: poolName(r.pool), size: r.size } : was!;
+    if (sign === 1) {
+      if (was) this.countReplica(r, -1);
+      this.countedAs.set(r.uuid, at);
+    } else this.countedAs.delete(r.uuid);
+    const c = this.committedByPool.get(at.pool) ?? { size: 0, count: 0 };
+    c.size += sign * at.size;
+    c.count += sign;
+    if (c.count === 0) this.committedByPool.delete(at.pool);
+    else this.committedByPool.set(at.pool, c);
+  }
+
   private setReplica(r: ReplicaSpec): void {
-    this.indexReplica(this.replicas.get(r.uuid), false);
+    const old = this.replicas.get(r.uuid);
+    this.indexReplica(old, false);
+    this.countReplica(old, -1);
     this.replicas.set(r.uuid, r);
     this.indexReplica(r, true);
+    this.countReplica(r, 1);
   }
 
   private deleteReplica(id: string): void {
-    this.indexReplica(this.replicas.get(id), false);
+    const old = this.replicas.get(id);
+    this.indexReplica(old, false);
+    this.countReplica(old, -1);
     this.replicas.delete(id);
   }
 
@@ -328,14 +358,7 @@ export class Registry {
   }
 
   poolViews(): PoolView[] {
-    const committed = new Map<string, { size: number; count: number }>();
-    for (const r of this.replicas.values()) {
-      const p = poolName(r.pool);
-      const c = committed.get(p) ?? { size: 0, count: 0 };
-      c.size += r.size;
-      c.count++;
-      committed.set(p, c);
-    }
+    const committed = this.committedByPool;
     return [...this.pools.values()].map((p) => {
       const st = this.poolStates.get(p.id);
       return {
