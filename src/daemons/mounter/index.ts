@@ -71,9 +71,10 @@ export async function start(config: MounterDaemonConfig): Promise<MounterDaemon>
     }),
   );
 
-  // The socket's directory is ours alone (0700): whoever can connect can mount buckets.
-  await mkdir(dirname(socketPath), { recursive: true, mode: 0o700 });
-  await chmod(dirname(socketPath), 0o700);
+  // Whoever can connect can mount buckets: a socket directory we create is ours alone (0700). An
+  // existing one (a kubelet plugin dir, or /tmp) keeps its mode; the socket itself is 0600.
+  const created = await mkdir(dirname(socketPath), { recursive: true, mode: 0o700 });
+  if (created) await chmod(dirname(socketPath), 0o700);
   await rm(socketPath, { force: true });
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>

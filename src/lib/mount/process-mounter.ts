@@ -65,9 +65,9 @@ export class ProcessMounter implements Mounter {
     // After the unmount a FUSE daemon ends by itself; signals only for one that does not.
     if (await gone(timeoutMs)) return;
     this.log?.warn({ pid }, 'FUSE daemon still running after unmount; sending SIGTERM');
-    process.kill(pid, 'SIGTERM');
+    signal(pid, 'SIGTERM');
     if (await gone(5000)) return;
-    process.kill(pid, 'SIGKILL');
+    signal(pid, 'SIGKILL');
     await gone(5000);
   }
 
@@ -83,4 +83,13 @@ export class ProcessMounter implements Mounter {
   }
 
   async close(): Promise<void> {}
+}
+
+/** Signal a process that may have exited since it was last seen alive (ESRCH is not an error). */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
 }

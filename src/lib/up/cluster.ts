@@ -60,8 +60,9 @@ export async function up(o: UpOptions): Promise<UpCluster> {
   }
   const logs = join(o.dataDir, 'logs');
   mkdirSync(logs, { recursive: true, mode: 0o700 });
-  const env = {
-    ...process.env,
+  // S3 keys in the operator's environment are for the mounter alone (startMounter adds them back).
+  const env: NodeJS.ProcessEnv = {
+    ...withoutAwsKeys(process.env),
     STORCTL_STORE: o.storeUrl,
     STORCTL_CLUSTER_ID: o.clusterId,
     STORCTL_NAMESPACE: o.namespace,
@@ -169,11 +170,12 @@ async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, logs: string, 
   const args = ['daemon', 'mounter', '--endpoint', `unix://${socket}`, '--node-id', 'node-1'];
   args.push('--mounter', 'auto', '--state-dir', stateDir);
   if (o.s3Endpoint) args.push('--s3-endpoint', o.s3Endpoint);
+  const mounterEnv = { ...env, ...awsKeys(process.env) };
   const mounter = new RoleProcess(
     'mounter',
     o.bin,
     args,
-    env,
+    mounterEnv,
     join(logs, 'mounter.log'),
     'mounter listening',
   );
@@ -184,3 +186,9 @@ async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, logs: string, 
   );
   return socket;
 }
+
+const isAwsKey = (k: string) => k.startsWith('AWS_');
+const withoutAwsKeys = (env: NodeJS.ProcessEnv) =>
+  Object.fromEntries(Object.entries(env).filter(([k]) => !isAwsKey(k)));
+const awsKeys = (env: NodeJS.ProcessEnv) =>
+  Object.fromEntries(Object.entries(env).filter(([k]) => isAwsKey(k)));

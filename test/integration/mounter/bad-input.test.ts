@@ -27,7 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   csi?.close();
-  await daemon?.stop();
+  await daemon?.stop().catch(() => {});
   await env?.s3.stop();
   if (env) await cleanupRoot(env.root);
 });

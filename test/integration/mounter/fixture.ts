@@ -1,5 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,40 +95,21 @@ export const targetPath = (env: Env, pod: string, vol: string) =>
 
 const REPO = join(import.meta.dirname, '../../..');
 
-/** Newest mtime of the .ts files below `dir`. */
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSource(p));
-    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
 /**
- * The CLI tests run the built CLI (bin/run.js → dist/). CI builds before testing; locally, rebuild
- * only when our sources are newer than dist, so parallel test files do not rewrite dist/ under
- * each other. A generated oclif.manifest.json that predates our commands is refreshed.
+ * The CLI tests run the built CLI (bin/run.js → dist/), which `npm test` builds first. Tests never
+ * build or rewrite the committed manifest themselves: a missing build is reported, not repaired.
  */
 export function ensureBuilt(): void {
-  const built = ['dist/commands/doctor/mounts.js', 'dist/commands/daemon/mounter.js'].map((f) =>
-    join(REPO, f),
-  );
-  const sources = Math.max(
-    ...['src/lib/mount', 'src/lib/systemd', 'src/daemons/mounter', 'src/commands'].map((d) =>
-      newestSource(join(REPO, d)),
-    ),
-  );
-  if (built.some((f) => !existsSync(f) || statSync(f).mtimeMs < sources)) {
-    // tsc emits dist/ even when files outside this suite have type errors; its exit code is not ours.
-    spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: REPO, stdio: 'ignore' });
-  }
+  const built = ['dist/commands/doctor/mounts.js', 'dist/commands/daemon/mounter.js'];
   const manifest = join(REPO, 'oclif.manifest.json');
-  if (existsSync(manifest)) {
-    const commands = Object.keys(JSON.parse(readFileSync(manifest, 'utf8')).commands ?? {});
-    if (!commands.includes('doctor:mounts') || !commands.includes('daemon:mounter')) {
-      spawnSync('npx', ['oclif', 'manifest'], { cwd: REPO, stdio: 'ignore' });
-    }
+  const commands = existsSync(manifest)
+    ? Object.keys(JSON.parse(readFileSync(manifest, 'utf8')).commands ?? {})
+    : ['doctor:mounts', 'daemon:mounter'];
+  if (
+    built.some((f) => !existsSync(join(REPO, f))) ||
+    !commands.includes('doctor:mounts') ||
+    !commands.includes('daemon:mounter')
+  ) {
+    throw new Error('the CLI is not built (or oclif.manifest.json is stale): run `npm run build` first');
   }
 }

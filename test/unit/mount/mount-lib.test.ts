@@ -154,9 +154,9 @@ describe('credentials validation', () => {
       try {
         validateCredentials(raw, 'test');
       } catch (err) {
-        expect((err as Error).message).not.toContain(
-          raw.secretAccessKey.slice(0, 8) === 'ok' ? '\u0000' : raw.secretAccessKey,
-        );
+        for (const value of Object.values(raw)) {
+          if (value.length > 2) expect((err as Error).message).not.toContain(value);
+        }
       }
     }
   });
