@@ -98,6 +98,7 @@ export default class DaemonCore extends StorctlCommand {
     const core = await start(
       {
         storeUrl: this.globals.storeUrl,
+        storeTls: this.globals.tls,
         clusterId: this.globals.keySpace.clusterId,
         namespace: this.globals.keySpace.namespace,
         restHost: rest.host,

@@ -1,6 +1,8 @@
 /** Everything `storctl daemon core` is configured with; durations in ms so tests run them fast. */
 export interface CoreConfig {
   storeUrl: string;
+  /** etcd TLS files (CA, client certificate, key), when the store is a TLS etcd. */
+  storeTls?: { ca?: string; cert?: string; key?: string };
   clusterId: string;
   namespace: string;
   /** REST listen address. */

@@ -45,7 +45,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
   const t0 = Date.now();
   const log = deps.log ?? createLogger('core');
   const space = { clusterId: config.clusterId, namespace: config.namespace };
-  const store: Store = await openStore(config.storeUrl);
+  const store: Store = await openStore(config.storeUrl, { tls: config.storeTls });
   let lostReason: (why: string) => void = () => {};
   const leaseLost = new Promise<string>((resolve) => {
     lostReason = resolve;
@@ -72,26 +72,42 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
   lock.lost.addEventListener('abort', () => onLost('lease expired or revoked'), { once: true });
   const writer = new GuardedWriter(store, lock, onLost);
   const registry = new Registry(store, space, writer, log);
-  const engineFactory =
-    deps.engineFactory ?? (await import('./engine-grpc.js')).grpcEngineFactory(config.requestTimeoutMs);
-  const engines = new Engines(registry, engineFactory);
   let loop: ReconcileLoop | undefined;
-  const ctx: CoreContext = { registry, engines, config, log, wake: () => loop?.wake() };
-  await registry.load();
-  const tLoaded = Date.now() - t0;
-  await registry.watchLiveness();
-  await recoverAtStartup(ctx);
-  const tRecovered = Date.now() - t0;
-  loop = new ReconcileLoop(ctx);
-  registry.onNodeChange = () => loop?.wake();
-  await loop.pass();
-  const tReconciled = Date.now() - t0;
-  loop.start();
+  let engines: Engines | undefined;
+  let rest: Awaited<ReturnType<typeof startRestServer>>;
+  let timings: CoreDaemon['timings'];
+  let ctx: CoreContext;
+  try {
+    const engineFactory =
+      deps.engineFactory ?? (await import('./engine-grpc.js')).grpcEngineFactory(config.requestTimeoutMs);
+    engines = new Engines(registry, engineFactory);
+    ctx = { registry, engines, config, log, wake: () => loop?.wake() };
+    await registry.load();
+    const tLoaded = Date.now() - t0;
+    await registry.watchLiveness();
+    await recoverAtStartup(ctx);
+    const tRecovered = Date.now() - t0;
+    loop = new ReconcileLoop(ctx);
+    registry.onNodeChange = () => loop?.wake();
+    await loop.pass();
+    const tReconciled = Date.now() - t0;
+    loop.start();
 
-  const router = new Router();
-  volumeRoutes(router, ctx);
-  resourceRoutes(router, ctx);
-  const rest = await startRestServer(router, config.restHost, config.restPort, log);
+    const router = new Router();
+    volumeRoutes(router, ctx);
+    resourceRoutes(router, ctx);
+    rest = await startRestServer(router, config.restHost, config.restPort, log);
+    timings = { lease: tLease, loaded: tLoaded, recovered: tRecovered, reconciled: tReconciled };
+  } catch (err) {
+    // A core that cannot start must not sit on the lease: the next one would wait a whole TTL.
+    stopping = true;
+    await loop?.stop().catch(() => {});
+    await registry.close().catch(() => {});
+    engines?.close();
+    await lock.release().catch(() => {});
+    await store.close().catch(() => {});
+    throw err;
+  }
   await registry
     .persist({
       events: [
@@ -110,7 +126,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
   return {
     url: rest.url,
     leaseLost,
-    timings: { lease: tLease, loaded: tLoaded, recovered: tRecovered, reconciled: tReconciled },
+    timings,
     ctx,
     loop,
     stop: async () => {
@@ -120,7 +136,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
       await rest.close();
       await loop?.stop();
       await registry.close();
-      engines.close();
+      engines?.close();
       await lock.release();
       await store.close();
     },

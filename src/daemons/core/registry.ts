@@ -155,7 +155,17 @@ export class Registry {
     this.livenessWatch.on('error', (err) => this.log.warn({ err: err.message }, 'liveness watch error'));
     this.livenessWatch.on('compacted', () => {
       this.log.warn('liveness watch compacted; re-listing');
-      void this.livenessWatch?.close().then(() => this.watchLiveness());
+      // A failed re-list (store down) is retried later instead of crashing core.
+      const relist = (): void => {
+        void this.livenessWatch
+          ?.close()
+          .then(() => this.watchLiveness())
+          .catch((err: Error) => {
+            this.log.warn({ err: err.message }, 'liveness re-list failed; retrying');
+            setTimeout(relist, 1000).unref();
+          });
+      };
+      relist();
     });
   }
 

@@ -1,4 +1,4 @@
-import { isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join, resolve, sep } from 'node:path';
 import type { Logger } from '../../lib/logger.js';
 import { NbdClient } from '../../lib/nbd/client.js';
 import type { NbdServer } from '../../lib/nbd/server.js';
@@ -66,7 +66,13 @@ export class Engine {
   private poolDisk(name: string, disk: string): string {
     if (!disk) return join(this.ctx.poolDir, name);
     if (!isAbsolute(disk)) throw invalid(`pool disk '${disk}' must be an absolute directory path`);
-    return resolve(disk);
+    // A pool lives under --pool-dir: a caller of the API must not make us write anywhere on the host.
+    const dir = resolve(disk);
+    const root = resolve(this.ctx.poolDir);
+    if (!dir.startsWith(`${root}${sep}`)) {
+      throw invalid(`pool disk '${disk}' must lie under the node's --pool-dir ${root}`);
+    }
+    return dir;
   }
 
   async createPool(name: string, disk: string, capacity: number): Promise<Pool> {

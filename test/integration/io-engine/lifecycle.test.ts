@@ -84,6 +84,10 @@ describe('io-engine lifecycle through gRPC', () => {
     expect(await code(engine.client.createPool({ name: 'p2', capacity: MiB, disk: 'relative/dir' }))).toMatch(
       /^INVALID_ARGUMENT/,
     );
+    // The API cannot make an io-engine write outside its --pool-dir.
+    expect(
+      await code(engine.client.createPool({ name: 'p2', capacity: MiB, disk: '/etc/storctl-pool' })),
+    ).toMatch(/^INVALID_ARGUMENT: pool disk '\/etc\/storctl-pool' must lie under the node's --pool-dir/);
     expect(await code(engine.client.getPool('nope'))).toMatch(/^NOT_FOUND: pool 'nope'/);
     expect(await code(engine.client.destroyPool('nope'))).toMatch(/^NOT_FOUND/);
     expect(await code(engine.client.importPool({ name: 'ghost' }))).toMatch(/^NOT_FOUND: pool metadata/);

@@ -3,6 +3,7 @@ import { Router } from '../../../src/daemons/core/rest/router.js';
 import {
   createPoolBody,
   createVolumeBody,
+  labelParam,
   publishVolumeBody,
   uuidParam,
 } from '../../../src/daemons/core/rest/validate.js';
@@ -90,5 +91,19 @@ describe('router', () => {
     expect(r.match('GET', '/volumes/abc').params).toEqual({ volume_id: 'abc' });
     expect(() => r.match('GET', '/nope')).toThrow(/no such endpoint/);
     expect(() => r.match('DELETE', '/volumes/abc')).toThrow(/not allowed/);
+    // A malformed %-escape is the caller's error (400 InvalidArgument), never a 500.
+    const err = fieldError(() => r.match('GET', '/volumes/%E0%A4%A'));
+    expect(err.kind).toBe('InvalidArgument');
+    expect(err.message).toMatch(/malformed %-escape/);
+  });
+});
+
+describe('labels', () => {
+  it('accepts kubectl-mayastor label keys and values, refuses the rest naming the field', () => {
+    expect(labelParam('openebs.io/created-by', 'key', { key: true })).toBe('openebs.io/created-by');
+    expect(labelParam('zone-a', 'value')).toBe('zone-a');
+    expect(fieldError(() => labelParam('a/b/c', 'key', { key: true })).message).toMatch(/'key'/);
+    expect(fieldError(() => labelParam('-bad', 'value')).message).toMatch(/'value'/);
+    expect(fieldError(() => labelParam('x'.repeat(64), 'label')).message).toMatch(/'label'/);
   });
 });

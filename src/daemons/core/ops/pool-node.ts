@@ -154,7 +154,7 @@ export function labelNode(ctx: CoreContext, id: string, key: string, value: stri
     id,
     (n) => {
       n.labels ??= {};
-      if (key in n.labels && n.labels[key] !== value && !overwrite) {
+      if (Object.hasOwn(n.labels, key) && n.labels[key] !== value && !overwrite) {
         throw new SvcError(
           'AlreadyExists',
           `node '${id}' already has label ${key}=${n.labels[key]}; pass overwrite to replace it`,
@@ -171,7 +171,7 @@ export function unlabelNode(ctx: CoreContext, id: string, key: string) {
     ctx,
     id,
     (n) => {
-      if (!n.labels || !(key in n.labels))
+      if (!n.labels || !Object.hasOwn(n.labels, key))
         throw new SvcError('NotFound', `node '${id}' has no label '${key}'`);
       delete n.labels[key];
     },

@@ -32,7 +32,7 @@ export class Router {
 
   /** The route for a request; literal segments win over parameters (`/volumes/snapshots`). */
   match(method: string, path: string): { handler: Handler; params: Record<string, string> } {
-    const segs = path.split('/').filter(Boolean).map(decodeURIComponent);
+    const segs = path.split('/').filter(Boolean).map(decodeSegment);
     let pathMatched = false;
     let best: { handler: Handler; params: Record<string, string>; literals: number } | null = null;
     for (const r of this.routes) {
@@ -67,4 +67,13 @@ function matchParts(parts: string[], segs: string[]): Record<string, string> | n
     } else if (p !== s) return null;
   }
   return params;
+}
+
+/** A path segment, %-decoded; a malformed escape is the caller's error (400), not ours (500). */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new SvcError('InvalidArgument', `malformed %-escape in URL path segment '${segment.slice(0, 64)}'`);
+  }
 }

@@ -12,7 +12,7 @@ import {
 import { SvcError } from '../svc-error.js';
 import { nexusOut, nodeOut, poolOut, replicaOut } from './present.js';
 import type { Router } from './router.js';
-import { createPoolBody, nameParam, uuidParam } from './validate.js';
+import { createPoolBody, labelParam, nameParam, uuidParam } from './validate.js';
 
 /** Pools, nodes, replicas, nexuses and /specs (reference §2.2). */
 export function resourceRoutes(router: Router, ctx: CoreContext): void {
@@ -43,23 +43,37 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     })
     .add('GET', '/nodes/:node_id', async (req) => ({ status: 200, body: node(req.params.node_id) }))
     .add('PUT', '/nodes/:node_id/cordon/:label', async (req) => {
-      await cordonNode(ctx, nameParam(req.params.node_id, 'node_id'), req.params.label);
+      await cordonNode(ctx, nameParam(req.params.node_id, 'node_id'), labelParam(req.params.label, 'label'));
       return { status: 200, body: node(req.params.node_id) };
     })
     .add('DELETE', '/nodes/:node_id/cordon/:label', async (req) => {
-      await uncordonNode(ctx, nameParam(req.params.node_id, 'node_id'), req.params.label);
+      await uncordonNode(
+        ctx,
+        nameParam(req.params.node_id, 'node_id'),
+        labelParam(req.params.label, 'label'),
+      );
       return { status: 200, body: node(req.params.node_id) };
     })
     .add('PUT', '/nodes/:node_id/drain/:label', async (req) => {
-      await drainNode(ctx, nameParam(req.params.node_id, 'node_id'), req.params.label);
+      await drainNode(ctx, nameParam(req.params.node_id, 'node_id'), labelParam(req.params.label, 'label'));
       return { status: 200, body: node(req.params.node_id) };
     })
     .add('PUT', '/nodes/:node_id/label/:key=:value', async (req) => {
-      await labelNode(ctx, req.params.node_id, req.params.key, req.params.value, overwrite(req.query));
+      await labelNode(
+        ctx,
+        nameParam(req.params.node_id, 'node_id'),
+        labelParam(req.params.key, 'key', { key: true }),
+        labelParam(req.params.value, 'value'),
+        overwrite(req.query),
+      );
       return { status: 200, body: node(req.params.node_id) };
     })
     .add('DELETE', '/nodes/:node_id/label/:key', async (req) => {
-      await unlabelNode(ctx, req.params.node_id, req.params.key);
+      await unlabelNode(
+        ctx,
+        nameParam(req.params.node_id, 'node_id'),
+        labelParam(req.params.key, 'key', { key: true }),
+      );
       return { status: 200, body: node(req.params.node_id) };
     })
     .add('GET', '/pools', async (req) => {

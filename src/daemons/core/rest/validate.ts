@@ -69,6 +69,20 @@ export function nameParam(v: string, name: string): string {
   return v;
 }
 
+const LABEL_PART_RE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** A label key (one optional `prefix/`) or value, by kubectl-mayastor's rules. */
+export function labelParam(v: string, name: string, { key = false } = {}): string {
+  const parts = key ? v.split('/') : [v];
+  if (parts.length > 2 || !parts.every((p) => LABEL_PART_RE.test(p))) {
+    throw bad(
+      name,
+      `must be alphanumeric at both ends with '-', '_' or '.' inside, at most 63 characters${key ? ", with one optional 'prefix/'" : ''}, got '${v.slice(0, 64)}'`,
+    );
+  }
+  return v;
+}
+
 function labelled(v: unknown, path: string): Labelled {
   const o = asObject(v, path);
   return {
