@@ -75,7 +75,8 @@ export class GuardedWriter {
       this.queue.push({ ops, alone: deletePrefixes.length > 0 || ops.length > MAX_OPS, resolve, reject });
       if (!this.flushing) {
         this.flushing = true;
-        setImmediate(() => void this.flush());
+        // Two loop turns: writes from the I/O that arrived meanwhile join the same transaction.
+        setImmediate(() => setImmediate(() => void this.flush()));
       }
     });
   }
