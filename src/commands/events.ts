@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { type CoreEvent, eventsPrefix } from '../daemons/core/events.js';
+import { type CoreEvent, followEvents, listEvents } from '../lib/catalog/events.js';
 import { StorctlCommand } from '../lib/command.js';
 import type { Listing } from '../lib/output/render.js';
 import { openStore } from '../lib/store/open.js';
@@ -14,14 +14,6 @@ const listing = (rows: CoreEvent[]): Listing<CoreEvent> => ({
     { header: 'MESSAGE', get: (e) => e.message },
   ],
 });
-
-const parse = (value: string): CoreEvent | null => {
-  try {
-    return JSON.parse(value) as CoreEvent;
-  } catch {
-    return null;
-  }
-};
 
 export default class Events extends StorctlCommand {
   static override description =
@@ -48,33 +40,29 @@ export default class Events extends StorctlCommand {
     const { flags } = await this.parse(Events);
     const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
     try {
-      const prefix = eventsPrefix(this.globals.keySpace);
-      const keep = (e: CoreEvent | null): e is CoreEvent =>
-        !!e && (!flags.resource || e.resource === flags.resource);
-      const { kvs, revision } = await store.range(prefix);
-      const events = kvs
-        .map((kv) => parse(kv.value))
-        .filter(keep)
-        .slice(-flags.limit);
+      const space = this.globals.keySpace;
+      const { events, revision } = await listEvents(store, space, {
+        resource: flags.resource,
+        limit: flags.limit,
+      });
       const streaming = flags.watch && (this.globals.output === 'json' || this.globals.output === 'yaml');
       if (streaming) for (const e of events) this.log(JSON.stringify(e));
       else if (events.length || !flags.watch) this.print(listing(events));
       if (!flags.watch) return;
-      const watch = await store.watch(prefix, { fromRevision: revision + 1 });
-      await new Promise<void>((resolve) => {
-        watch.on('event', (ev) => {
-          if (ev.type !== 'put') return;
-          const e = parse(ev.kv.value);
-          if (!keep(e)) return;
+      const interrupted = new AbortController();
+      const stop = () => interrupted.abort();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      await followEvents(store, space, {
+        resource: flags.resource,
+        fromRevision: revision + 1,
+        signal: interrupted.signal,
+        onEvent: (e) =>
           this.log(
             streaming ? JSON.stringify(e) : `${e.time}  ${e.resource}/${e.id}  ${e.action}  ${e.message}`,
-          );
-        });
-        watch.on('error', (err) => this.logToStderr(`watch error: ${err.message}`));
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
+          ),
+        onError: (err) => this.logToStderr(`watch error: ${err.message}`),
       });
-      await watch.close();
     } finally {
       await store.close();
     }

@@ -1,18 +1,8 @@
-import { type KeySpace, storctlPrefix } from '../../lib/store/keys.js';
+import type { CoreEvent } from '../../lib/catalog/events.js';
+import { eventsPrefix, type KeySpace } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
 
-/** One lifecycle event, as stored and as `storctl events` shows it. */
-export interface CoreEvent {
-  time: string;
-  resource: 'volume' | 'replica' | 'nexus' | 'pool' | 'node' | 'snapshot' | 'core';
-  id: string;
-  action: string;
-  message: string;
-}
-
-export function eventsPrefix(space: KeySpace): string {
-  return `${storctlPrefix(space)}Events/`;
-}
+export type { CoreEvent };
 
 let seq = 0;
 /**

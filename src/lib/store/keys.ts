@@ -97,3 +97,8 @@ export function nodeLivenessKey(space: KeySpace, nodeId: string): string {
 export function nodeLivenessPrefix(space: KeySpace): string {
   return `${storctlPrefix(space)}NodeLiveness/`;
 }
+
+/** Prefix of core's lifecycle event log (keys sort by time; see core's `eventKey`). */
+export function eventsPrefix(space: KeySpace): string {
+  return `${storctlPrefix(space)}Events/`;
+}

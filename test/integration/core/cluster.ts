@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventsPrefix } from '../../../src/daemons/core/events.js';
 import { RestClient } from '../../../src/lib/rest/client.js';
+import { eventsPrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
 import { StorctlProcess } from '../../helpers/storctl.js';

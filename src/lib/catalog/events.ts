@@ -1,0 +1,71 @@
+import { eventsPrefix, type KeySpace } from '../store/keys.js';
+import type { Store } from '../store/types.js';
+
+/** One lifecycle event, as core stores it and as `storctl events` shows it. */
+export interface CoreEvent {
+  time: string;
+  resource: 'volume' | 'replica' | 'nexus' | 'pool' | 'node' | 'snapshot' | 'core';
+  id: string;
+  action: string;
+  message: string;
+}
+
+export interface EventFilter {
+  /** Only events of this resource kind. */
+  resource?: string;
+}
+
+/** A stored event value; null when it is not valid JSON (skipped, never fatal). */
+function parseEvent(value: string): CoreEvent | null {
+  try {
+    return JSON.parse(value) as CoreEvent;
+  } catch {
+    return null;
+  }
+}
+
+function matches(e: CoreEvent | null, filter: EventFilter): e is CoreEvent {
+  return !!e && (!filter.resource || e.resource === filter.resource);
+}
+
+/** The newest `limit` events that pass the filter, oldest first, and the revision they were read at. */
+export async function listEvents(
+  store: Store,
+  space: KeySpace,
+  filter: EventFilter & { limit: number },
+): Promise<{ events: CoreEvent[]; revision: number }> {
+  const { kvs, revision } = await store.range(eventsPrefix(space));
+  const events = kvs
+    .map((kv) => parseEvent(kv.value))
+    .filter((e) => matches(e, filter))
+    .slice(-filter.limit);
+  return { events, revision };
+}
+
+/**
+ * Deliver every new event passing the filter, from `fromRevision` on, until `signal` aborts; then the
+ * watch is closed and the promise resolves.
+ */
+export async function followEvents(
+  store: Store,
+  space: KeySpace,
+  options: EventFilter & {
+    fromRevision: number;
+    signal: AbortSignal;
+    onEvent: (e: CoreEvent) => void;
+    onError: (err: Error) => void;
+  },
+): Promise<void> {
+  const watch = await store.watch(eventsPrefix(space), { fromRevision: options.fromRevision });
+  await new Promise<void>((resolve) => {
+    watch.on('event', (ev) => {
+      if (ev.type !== 'put') return;
+      const e = parseEvent(ev.kv.value);
+      if (matches(e, options)) options.onEvent(e);
+    });
+    watch.on('error', options.onError);
+    if (options.signal.aborted) resolve();
+    else options.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await watch.close();
+}
