@@ -1,29 +1,12 @@
 import { hostname } from 'node:os';
 import { Flags } from '@oclif/core';
 import { CORE_DEFAULTS, start } from '../../daemons/core/index.js';
+import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
-import { UsageError } from '../../lib/errors.js';
 import { createLogger } from '../../lib/logger.js';
-import { parseDuration } from '../../lib/mount/duration.js';
 
 /** Mayastor's exit code when another core replaced this one (reference §4.4). */
 const EXIT_LEASE_LOST = 128;
-
-function hostPort(value: string): { host: string; port: number } {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[2]) : -1;
-  if (!m || port > 65535)
-    throw new UsageError(
-      `--rest '${value}' is not HOST:PORT (e.g. 127.0.0.1:8081; port 0 picks a free port)`,
-    );
-  return { host: m[1].replace(/^\[|\]$/g, ''), port };
-}
-
-function duration(flag: string, value: string): number {
-  const ms = parseDuration(value);
-  if (ms === undefined) throw new UsageError(`--${flag} '${value}' is not a duration (e.g. 500ms, 10s, 2m)`);
-  return ms;
-}
 
 const dur = (description: string, def: number) =>
   Flags.string({ description: `${description} (default ${def / 1000}s)` });
@@ -87,9 +70,9 @@ export default class DaemonCore extends StorctlCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(DaemonCore);
-    const rest = hostPort(flags.rest);
+    const rest = hostPortFlag('rest', flags.rest, '127.0.0.1:8081');
     const d = (name: keyof typeof flags, def: number) =>
-      flags[name] === undefined ? def : duration(name, String(flags[name]));
+      flags[name] === undefined ? def : durationFlag(name, String(flags[name]));
     const log = createLogger('core', this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel);
     const abort = new AbortController();
     const onSignal = () => abort.abort();

@@ -1,19 +1,10 @@
 import { Flags } from '@oclif/core';
 import { start } from '../../daemons/io-engine/index.js';
+import { hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
 import { createLogger } from '../../lib/logger.js';
 import { openStore } from '../../lib/store/open.js';
-
-function hostPort(flag: string, value: string): { host: string; port: number } {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(value);
-  const port = m ? Number(m[2]) : -1;
-  if (!m || port > 65535)
-    throw new UsageError(
-      `--${flag} '${value}' is not HOST:PORT (e.g. 127.0.0.1:10124; port 0 picks a free port)`,
-    );
-  return { host: m[1].replace(/^\[|\]$/g, ''), port };
-}
 
 export default class DaemonIoEngine extends StorctlCommand {
   static override description =
@@ -51,8 +42,8 @@ export default class DaemonIoEngine extends StorctlCommand {
     const { flags } = await this.parse(DaemonIoEngine);
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,126}$/.test(flags.node))
       throw new UsageError(`--node '${flags.node}' is not a valid node id`);
-    const grpc = hostPort('grpc', flags.grpc);
-    const nbd = hostPort('nbd', flags.nbd ?? `${grpc.host}:10809`);
+    const grpc = hostPortFlag('grpc', flags.grpc, '127.0.0.1:10124');
+    const nbd = hostPortFlag('nbd', flags.nbd ?? `${grpc.host}:10809`, '127.0.0.1:10124');
     const logger = createLogger('io-engine', this.globals.logLevel);
     const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
     let handle: Awaited<ReturnType<typeof start>>;

@@ -1,9 +1,9 @@
 import { Flags } from '@oclif/core';
 import { socketPathOf } from '../../daemons/mounter/config.js';
 import { start } from '../../daemons/mounter/index.js';
+import { parseDuration } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
-import { parseDuration } from '../../lib/mount/duration.js';
 import { defaultMounterStateDir } from '../../lib/mount/state-dir.js';
 
 export default class DaemonMounter extends StorctlCommand {
