@@ -1,8 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
 import { StorctlCommand } from '../../lib/command.js';
-import { TimeoutError } from '../../lib/errors.js';
-import { nodeListing, restClient, restFlags } from '../../lib/rest/cli.js';
+import { nodeListing, restClient, restFlags, waitDrained } from '../../lib/rest/cli.js';
 
 export default class NodeDrain extends StorctlCommand {
   static override description =
@@ -28,20 +26,9 @@ export default class NodeDrain extends StorctlCommand {
     try {
       let node = await client.drainNode(args.node, flags.label);
       if (flags.wait) {
-        const deadline = Date.now() + flags.timeout * 1000;
-        let last = -1;
-        while (!node.spec?.cordondrainstate?.drainedstate) {
-          const left = (await client.listVolumes()).filter((v) => v.spec.target?.node === args.node).length;
-          if (left !== last) this.logToStderr(`draining ${args.node}: ${left} volume target(s) left to move`);
-          last = left;
-          if (Date.now() > deadline)
-            throw new TimeoutError(
-              `node ${args.node} not drained after ${flags.timeout}s (${left} target(s) left)`,
-              { suggestions: ['see why with `storctl events`'] },
-            );
-          await sleep(500);
-          node = await client.getNode(args.node);
-        }
+        node = await waitDrained(client, args.node, node, flags.timeout, (left) =>
+          this.logToStderr(`draining ${args.node}: ${left} volume target(s) left to move`),
+        );
         this.logToStderr(`node ${args.node} drained`);
       }
       this.print(nodeListing([node]));

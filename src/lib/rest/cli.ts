@@ -1,5 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Flags } from '@oclif/core';
-import { UsageError } from '../errors.js';
+import { TimeoutError, UsageError } from '../errors.js';
 import { humanizeBytes, parseBytes } from '../output/humanize.js';
 import type { Column, Listing } from '../output/render.js';
 import { RestClient } from './client.js';
@@ -99,4 +100,31 @@ export function rebuildProgress(v: Volume): { rebuilding: number; percent: numbe
   const rebuilding = children.filter((c) => c.state === 'Degraded');
   const percent = rebuilding.length ? Math.min(...rebuilding.map((c) => c.rebuildProgress ?? 0)) : 100;
   return { rebuilding: rebuilding.length, percent };
+}
+
+/**
+ * Poll node `nodeId` (last seen as `node`) every 500 ms until core reports it drained, reporting how
+ * many volume targets are still on it whenever that number changes; a TimeoutError after `timeoutSeconds`.
+ */
+export async function waitDrained(
+  client: RestClient,
+  nodeId: string,
+  node: Node,
+  timeoutSeconds: number,
+  progress: (targetsLeft: number) => void,
+): Promise<Node> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  let last = -1;
+  while (!node.spec?.cordondrainstate?.drainedstate) {
+    const left = (await client.listVolumes()).filter((v) => v.spec.target?.node === nodeId).length;
+    if (left !== last) progress(left);
+    last = left;
+    if (Date.now() > deadline)
+      throw new TimeoutError(`node ${nodeId} not drained after ${timeoutSeconds}s (${left} target(s) left)`, {
+        suggestions: ['see why with `storctl events`'],
+      });
+    await sleep(500);
+    node = await client.getNode(nodeId);
+  }
+  return node;
 }
