@@ -12,7 +12,7 @@ import {
 } from './embedded-db.js';
 import { EmbeddedWatch, type HistoryPage, type WatchCursor } from './embedded-watch.js';
 import { WriteContext } from './embedded-write.js';
-import { LeaseHandle } from './lease-handle.js';
+import { type LeaseHandle, trackedLeaseHandle } from './lease-handle.js';
 import type {
   KeyValue,
   Lease,
@@ -144,24 +144,19 @@ export class EmbeddedStore implements Store {
         return candidate;
       }
     });
-    const handle = new LeaseHandle(
+    return trackedLeaseHandle(
+      this.leases,
       id.toString(16),
       ttlSeconds,
       {
         keepAlive: async (hex) =>
           this.write((w) => this.st.renewLease.run({ id: parseInt(hex, 16), now: w.now }).changes === 1),
-        revoke: async (hex) => {
-          await this.write((w) => w.revokeLease(parseInt(hex, 16)));
-          this.leases.delete(handle);
-        },
+        revoke: (hex) => this.write((w) => w.revokeLease(parseInt(hex, 16))),
         put: (hex, key, value) => this.put(key, value, { lease: hex }),
       },
       grantedAt,
       options.keepAlive !== false,
     );
-    this.leases.add(handle);
-    handle.lost.addEventListener('abort', () => this.leases.delete(handle), { once: true });
-    return handle;
   }
 
   async revokeLease(id: string): Promise<void> {

@@ -11,7 +11,7 @@ import {
   toRequestOp,
 } from './etcd-requests.js';
 import { EtcdWatch, toKeyValue } from './etcd-watch.js';
-import { LeaseHandle } from './lease-handle.js';
+import { type LeaseHandle, trackedLeaseHandle } from './lease-handle.js';
 import type { StoreTlsFiles } from './open.js';
 import type {
   KeyValue,
@@ -218,23 +218,18 @@ export class EtcdStore implements Store {
     assertTtl(ttlSeconds);
     const grantedAt = Date.now();
     const res = await this.call(() => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }));
-    const handle = new LeaseHandle(
+    return trackedLeaseHandle(
+      this.leases,
       leaseToHex(res.ID),
       ttlSeconds,
       {
         keepAlive: (hex) => this.keepAliveOnce(hex, ttlSeconds),
-        revoke: async (hex) => {
-          this.leases.delete(handle);
-          await this.revokeLease(hex);
-        },
+        revoke: (hex) => this.revokeLease(hex),
         put: (hex, key, value) => this.put(key, value, { lease: hex }),
       },
       grantedAt,
       options.keepAlive !== false,
     );
-    this.leases.add(handle);
-    handle.lost.addEventListener('abort', () => this.leases.delete(handle), { once: true });
-    return handle;
   }
 
   async revokeLease(id: string): Promise<void> {

@@ -107,3 +107,33 @@ export class LeaseHandle implements Lease {
     }
   }
 }
+
+/**
+ * A new LeaseHandle kept in `tracked` (the backend's open leases, released on close) until it is lost
+ * or revoked. Untracking before the backend revoke is unobservable: `revoke()` has stopped the handle.
+ */
+export function trackedLeaseHandle(
+  tracked: Set<LeaseHandle>,
+  id: string,
+  ttlSeconds: number,
+  backend: LeaseBackend,
+  grantedAt: number,
+  autoKeepAlive: boolean,
+): LeaseHandle {
+  const handle: LeaseHandle = new LeaseHandle(
+    id,
+    ttlSeconds,
+    {
+      ...backend,
+      revoke: async (hex) => {
+        tracked.delete(handle);
+        await backend.revoke(hex);
+      },
+    },
+    grantedAt,
+    autoKeepAlive,
+  );
+  tracked.add(handle);
+  handle.lost.addEventListener('abort', () => tracked.delete(handle), { once: true });
+  return handle;
+}
