@@ -10,7 +10,7 @@ type ArgOutput = { [name: string]: any };
 import { defaultClusterId } from './cluster-id.js';
 import { ExitCode, isStorctlError } from './errors.js';
 import { type OutputFormat, outputFormats } from './output/format.js';
-import { type Listing, render } from './output/render.js';
+import { type Listing, renderLines } from './output/render.js';
 import { defaultStoreUrl } from './paths.js';
 import type { KeySpace } from './store/keys.js';
 
@@ -100,7 +100,16 @@ export abstract class StorctlCommand extends Command {
       this.logToStderr('No resources found.');
       return;
     }
-    this.log(render(listing, this.globals.output));
+    // Written in 64 KiB chunks as rendered: a 100k-volume listing never becomes one huge string.
+    let chunk = '';
+    for (const line of renderLines(listing, this.globals.output)) {
+      chunk += `${line}\n`;
+      if (chunk.length >= 65536) {
+        process.stdout.write(chunk);
+        chunk = '';
+      }
+    }
+    if (chunk) process.stdout.write(chunk);
   }
 
   protected override async catch(

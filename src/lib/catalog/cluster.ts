@@ -15,6 +15,8 @@ export interface ClusterState {
   liveness: Map<string, NodeLiveness>;
   /** Values that did not decode; listings show the rest and report these. */
   errors: DecodeError[];
+  /** The stored JSON text of each decoded spec, by `<type>/<id>` (printed as is by `-o json`). */
+  raw: Map<string, string>;
 }
 
 /**
@@ -26,7 +28,13 @@ export async function readCluster(
   space: KeySpace,
   types: readonly (SpecType | 'NodeLiveness')[],
 ): Promise<ClusterState> {
-  const state: ClusterState = { specs: {}, nexusInfo: new Map(), liveness: new Map(), errors: [] };
+  const state: ClusterState = {
+    specs: {},
+    nexusInfo: new Map(),
+    liveness: new Map(),
+    errors: [],
+    raw: new Map(),
+  };
   for (const type of types) {
     if (type === 'NodeLiveness') {
       for await (const kv of readPrefix(store, nodeLivenessPrefix(space))) {
@@ -49,7 +57,10 @@ export async function readCluster(
       const map = new Map<string, unknown>();
       for await (const kv of readPrefix(store, typePrefix(space, type))) {
         const rec = decodeOrCollect(state, kv.key, kv.value);
-        if (rec) map.set(rec.id, rec.value);
+        if (rec) {
+          map.set(rec.id, rec.value);
+          state.raw.set(`${type}/${rec.id}`, kv.value);
+        }
       }
       (state.specs as Record<string, Map<string, unknown>>)[type] = map;
     }
@@ -75,7 +86,17 @@ export function specsOf<K extends SpecType>(state: ClusterState, type: K): SpecT
   return map ? [...map.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v) : [];
 }
 
-/** JSON value of a spec as Mayastor stores it (for `-o json|yaml`). */
+/** JSON value of a spec as Mayastor stores it (for `-o yaml`). */
 export function specJson<K extends SpecType>(type: K, value: SpecTypes[K]): unknown {
   return codecFor(type).toJson(value);
+}
+
+/** The stored JSON text of a spec the codec validated (for `-o json`); re-encoded if not at hand. */
+export function specText<K extends SpecType>(
+  state: ClusterState,
+  type: K,
+  id: string,
+  value: SpecTypes[K],
+): string {
+  return state.raw.get(`${type}/${id}`) ?? codecFor(type).encode(value);
 }

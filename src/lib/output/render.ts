@@ -1,5 +1,5 @@
-import Table from 'cli-table3';
 import { stringify } from 'yaml';
+import { parseJson, stringifyJson } from '../specs/json.js';
 import type { OutputFormat } from './format.js';
 
 export const NONE = '<none>';
@@ -18,6 +18,11 @@ export interface Listing<T> {
   columns: Column<T>[];
   /** What json/yaml print for each row (default: the row itself). */
   object?: (row: T) => unknown;
+  /**
+   * The row's JSON text, when it is at hand already (a stored value the codec validated): printed
+   * as is, which saves re-encoding every object of a large listing.
+   */
+  json?: (row: T) => string;
   /** Print a single object (not an array) for json/yaml, for `get volume ID` style commands. */
   single?: boolean;
 }
@@ -26,47 +31,72 @@ const cell = (v: string | number | boolean | null | undefined): string =>
   v === null || v === undefined || v === '' ? NONE : String(v);
 
 /** Borderless, left-aligned table like kubectl-mayastor's (prettytable FORMAT_CLEAN). */
-export function renderTable(headers: string[], rows: string[][]): string {
-  const table = new Table({
-    head: headers,
-    chars: {
-      top: '',
-      'top-mid': '',
-      'top-left': '',
-      'top-right': '',
-      bottom: '',
-      'bottom-mid': '',
-      'bottom-left': '',
-      'bottom-right': '',
-      left: '',
-      'left-mid': '',
-      mid: '',
-      'mid-mid': '',
-      right: '',
-      'right-mid': '',
-      middle: ' ',
-    },
-    style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1, compact: true },
-  });
-  table.push(...rows);
-  return table
-    .toString()
-    .split('\n')
-    .map((line) => line.trimEnd())
-    .join('\n');
+export function* tableLines(headers: string[], rows: string[][]): Generator<string> {
+  const widths = headers.map((h, i) => rows.reduce((w, r) => Math.max(w, r[i].length), h.length));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => ` ${c.padEnd(widths[i])} `)
+      .join(' ')
+      .trimEnd();
+  yield line(headers);
+  for (const r of rows) yield line(r);
 }
 
-export function render<T>(listing: Listing<T>, format: OutputFormat): string {
-  if (format === 'json' || format === 'yaml') {
-    const objects = listing.rows.map((r) => (listing.object ? listing.object(r) : r));
-    const value = listing.single ? (objects[0] ?? null) : objects;
-    return format === 'json' ? prettyJson(value) : stringify(value).trimEnd();
+export function renderTable(headers: string[], rows: string[][]): string {
+  return [...tableLines(headers, rows)].join('\n');
+}
+
+/** JSON text of one row, lossless for u64 values. */
+function rowJson<T>(listing: Listing<T>, row: T): string {
+  return listing.json ? listing.json(row) : stringifyJson(listing.object ? listing.object(row) : row);
+}
+
+function rowObject<T>(listing: Listing<T>, row: T): unknown {
+  return listing.object ? listing.object(row) : listing.json ? parseJson(listing.json(row)) : row;
+}
+
+/**
+ * The printed listing, in chunks (each ends without a newline; the caller joins them with '\n').
+ * A list in json is an array with one compact object per line (kubectl-mayastor prints compact
+ * JSON too): it streams in constant memory however many rows there are, and jq reads it as usual.
+ */
+export function* renderLines<T>(listing: Listing<T>, format: OutputFormat): Generator<string> {
+  if (format === 'json') {
+    if (listing.single) {
+      yield listing.rows.length ? prettyJson(parseJson(rowJson(listing, listing.rows[0]))) : 'null';
+      return;
+    }
+    if (!listing.rows.length) {
+      yield '[]';
+      return;
+    }
+    yield '[';
+    const last = listing.rows.length - 1;
+    for (const [i, row] of listing.rows.entries()) yield rowJson(listing, row) + (i < last ? ',' : '');
+    yield ']';
+    return;
+  }
+  if (format === 'yaml') {
+    if (listing.single) {
+      yield stringify(listing.rows.length ? rowObject(listing, listing.rows[0]) : null).trimEnd();
+      return;
+    }
+    if (!listing.rows.length) {
+      yield '[]';
+      return;
+    }
+    for (const row of listing.rows) yield stringify([rowObject(listing, row)]).trimEnd();
+    return;
   }
   const columns = listing.columns.filter((c) => format === 'wide' || !c.wide);
-  return renderTable(
+  yield* tableLines(
     columns.map((c) => c.header),
     listing.rows.map((r) => columns.map((c) => cell(c.get(r)))),
   );
+}
+
+export function render<T>(listing: Listing<T>, format: OutputFormat): string {
+  return [...renderLines(listing, format)].join('\n');
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Listing } from '../../output/render.js';
 import { cordonLabels, drainStateText, type NodeSpec, nodeStatusText } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf } from '../cluster.js';
+import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
 import type { NodeLiveness } from '../liveness.js';
 import { labelsText } from './volumes.js';
 
@@ -29,5 +29,6 @@ export function nodeListing(state: ClusterState, filter?: (n: NodeSpec) => boole
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
     object: (r) => specJson('NodeSpec', r.spec),
+    json: (r) => specText(state, 'NodeSpec', r.spec.id, r.spec),
   };
 }

@@ -7,7 +7,7 @@ import {
   replicaPoolName,
   specStatusName,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf } from '../cluster.js';
+import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
 import { labelsText } from './volumes.js';
 
 export const POOL_TYPES = ['PoolSpec', 'ReplicaSpec', 'NodeLiveness'] as const;
@@ -52,5 +52,6 @@ export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boole
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
     object: (r) => specJson('PoolSpec', r.spec),
+    json: (r) => specText(state, 'PoolSpec', r.spec.id, r.spec),
   };
 }

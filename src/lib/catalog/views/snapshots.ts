@@ -6,7 +6,7 @@ import {
   type VolumeSnapshot,
   volumeContentSource,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf } from '../cluster.js';
+import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
 
 export const SNAPSHOT_TYPES = ['VolumeSnapshot', 'VolumeSpec'] as const;
 
@@ -38,5 +38,6 @@ export function snapshotListing(state: ClusterState, volumeId?: string): Listing
       { header: 'OPERATION', get: (r) => snapshotOperationName(r.spec), wide: true },
     ],
     object: (r) => specJson('VolumeSnapshot', r.spec),
+    json: (r) => specText(state, 'VolumeSnapshot', r.spec.spec.uuid, r.spec),
   };
 }

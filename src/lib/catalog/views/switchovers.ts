@@ -1,6 +1,6 @@
 import type { Listing } from '../../output/render.js';
 import { type SwitchOverSpec, switchOverError, switchOverStageName } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf } from '../cluster.js';
+import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
 
 export const SWITCHOVER_TYPES = ['SwitchOver'] as const;
 
@@ -19,5 +19,6 @@ export function switchOverListing(state: ClusterState): Listing<SwitchOverSpec> 
       { header: 'ERROR', get: (s) => switchOverError(s), wide: true },
     ],
     object: (s) => specJson('SwitchOver', s),
+    json: (s) => specText(state, 'SwitchOver', s.volume, s),
   };
 }

@@ -12,7 +12,7 @@ import {
   volumeTargetNode,
   volumeTargetProtocol,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf } from '../cluster.js';
+import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
 
 export const VOLUME_TYPES = ['VolumeSpec', 'VolumeSnapshot', 'NexusInfo'] as const;
 
@@ -83,5 +83,6 @@ export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => b
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
     object: (r) => specJson('VolumeSpec', r.spec),
+    json: (r) => specText(state, 'VolumeSpec', r.spec.uuid, r.spec),
   };
 }
