@@ -2,53 +2,29 @@ import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
-import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
-import {
-  BUCKET,
-  cleanupRoot,
-  type Env,
-  fuseMountsBelow,
-  fuseProcessesBelow,
-  makeEnv,
-  startMounter,
-  targetPath,
-} from './fixture.js';
+import { describe, expect, it } from 'vitest';
+import { publishRequest } from '../../helpers/csi-client.js';
+import { BUCKET, fuseMountsBelow, fuseProcessesBelow, processMounterFixture, targetPath } from './fixture.js';
 
-let env: Env;
-let daemon: MounterDaemon;
-let csi: CsiClient;
-
-beforeAll(async () => {
-  env = await makeEnv('storctl-badin');
-  ({ daemon, csi } = await startMounter(env, { mounter: 'process' }));
-});
-
-afterAll(async () => {
-  csi?.close();
-  await daemon?.stop().catch(() => {});
-  await env?.s3.stop();
-  if (env) await cleanupRoot(env.root);
-});
+const fx = processMounterFixture('storctl-badin');
 
 /** The call fails with `code` and a message matching `message`, and nothing was mounted or written. */
 async function refused(req: unknown, code: status, message: RegExp, method = 'NodePublishVolume') {
-  const err = await csi.node(method, req).then(
+  const err = await fx.csi.node(method, req).then(
     () => undefined,
     (e) => e,
   );
   expect(err, 'the call must fail').toBeDefined();
   expect(err.code).toBe(code);
   expect(err.details).toMatch(message);
-  expect(await fuseMountsBelow(env.root)).toEqual([]);
-  expect(await fuseProcessesBelow(env.root)).toEqual([]);
-  expect(await readdir(join(env.stateDir, 'credentials'))).toEqual([]);
-  expect(existsSync(env.targets)).toBe(false);
+  expect(await fuseMountsBelow(fx.env.root)).toEqual([]);
+  expect(await fuseProcessesBelow(fx.env.root)).toEqual([]);
+  expect(await readdir(join(fx.env.stateDir, 'credentials'))).toEqual([]);
+  expect(existsSync(fx.env.targets)).toBe(false);
   return err.details as string;
 }
 
-const t = () => targetPath(env, 'pod-x', 'pv-x');
+const t = () => targetPath(fx.env, 'pod-x', 'pv-x');
 const ok = () => ({ volumeId: 'pv-x', target: t(), bucket: BUCKET });
 
 describe('bad NodePublishVolume input: clear errors, nothing mounted, nothing written', () => {
@@ -126,9 +102,9 @@ describe('bad NodePublishVolume input: clear errors, nothing mounted, nothing wr
   });
 
   it('path traversal and non-canonical target paths', async () => {
-    const base = targetPath(env, 'pod-x', 'pv-x');
+    const base = targetPath(fx.env, 'pod-x', 'pv-x');
     await refused(
-      publishRequest({ ...ok(), target: `${env.targets}/pod-x/../../../etc/evil` }),
+      publishRequest({ ...ok(), target: `${fx.env.targets}/pod-x/../../../etc/evil` }),
       status.INVALID_ARGUMENT,
       /'\.\.' segments \(path traversal\)/,
     );
@@ -144,7 +120,7 @@ describe('bad NodePublishVolume input: clear errors, nothing mounted, nothing wr
       /control characters/,
     );
     await refused(
-      { volume_id: 'pv-x', target_path: `${env.targets}/../x` },
+      { volume_id: 'pv-x', target_path: `${fx.env.targets}/../x` },
       status.INVALID_ARGUMENT,
       /path traversal/,
       'NodeUnpublishVolume',

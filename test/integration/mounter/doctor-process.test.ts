@@ -1,71 +1,48 @@
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
+import { describe, expect, it } from 'vitest';
 import { diagnoseMounts, type Finding, fixMounts } from '../../../src/lib/mount/doctor.js';
 import { probePath } from '../../../src/lib/mount/health.js';
 import { mountsAt, readMountTable } from '../../../src/lib/mount/mountinfo.js';
-import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
+import { publishRequest } from '../../helpers/csi-client.js';
 import { waitFor } from '../../helpers/wait.js';
-import {
-  BUCKET,
-  cleanupRoot,
-  type Env,
-  fuseProcessesBelow,
-  makeEnv,
-  startMounter,
-  targetPath,
-} from './fixture.js';
+import { BUCKET, fuseProcessesBelow, processMounterFixture, targetPath } from './fixture.js';
 
-let env: Env;
-let daemon: MounterDaemon;
-let csi: CsiClient;
-
-beforeAll(async () => {
-  env = await makeEnv('storctl-docproc');
-  ({ daemon, csi } = await startMounter(env, { mounter: 'process' }));
-});
-
-afterAll(async () => {
-  csi?.close();
-  await daemon?.stop().catch(() => {});
-  await env?.s3.stop();
-  if (env) await cleanupRoot(env.root);
-});
+const fx = processMounterFixture('storctl-docproc');
 
 const kinds = (fs: Finding[]) => fs.map((f) => `${f.kind}:${f.target ?? f.subject}`).sort();
 
 describe('doctor with the process mounter (no systemd)', () => {
   it('finds and fixes a stale mount of a killed FUSE process', async () => {
-    const target = targetPath(env, 'pod-k', 'pv-k');
-    await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-k', target, bucket: BUCKET }));
-    process.kill((await fuseProcessesBelow(env.root))[0].pid, 'SIGKILL');
+    const target = targetPath(fx.env, 'pod-k', 'pv-k');
+    await fx.csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-k', target, bucket: BUCKET }));
+    process.kill((await fuseProcessesBelow(fx.env.root))[0].pid, 'SIGKILL');
     await waitFor(async () => (await probePath(target)).state === 'corrupted', { what: 'ENOTCONN' });
-    const report = await diagnoseMounts(env.stateDir, undefined, env.targets);
+    const report = await diagnoseMounts(fx.env.stateDir, undefined, fx.env.targets);
     expect(report.notes.join()).toMatch(/no systemd manager reachable/);
     expect(kinds(report.findings)).toEqual([`stale-mount:${target}`]);
-    const done = await fixMounts(env.stateDir, report.findings, undefined, env.targets);
+    const done = await fixMounts(fx.env.stateDir, report.findings, undefined, fx.env.targets);
     expect(done.join()).toMatch(/dead mount/);
     expect(mountsAt(await readMountTable(), target)).toEqual([]);
-    expect((await diagnoseMounts(env.stateDir, undefined, env.targets)).healthy).toBe(true);
+    expect((await diagnoseMounts(fx.env.stateDir, undefined, fx.env.targets)).healthy).toBe(true);
   });
 
   it('finds and terminates an orphaned FUSE process (running, nothing mounted at its target)', async () => {
-    const target = targetPath(env, 'pod-o', 'pv-o');
+    const target = targetPath(fx.env, 'pod-o', 'pv-o');
     // Looks like `s3fs BUCKET TARGET ...` in /proc, mounts nothing.
-    const idle = join(env.root, 'idle.cjs');
+    const idle = join(fx.env.root, 'idle.cjs');
     await writeFile(idle, 'setTimeout(() => {}, 600000);\n');
     const child = spawn('/bin/bash', ['-c', 'exec -a s3fs "$0" "$1" "$2"', process.execPath, idle, target], {
       stdio: 'ignore',
     });
-    await waitFor(async () => (await fuseProcessesBelow(env.root)).some((p) => p.pid === child.pid), {
+    await waitFor(async () => (await fuseProcessesBelow(fx.env.root)).some((p) => p.pid === child.pid), {
       what: 'fixture process',
     });
-    const report = await diagnoseMounts(env.stateDir, undefined, env.targets);
+    const report = await diagnoseMounts(fx.env.stateDir, undefined, fx.env.targets);
     expect(kinds(report.findings)).toEqual([`orphaned-process:${target}`]);
-    await fixMounts(env.stateDir, report.findings, undefined, env.targets);
+    await fixMounts(fx.env.stateDir, report.findings, undefined, fx.env.targets);
     await waitFor(() => child.exitCode !== null || child.signalCode !== null, { what: 'orphan to end' });
-    expect((await diagnoseMounts(env.stateDir, undefined, env.targets)).healthy).toBe(true);
+    expect((await diagnoseMounts(fx.env.stateDir, undefined, fx.env.targets)).healthy).toBe(true);
   });
 });

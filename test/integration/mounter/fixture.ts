@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { type MounterDaemon, type MounterDaemonConfig, start } from '../../../src/daemons/mounter/index.js';
 import { isS3FuseMount } from '../../../src/lib/mount/fuse-binary.js';
 import { readMountTable } from '../../../src/lib/mount/mountinfo.js';
@@ -88,6 +89,39 @@ export async function startMounter(
     ...over,
   });
   return { daemon, csi: new CsiClient(daemon.socketPath) };
+}
+
+/** A process-mounter daemon shared by one test file; `restart` replaces `daemon` and `csi`. */
+export interface ProcessMounterFixture {
+  env: Env;
+  daemon: MounterDaemon;
+  csi: CsiClient;
+  restart(): Promise<void>;
+}
+
+/**
+ * Registers beforeAll/afterAll for a test file: a fresh env (temp root + s3rver) and a process mounter
+ * on it, all stopped and cleaned up afterwards (a daemon that fails to stop does not skip the cleanup).
+ */
+export function processMounterFixture(prefix: string): ProcessMounterFixture {
+  const fx = {
+    restart: async () => {
+      fx.csi.close();
+      await fx.daemon.stop();
+      Object.assign(fx, await startMounter(fx.env, { mounter: 'process' }));
+    },
+  } as ProcessMounterFixture;
+  beforeAll(async () => {
+    fx.env = await makeEnv(prefix);
+    Object.assign(fx, await startMounter(fx.env, { mounter: 'process' }));
+  });
+  afterAll(async () => {
+    fx.csi?.close();
+    await fx.daemon?.stop().catch(() => {});
+    await fx.env?.s3.stop();
+    if (fx.env) await cleanupRoot(fx.env.root);
+  });
+  return fx;
 }
 
 export const targetPath = (env: Env, pod: string, vol: string) =>

@@ -4,49 +4,22 @@ import { chmod, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MounterDaemon } from '../../../src/daemons/mounter/index.js';
+import { describe, expect, it } from 'vitest';
 import { targetId } from '../../../src/lib/mount/unit-name.js';
-import { type CsiClient, publishRequest } from '../../helpers/csi-client.js';
+import { publishRequest } from '../../helpers/csi-client.js';
 import { waitFor } from '../../helpers/wait.js';
-import {
-  BUCKET,
-  cleanupRoot,
-  type Env,
-  fuseProcessesBelow,
-  makeEnv,
-  startMounter,
-  targetPath,
-} from './fixture.js';
+import { BUCKET, fuseProcessesBelow, processMounterFixture, startMounter, targetPath } from './fixture.js';
 import { mounterSuite } from './suite.js';
 
-let env: Env;
-let daemon: MounterDaemon;
-let csi: CsiClient;
-
-beforeAll(async () => {
-  env = await makeEnv('storctl-procmnt');
-  ({ daemon, csi } = await startMounter(env, { mounter: 'process' }));
-});
-
-afterAll(async () => {
-  csi?.close();
-  await daemon?.stop().catch(() => {});
-  await env?.s3.stop();
-  if (env) await cleanupRoot(env.root);
-});
+const fx = processMounterFixture('storctl-procmnt');
 
 mounterSuite('S3 mounter, process mounter (s3fs against s3rver)', () => ({
-  env,
-  daemon,
-  csi,
-  restart: async () => {
-    csi.close();
-    await daemon.stop();
-    ({ daemon, csi } = await startMounter(env, { mounter: 'process' }));
-  },
+  env: fx.env,
+  daemon: fx.daemon,
+  csi: fx.csi,
+  restart: () => fx.restart(),
   daemonsFor: async (target) =>
-    (await fuseProcessesBelow(env.root)).filter((p) => p.argv[2] === target).map((p) => `pid:${p.pid}`),
+    (await fuseProcessesBelow(fx.env.root)).filter((p) => p.argv[2] === target).map((p) => `pid:${p.pid}`),
 }));
 
 describe('mount timeout', () => {
@@ -57,15 +30,15 @@ describe('mount timeout', () => {
     blackHole.listen(0, '127.0.0.1');
     await once(blackHole, 'listening');
     const port = (blackHole.address() as { port: number }).port;
-    const other = await startMounter(env, {
+    const other = await startMounter(fx.env, {
       mounter: 'process',
       s3Endpoint: `http://127.0.0.1:${port}`,
-      endpoint: `unix://${join(env.root, 'sock-bh', 'csi.sock')}`,
-      stateDir: join(env.root, 'state-bh'),
+      endpoint: `unix://${join(fx.env.root, 'sock-bh', 'csi.sock')}`,
+      stateDir: join(fx.env.root, 'state-bh'),
       mountTimeoutMs: 1500,
     });
     try {
-      const target = targetPath(env, 'pod-bh', 'pv-bh');
+      const target = targetPath(fx.env, 'pod-bh', 'pv-bh');
       const t0 = Date.now();
       const err = await other.csi
         .node('NodePublishVolume', publishRequest({ volumeId: 'pv-bh', target, bucket: BUCKET }))
@@ -75,10 +48,10 @@ describe('mount timeout', () => {
       expect(Date.now() - t0).toBeLessThan(15_000);
       expect(existsSync(target)).toBe(false);
       await waitFor(
-        async () => (await fuseProcessesBelow(env.root)).filter((p) => p.argv[2] === target).length === 0,
+        async () => (await fuseProcessesBelow(fx.env.root)).filter((p) => p.argv[2] === target).length === 0,
         { what: 's3fs to be stopped' },
       );
-      expect(await readdir(join(env.root, 'state-bh', 'credentials'))).toEqual([]);
+      expect(await readdir(join(fx.env.root, 'state-bh', 'credentials'))).toEqual([]);
     } finally {
       other.csi.close();
       await other.daemon.stop();
@@ -90,24 +63,27 @@ describe('mount timeout', () => {
 
 describe('driver-level keys from a secrets file', () => {
   it('mounts with keys from a 0600 file; a group/world-readable file is refused at start', async () => {
-    const file = join(env.root, 'driver-keys');
+    const file = join(fx.env.root, 'driver-keys');
     await writeFile(file, 'access_key_id=S3RVER\nsecret_access_key = from-file\n', { mode: 0o600 });
     const over = {
       mounter: 'process' as const,
       secretsFile: file,
       env: { PATH: process.env.PATH },
-      endpoint: `unix://${join(env.root, 'sock-sf', 'csi.sock')}`,
-      stateDir: join(env.root, 'state-sf'),
+      endpoint: `unix://${join(fx.env.root, 'sock-sf', 'csi.sock')}`,
+      stateDir: join(fx.env.root, 'state-sf'),
     };
-    const other = await startMounter(env, over);
+    const other = await startMounter(fx.env, over);
     try {
-      const target = targetPath(env, 'pod-sf', 'pv-sf');
+      const target = targetPath(fx.env, 'pod-sf', 'pv-sf');
       await other.csi.node(
         'NodePublishVolume',
         publishRequest({ volumeId: 'pv-sf', target, bucket: BUCKET }),
       );
       expect(
-        await readFile(join(env.root, 'state-sf', 'credentials', `${targetId(target)}.passwd-s3fs`), 'utf8'),
+        await readFile(
+          join(fx.env.root, 'state-sf', 'credentials', `${targetId(target)}.passwd-s3fs`),
+          'utf8',
+        ),
       ).toBe('S3RVER:from-file\n');
       await other.csi.node('NodeUnpublishVolume', { volume_id: 'pv-sf', target_path: target });
     } finally {
@@ -115,6 +91,6 @@ describe('driver-level keys from a secrets file', () => {
       await other.daemon.stop();
     }
     await chmod(file, 0o644);
-    await expect(startMounter(env, over)).rejects.toThrow(/must not be readable by group or others/);
+    await expect(startMounter(fx.env, over)).rejects.toThrow(/must not be readable by group or others/);
   });
 });
