@@ -2,10 +2,9 @@ import { spawn } from 'node:child_process';
 import { open } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import type { DaemonInfo, DaemonSpec, Mounter } from './mounter.js';
+import { waitUntilGone } from './poll.js';
 import { isSameProcessAlive, listFuseProcesses, procStat } from './processes.js';
 import type { DaemonRef } from './state.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * FUSE daemons as detached children (own session, output to their log file). They outlive the
@@ -54,14 +53,7 @@ export class ProcessMounter implements Mounter {
   async stop(ref: DaemonRef, timeoutMs: number): Promise<void> {
     if (ref.pid === undefined) return;
     const pid = ref.pid;
-    const gone = async (ms: number) => {
-      const deadline = Date.now() + ms;
-      while (Date.now() < deadline) {
-        if (!(await isSameProcessAlive(pid, ref.pidStartTime))) return true;
-        await sleep(10);
-      }
-      return !(await isSameProcessAlive(pid, ref.pidStartTime));
-    };
+    const gone = (ms: number) => waitUntilGone(() => isSameProcessAlive(pid, ref.pidStartTime), ms);
     // After the unmount a FUSE daemon ends by itself; signals only for one that does not.
     if (await gone(timeoutMs)) return;
     this.log?.warn({ pid }, 'FUSE daemon still running after unmount; sending SIGTERM');

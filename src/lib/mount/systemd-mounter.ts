@@ -1,10 +1,10 @@
 import type { Logger } from '../logger.js';
 import { SystemdCallError, type SystemdClient, Variant } from '../systemd/client.js';
 import type { DaemonInfo, DaemonSpec, Mounter } from './mounter.js';
+import { sleep, waitUntilGone } from './poll.js';
 import type { DaemonRef } from './state.js';
 import { parseUnitName, targetId, UNIT_PREFIX, unitNameFor } from './unit-name.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const RUNNING = new Set(['active', 'activating', 'reloading']);
 
 /**
@@ -115,13 +115,8 @@ export class SystemdMounter implements Mounter {
 
   async stop(ref: DaemonRef, timeoutMs: number): Promise<void> {
     if (!ref.unit) return;
-    const deadline = Date.now() + timeoutMs;
     // After the unmount the daemon exits by itself and the unit goes inactive (then is collected).
-    while (Date.now() < deadline) {
-      if (!(await this.isRunning(ref))) break;
-      await sleep(10);
-    }
-    if (await this.isRunning(ref))
+    if (!(await waitUntilGone(() => this.isRunning(ref), timeoutMs)))
       this.log?.warn({ unit: ref.unit }, 'unit still running after unmount; stopping it');
     await this.stopUnit(ref.unit);
   }
