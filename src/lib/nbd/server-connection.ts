@@ -8,29 +8,14 @@ import {
   Errno,
   FLAG_C_NO_ZEROES,
   IHAVEOPT,
-  Info,
   MAX_OPTION_SIZE,
   MAX_REQUEST_SIZE,
-  OPT_REPLY_MAGIC,
-  Opt,
   REQUEST_HEADER_SIZE,
   REQUEST_MAGIC,
-  Rep,
   SIMPLE_REPLY_MAGIC,
   SIMPLE_REPLY_SIZE,
-  TFLAG_CAN_MULTI_CONN,
-  TFLAG_HAS_FLAGS,
-  TFLAG_READ_ONLY,
-  TFLAG_SEND_FLUSH,
-  TFLAG_SEND_FUA,
-  TFLAG_SEND_TRIM,
-  TFLAG_SEND_WRITE_ZEROES,
 } from './protocol.js';
-
-export interface ExportLookup {
-  get(name: string): BlockBackend | undefined;
-  names(): string[];
-}
+import { type ExportLookup, handleOption } from './server-handshake.js';
 
 type Phase = 'clientFlags' | 'optionHeader' | 'optionData' | 'requestHeader' | 'writePayload' | 'closing';
 
@@ -108,7 +93,19 @@ export class NbdServerConnection {
           if (this.q.length < this.opt.length) return;
           const data = this.opt.length ? this.q.take(this.opt.length) : Buffer.alloc(0);
           this.phase = 'optionHeader';
-          this.handleOption(this.opt.code, data);
+          handleOption(
+            {
+              socket: this.socket,
+              exports: this.exports,
+              noZeroes: this.noZeroes,
+              stopParsing: () => {
+                this.phase = 'closing';
+              },
+              enterTransmission: (name, backend) => this.enterTransmission(name, backend),
+            },
+            this.opt.code,
+            data,
+          );
           break;
         }
         case 'requestHeader': {
@@ -147,125 +144,6 @@ export class NbdServerConnection {
           return;
       }
     }
-  }
-
-  private optReply(option: number, type: number, data?: Buffer): void {
-    const h = Buffer.allocUnsafe(20);
-    h.writeBigUInt64BE(OPT_REPLY_MAGIC, 0);
-    h.writeUInt32BE(option, 8);
-    h.writeUInt32BE(type >>> 0, 12);
-    h.writeUInt32BE(data?.length ?? 0, 16);
-    this.socket.write(data?.length ? Buffer.concat([h, data]) : h);
-  }
-
-  private optError(option: number, type: number, message: string): void {
-    this.optReply(option, type, Buffer.from(message, 'utf8'));
-  }
-
-  private transmissionFlags(backend: BlockBackend): number {
-    let f =
-      TFLAG_HAS_FLAGS |
-      TFLAG_SEND_FLUSH |
-      TFLAG_SEND_FUA |
-      TFLAG_SEND_TRIM |
-      TFLAG_SEND_WRITE_ZEROES |
-      TFLAG_CAN_MULTI_CONN;
-    if (backend.readOnly) f |= TFLAG_READ_ONLY;
-    return f;
-  }
-
-  private handleOption(code: number, data: Buffer): void {
-    switch (code) {
-      case Opt.EXPORT_NAME: {
-        const name = data.toString('utf8');
-        const backend = this.exports.get(name);
-        if (!backend) {
-          this.socket.destroy(); // the protocol has no error reply for EXPORT_NAME
-          this.phase = 'closing';
-          return;
-        }
-        const b = Buffer.alloc(this.noZeroes ? 10 : 134);
-        b.writeBigUInt64BE(BigInt(backend.size), 0);
-        b.writeUInt16BE(this.transmissionFlags(backend), 8);
-        this.socket.write(b);
-        this.enterTransmission(name, backend);
-        return;
-      }
-      case Opt.ABORT:
-        this.optReply(code, Rep.ACK);
-        this.phase = 'closing';
-        this.socket.end();
-        return;
-      case Opt.LIST: {
-        if (data.length) {
-          this.optError(code, Rep.ERR_INVALID, 'LIST takes no data');
-          return;
-        }
-        for (const name of this.exports.names()) {
-          const n = Buffer.from(name, 'utf8');
-          const d = Buffer.allocUnsafe(4 + n.length);
-          d.writeUInt32BE(n.length, 0);
-          n.copy(d, 4);
-          this.optReply(code, Rep.SERVER, d);
-        }
-        this.optReply(code, Rep.ACK);
-        return;
-      }
-      case Opt.INFO:
-      case Opt.GO: {
-        this.infoOrGo(code, data);
-        return;
-      }
-      default: {
-        this.optError(code, Rep.ERR_UNSUP, `option ${code} not supported`);
-        return;
-      }
-    }
-  }
-
-  private infoOrGo(code: number, data: Buffer): void {
-    if (data.length < 6) {
-      this.optError(code, Rep.ERR_INVALID, 'option data too short');
-      return;
-    }
-    const nameLen = data.readUInt32BE(0);
-    if (4 + nameLen + 2 > data.length) {
-      this.optError(code, Rep.ERR_INVALID, 'bad export name length');
-      return;
-    }
-    const name = data.toString('utf8', 4, 4 + nameLen);
-    const nInfo = data.readUInt16BE(4 + nameLen);
-    if (4 + nameLen + 2 + nInfo * 2 !== data.length) {
-      this.optError(code, Rep.ERR_INVALID, 'bad info request list');
-      return;
-    }
-    const requested = new Set<number>();
-    for (let i = 0; i < nInfo; i++) requested.add(data.readUInt16BE(4 + nameLen + 2 + i * 2));
-    const backend = this.exports.get(name);
-    if (!backend) {
-      this.optError(code, Rep.ERR_UNKNOWN, `export '${name}' not found`);
-      return;
-    }
-    const exp = Buffer.allocUnsafe(12);
-    exp.writeUInt16BE(Info.EXPORT, 0);
-    exp.writeBigUInt64BE(BigInt(backend.size), 2);
-    exp.writeUInt16BE(this.transmissionFlags(backend), 10);
-    this.optReply(code, Rep.INFO, exp);
-    if (requested.has(Info.NAME)) {
-      const n = Buffer.from(name, 'utf8');
-      const d = Buffer.allocUnsafe(2 + n.length);
-      d.writeUInt16BE(Info.NAME, 0);
-      n.copy(d, 2);
-      this.optReply(code, Rep.INFO, d);
-    }
-    const bs = Buffer.allocUnsafe(14);
-    bs.writeUInt16BE(Info.BLOCK_SIZE, 0);
-    bs.writeUInt32BE(1, 2);
-    bs.writeUInt32BE(4096, 6);
-    bs.writeUInt32BE(MAX_REQUEST_SIZE, 10);
-    this.optReply(code, Rep.INFO, bs);
-    this.optReply(code, Rep.ACK);
-    if (code === Opt.GO) this.enterTransmission(name, backend);
   }
 
   private enterTransmission(name: string, backend: BlockBackend): void {
