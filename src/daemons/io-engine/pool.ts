@@ -85,7 +85,7 @@ export class Pool {
   /** Files removed by the last import: created or destroyed around a crash, not in the metadata. */
   readonly removedOrphans: string[] = [];
   private readonly metaFile: GroupCommitFile;
-  /** Serialized replica entries, reused by every metadata write until that replica changes. */
+  /** Serialized entry of every replica in the metadata, redone only when that replica changes. */
   private readonly replicaJson = new Map<string, string>();
   /** Directories that gained files since the last metadata write (their entries are fsynced first). */
   private readonly dirtyDirs = new Set<string>();
@@ -100,6 +100,13 @@ export class Pool {
       () => this.render(),
       () => this.syncDirtyDirs(),
     );
+    for (const uuid of Object.keys(meta.replicas)) this.replicaChanged(uuid);
+  }
+
+  private replicaChanged(uuid: string): void {
+    const r = this.meta.replicas[uuid];
+    if (r) this.replicaJson.set(uuid, `${JSON.stringify(uuid)}:${JSON.stringify(r)}`);
+    else this.replicaJson.delete(uuid);
   }
 
   get name(): string {
@@ -178,23 +185,14 @@ export class Pool {
    */
   private save(changedReplica?: string): Promise<void> {
     this.statsCache = null;
-    if (changedReplica) this.replicaJson.delete(changedReplica);
+    if (changedReplica) this.replicaChanged(changedReplica);
     return this.metaFile.save();
   }
 
-  /** pool.json for the current state; only changed replicas are serialized again. */
+  /** pool.json for the current state, from the kept replica entries (no walk of the metadata). */
   private render(): string {
-    const { replicas, ...head } = this.meta;
-    const entries: string[] = [];
-    for (const [uuid, r] of Object.entries(replicas)) {
-      let json = this.replicaJson.get(uuid);
-      if (json === undefined) {
-        json = `${JSON.stringify(uuid)}:${JSON.stringify(r)}`;
-        this.replicaJson.set(uuid, json);
-      }
-      entries.push(json);
-    }
-    return `${JSON.stringify(head).slice(0, -1)},"replicas":{${entries.join(',')}}}\n`;
+    const { replicas: _, ...head } = this.meta;
+    return `${JSON.stringify(head).slice(0, -1)},"replicas":{${[...this.replicaJson.values()].join(',')}}}\n`;
   }
 
   /** Resolves once every metadata change made so far is on disk. */
@@ -326,7 +324,7 @@ export class Pool {
     const replica = await Replica.open(meta, this.name, this.replicaPath(meta.uuid));
     this.replicas.set(meta.uuid, replica);
     this.meta.replicas[meta.uuid] = meta;
-    void this.save();
+    void this.save(meta.uuid);
     return replica;
   }
 
