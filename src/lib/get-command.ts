@@ -1,10 +1,11 @@
 import { Flags } from '@oclif/core';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
+import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand } from './command.js';
-import { ExitCode, UsageError } from './errors.js';
+import { type DecodeError, ExitCode, UsageError } from './errors.js';
 import type { Listing } from './output/render.js';
-import type { SpecType } from './specs/index.js';
+import type { SpecType, SpecTypes } from './specs/index.js';
 
 const LABEL_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
@@ -44,12 +45,33 @@ export abstract class GetCommand extends StorctlCommand {
   ): Promise<void> {
     const state = await withStore(this.globals, (store) => readCluster(store, this.globals.keySpace, types));
     this.print(build(state));
-    if (state.errors.length) {
-      for (const err of state.errors) this.logToStderr(`Error: ${err.message}`);
-      this.logToStderr(
-        `Try: storctl store dump | grep <key> to inspect the raw value${state.errors.length > 1 ? 's' : ''}`,
-      );
-      this.exit(ExitCode.corrupt);
-    }
+    this.reportDecodeErrors(state.errors);
+  }
+
+  /**
+   * A plain spec listing: tables go through `show` (they need every row for column widths and
+   * derived columns); json/yaml stream the specs one by one in constant memory.
+   */
+  protected async showSpecs<K extends SpecType, T>(
+    type: K,
+    filter: ((value: SpecTypes[K]) => boolean) | undefined,
+    types: readonly (SpecType | 'NodeLiveness')[],
+    build: (state: ClusterState) => Listing<T>,
+  ): Promise<void> {
+    const format = this.globals.output;
+    if (format !== 'json' && format !== 'yaml') return this.show(types, build);
+    const errors = await withStore(this.globals, (store) =>
+      streamSpecs(store, this.globals.keySpace, type, format, (text) => process.stdout.write(text), filter),
+    );
+    this.reportDecodeErrors(errors);
+  }
+
+  private reportDecodeErrors(errors: DecodeError[]): void {
+    if (!errors.length) return;
+    for (const err of errors) this.logToStderr(`Error: ${err.message}`);
+    this.logToStderr(
+      `Try: storctl store dump | grep <key> to inspect the raw value${errors.length > 1 ? 's' : ''}`,
+    );
+    this.exit(ExitCode.corrupt);
   }
 }

@@ -1,6 +1,6 @@
 import { NODE_TYPES, nodeListing } from '../../lib/catalog/views/nodes.js';
 import { GetCommand, parseSelector, selectorFlag } from '../../lib/get-command.js';
-import { nodeMatches } from '../../lib/specs/index.js';
+import { type NodeSpec, nodeMatches } from '../../lib/specs/index.js';
 
 export default class GetNodes extends GetCommand {
   static override description = 'list io-engine nodes: endpoint, liveness, cordon and drain state';
@@ -13,6 +13,7 @@ export default class GetNodes extends GetCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(GetNodes);
     const selector = parseSelector(flags.selector);
-    await this.show(NODE_TYPES, (state) => nodeListing(state, (n) => !selector || nodeMatches(n, selector)));
+    const filter = (n: NodeSpec) => !selector || nodeMatches(n, selector);
+    await this.showSpecs('NodeSpec', filter, NODE_TYPES, (state) => nodeListing(state, filter));
   }
 }

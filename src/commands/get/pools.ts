@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { POOL_TYPES, poolListing } from '../../lib/catalog/views/pools.js';
 import { GetCommand, parseSelector, selectorFlag } from '../../lib/get-command.js';
-import { poolMatches } from '../../lib/specs/index.js';
+import { type PoolSpec, poolMatches } from '../../lib/specs/index.js';
 
 export default class GetPools extends GetCommand {
   static override description = 'list pools with their node, status and committed size';
@@ -18,11 +18,8 @@ export default class GetPools extends GetCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(GetPools);
     const selector = parseSelector(flags.selector);
-    await this.show(POOL_TYPES, (state) =>
-      poolListing(
-        state,
-        (p) => (!flags.node || p.node === flags.node) && (!selector || poolMatches(p, selector)),
-      ),
-    );
+    const filter = (p: PoolSpec) =>
+      (!flags.node || p.node === flags.node) && (!selector || poolMatches(p, selector));
+    await this.showSpecs('PoolSpec', filter, POOL_TYPES, (state) => poolListing(state, filter));
   }
 }

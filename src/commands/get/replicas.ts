@@ -10,6 +10,6 @@ export default class GetReplicas extends GetCommand {
 
   async run(): Promise<void> {
     await this.parse(GetReplicas);
-    await this.show(REPLICA_TYPES, (state) => replicaListing(state));
+    await this.showSpecs('ReplicaSpec', undefined, REPLICA_TYPES, (state) => replicaListing(state));
   }
 }

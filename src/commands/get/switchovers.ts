@@ -10,6 +10,6 @@ export default class GetSwitchovers extends GetCommand {
 
   async run(): Promise<void> {
     await this.parse(GetSwitchovers);
-    await this.show(SWITCHOVER_TYPES, (state) => switchOverListing(state));
+    await this.showSpecs('SwitchOver', undefined, SWITCHOVER_TYPES, (state) => switchOverListing(state));
   }
 }

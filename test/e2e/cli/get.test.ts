@@ -142,6 +142,11 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
         expect(r.code).toBe(8);
         expect(r.stdout).toContain('node-1');
         expect(r.stderr).toContain(`cannot decode ${badKey}: field 'endpoint'`);
+        // Streamed json reports it the same way and still prints valid JSON of the rest.
+        const j = await storctl('get', 'nodes', '-o', 'json');
+        expect(j.code).toBe(8);
+        expect(JSON.parse(j.stdout).map((n: { id: string }) => n.id)).toEqual(['node-1', 'node-2']);
+        expect(j.stderr).toContain(`cannot decode ${badKey}: field 'endpoint'`);
       } finally {
         await store.delete(badKey);
       }
