@@ -3,7 +3,7 @@ import { makeEvent } from '../events.js';
 import { isCreated, type VolumeSpec } from '../model.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { SvcError, toSvcError } from '../svc-error.js';
-import { newReplicaSpec } from './volume-create.js';
+import { newReplicaSpec, newVolumeSpec } from './volume-create.js';
 
 /**
  * PUT /snapshots/{snapshot}/volumes/{volume}: a new volume whose replicas are clones of the
@@ -36,22 +36,10 @@ export async function createCloneVolume(
   }
   return registry.exclusive('volume', uuid, async () => {
     if (registry.volumes.has(uuid)) throw new SvcError('AlreadyExists', `volume '${uuid}' already exists`);
-    const volume: VolumeSpec = {
-      uuid,
-      size: body.size,
-      labels: body.labels,
-      num_replicas: body.replicas,
-      status: 'Creating',
-      policy: body.policy,
-      topology: body.topology,
-      last_nexus_id: null,
-      operation: { operation: 'Create', result: null },
+    const volume = newVolumeSpec(uuid, body, {
       thin: true,
       content_source: { Snapshot: [snapId, snap.spec.source_id] },
-      target: null,
-      publish_context: null,
-      affinity_group: body.affinity_group,
-    };
+    });
     const chosen = records
       .filter((r) => registry.pools.has(r.spec.source_id.pool_id))
       .slice(0, body.replicas);

@@ -76,6 +76,34 @@ export async function destroyReplicasQuietly(
 }
 
 /**
+ * A new volume spec, status Creating with its Create operation recorded: the intent is stored
+ * before any io-engine is touched (reference §1.5). `overrides` serve clones (thin, content source).
+ */
+export function newVolumeSpec(
+  uuid: string,
+  body: CreateVolumeBody,
+  overrides: Partial<VolumeSpec> = {},
+): VolumeSpec {
+  return {
+    uuid,
+    size: body.size,
+    labels: body.labels,
+    num_replicas: body.replicas,
+    status: 'Creating',
+    policy: body.policy,
+    topology: body.topology,
+    last_nexus_id: null,
+    operation: { operation: 'Create', result: null },
+    thin: body.thin,
+    target: null,
+    publish_context: null,
+    affinity_group: body.affinity_group,
+    ...(body.max_snapshots !== undefined ? { max_snapshots: body.max_snapshots } : {}),
+    ...overrides,
+  };
+}
+
+/**
  * Volume creation (seed 001): validate → schedule → log Create in the volume and replica specs →
  * create the replicas → commit. Two store transactions per create. On failure everything created is
  * destroyed again (or left disowned for the replica GC) and the specs are removed.
@@ -102,22 +130,7 @@ export async function createVolume(
       }
       throw new SvcError('AlreadyExists', `volume '${uuid}' already exists`);
     }
-    const volume: VolumeSpec = {
-      uuid,
-      size: body.size,
-      labels: body.labels,
-      num_replicas: body.replicas,
-      status: 'Creating',
-      policy: body.policy,
-      topology: body.topology,
-      last_nexus_id: null,
-      operation: { operation: 'Create', result: null },
-      thin: body.thin,
-      target: null,
-      publish_context: null,
-      affinity_group: body.affinity_group,
-      ...(body.max_snapshots !== undefined ? { max_snapshots: body.max_snapshots } : {}),
-    };
+    const volume = newVolumeSpec(uuid, body);
     const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
       size: body.size,
       thin: body.thin,
