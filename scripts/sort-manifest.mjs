@@ -4,5 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 const file = new URL('../oclif.manifest.json', import.meta.url);
 const manifest = JSON.parse(readFileSync(file, 'utf8'));
-manifest.commands = Object.fromEntries(Object.entries(manifest.commands).sort(([a], [b]) => a.localeCompare(b)));
+manifest.commands = Object.fromEntries(
+  Object.entries(manifest.commands).sort(([a], [b]) => a.localeCompare(b)),
+);
 writeFileSync(file, `${JSON.stringify(manifest, null, 2)}\n`);
