@@ -3,7 +3,7 @@ import { makeEvent } from '../events.js';
 import { isCreated, type VolumeSpec } from '../model.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { SvcError, toSvcError } from '../svc-error.js';
-import { newReplicaSpec, newVolumeSpec } from './volume-create.js';
+import { commitCreated, newReplicaSpec, newVolumeSpec } from './volume-create.js';
 
 /**
  * PUT /snapshots/{snapshot}/volumes/{volume}: a new volume whose replicas are clones of the
@@ -69,19 +69,12 @@ export async function createCloneVolume(
       const why = toSvcError(err);
       throw new SvcError(why.kind, `clone volume '${uuid}' not created: ${why.message}`, why.details);
     }
-    volume.status = { Created: 'Online' };
-    volume.operation = null;
-    for (const r of replicas) {
-      r.status = { Created: 'online' };
-      r.operation = null;
-    }
-    await registry.persist({
-      volumes: [volume],
+    await commitCreated(
+      registry,
+      volume,
       replicas,
-      events: [
-        makeEvent('volume', uuid, 'Created', `clone of snapshot ${snapId} (${replicas.length} replica(s))`),
-      ],
-    });
+      makeEvent('volume', uuid, 'Created', `clone of snapshot ${snapId} (${replicas.length} replica(s))`),
+    );
     return volume;
   });
 }

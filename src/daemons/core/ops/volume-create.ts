@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { ReplicaSpec, VolumeSpec } from '../model.js';
+import type { Registry } from '../registry.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { placeReplicas } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
@@ -79,6 +80,22 @@ export async function destroyReplicasQuietly(
  * A new volume spec, status Creating with its Create operation recorded: the intent is stored
  * before any io-engine is touched (reference §1.5). `overrides` serve clones (thin, content source).
  */
+/** Commit a create: volume and replicas Created, their operations cleared, one store write with its event. */
+export async function commitCreated(
+  registry: Registry,
+  volume: VolumeSpec,
+  replicas: ReplicaSpec[],
+  event: ReturnType<typeof makeEvent>,
+): Promise<void> {
+  volume.status = { Created: 'Online' };
+  volume.operation = null;
+  for (const r of replicas) {
+    r.status = { Created: 'online' };
+    r.operation = null;
+  }
+  await registry.persist({ volumes: [volume], replicas, events: [event] });
+}
+
 export function newVolumeSpec(
   uuid: string,
   body: CreateVolumeBody,
@@ -167,24 +184,17 @@ export async function createVolume(
         why.details,
       );
     }
-    volume.status = { Created: 'Online' };
-    volume.operation = null;
-    for (const r of replicas) {
-      r.status = { Created: 'online' };
-      r.operation = null;
-    }
-    await registry.persist({
-      volumes: [volume],
+    await commitCreated(
+      registry,
+      volume,
       replicas,
-      events: [
-        makeEvent(
-          'volume',
-          uuid,
-          'Created',
-          `${body.replicas} replica(s) of ${body.size} bytes on ${pools.map((p) => p.node).join(', ')}`,
-        ),
-      ],
-    });
+      makeEvent(
+        'volume',
+        uuid,
+        'Created',
+        `${body.replicas} replica(s) of ${body.size} bytes on ${pools.map((p) => p.node).join(', ')}`,
+      ),
+    );
     return volume;
   });
 }
