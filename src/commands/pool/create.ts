@@ -1,7 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { StorctlCommand } from '../../lib/command.js';
-import { UsageError } from '../../lib/errors.js';
-import { poolListing, restClient, restFlags, sizeArg } from '../../lib/rest/cli.js';
+import { labelsArg, poolListing, restClient, restFlags, sizeArg } from '../../lib/rest/cli.js';
 
 export default class PoolCreate extends StorctlCommand {
   static override description =
@@ -26,12 +25,7 @@ export default class PoolCreate extends StorctlCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PoolCreate);
-    const labels: Record<string, string> = {};
-    for (const l of flags.label ?? []) {
-      const eq = l.indexOf('=');
-      if (eq <= 0) throw new UsageError(`--label '${l}' is not KEY=VALUE`);
-      labels[l.slice(0, eq)] = l.slice(eq + 1);
-    }
+    const labels = labelsArg(flags.label ?? []);
     const client = restClient(flags.rest);
     try {
       const p = await client.createPool(args.node, args.id, {

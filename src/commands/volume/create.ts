@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Args, Flags } from '@oclif/core';
 import { StorctlCommand } from '../../lib/command.js';
-import { UsageError } from '../../lib/errors.js';
-import { restClient, restFlags, sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { labelsArg, restClient, restFlags, sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
 
 export default class VolumeCreate extends StorctlCommand {
   static override description =
@@ -27,12 +26,7 @@ export default class VolumeCreate extends StorctlCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeCreate);
     const id = args.id ? uuidArg('volume id', args.id) : randomUUID();
-    const labels: Record<string, string> = {};
-    for (const l of flags.label ?? []) {
-      const eq = l.indexOf('=');
-      if (eq <= 0) throw new UsageError(`--label '${l}' is not KEY=VALUE`);
-      labels[l.slice(0, eq)] = l.slice(eq + 1);
-    }
+    const labels = labelsArg(flags.label ?? []);
     const client = restClient(flags.rest);
     try {
       const v = await client.createVolume(id, {
