@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type * as grpc from '@grpc/grpc-js';
 import { unary } from '../../lib/grpc/status.js';
+import { listBlockDevices } from './block-devices.js';
 import type { Engine } from './engine.js';
 import { alreadyExists, checkName, checkSize, invalid, notFound } from './errors.js';
 import type { Nexus } from './nexus.js';
@@ -250,5 +251,6 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ),
     GetNexus: unary(async (r: Req) => nexusMsg(engine.nexus(str(r.uuid)))),
     ListNexuses: unary(async () => ({ nexuses: [...engine.nexuses.values()].map(nexusMsg) })),
+    ListBlockDevices: unary(async (r: Req) => ({ devices: await listBlockDevices(r.all === true) })),
   };
 }
