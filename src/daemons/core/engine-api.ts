@@ -78,4 +78,26 @@ export interface EngineApi {
   /** A new (thin) replica holding a replica snapshot's content, in the snapshot's pool. */
   createSnapshotClone(snapshotUuid: string, cloneUuid: string): Promise<ReplicaState>;
   close(): void;
+  /** Stop exporting a shared replica (it stays usable as a local child). */
+  unshareReplica(uuid: string): Promise<void>;
+  /** The node's block devices (Mayastor BlockDevice fields); `all` false lists only available ones. */
+  listBlockDevices(all: boolean): Promise<BlockDeviceState[]>;
+}
+
+/** A block device of a node as REST `/nodes/{node}/block_devices` shows it. */
+export interface BlockDeviceState {
+  devname: string;
+  devtype: string;
+  devmajor: number;
+  devminor: number;
+  model: string;
+  devpath: string;
+  devlinks: string[];
+  /** In 512-byte sectors. */
+  size: number;
+  partition?: { name: string; number: number; parent: string; scheme: string; typeid: string; uuid: string };
+  filesystem?: { fstype: string; label: string; uuid: string; mountpoint: string };
+  available: boolean;
+  connection_type: string;
+  is_rotational: boolean;
 }

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import type {
+  BlockDeviceState,
   ChildState,
   EngineApi,
   NexusState,
@@ -186,6 +187,28 @@ export class GrpcEngine implements EngineApi {
   }
   close() {
     this.client.close();
+  }
+  async unshareReplica(uuid: string) {
+    await this.call('UnshareReplica', { uuid });
+  }
+  async listBlockDevices(all: boolean): Promise<BlockDeviceState[]> {
+    return ((await this.call('ListBlockDevices', { all })).devices ?? []).map(
+      (d: Msg): BlockDeviceState => ({
+        devname: d.devname,
+        devtype: d.devtype,
+        devmajor: num(d.devmajor),
+        devminor: num(d.devminor),
+        model: d.model ?? '',
+        devpath: d.devpath ?? '',
+        devlinks: d.devlinks ?? [],
+        size: num(d.size),
+        partition: d.partition ? { ...d.partition, number: num(d.partition.number) } : undefined,
+        filesystem: d.filesystem ?? undefined,
+        available: !!d.available,
+        connection_type: d.connection_type ?? '',
+        is_rotational: !!d.is_rotational,
+      }),
+    );
   }
 }
 
