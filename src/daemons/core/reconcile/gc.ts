@@ -48,6 +48,8 @@ export async function collectNexuses(ctx: CoreContext): Promise<void> {
     // Re-read each spec: earlier iterations awaited, and requests may have changed it.
     const n = registry.nexuses.get(id);
     if (!n || n.operation) continue;
+    // An operator's nexus (REST `PUT /nodes/{node}/nexuses/{id}`: unmanaged, no owner) is theirs to delete.
+    if (!n.managed && !n.owner && n.spec_status !== 'Deleting') continue;
     const owner = n.owner ? registry.volumes.get(n.owner) : undefined;
     if (owner && registry.isBusy('volume', owner.uuid)) continue;
     const wanted =

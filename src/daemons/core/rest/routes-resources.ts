@@ -1,5 +1,6 @@
 import type { CoreContext } from '../context.js';
 import { poolName } from '../model.js';
+import { labelPool, unlabelPool } from '../ops/pool-label.js';
 import {
   cordonNode,
   createPool,
@@ -12,10 +13,17 @@ import {
 import { SvcError } from '../svc-error.js';
 import { nexusOut, nodeOut, poolOut, replicaOut } from './present.js';
 import type { Router } from './router.js';
+import { appNodeRoutes } from './routes-app-nodes.js';
+import { nexusRoutes } from './routes-nexuses.js';
+import { replicaRoutes } from './routes-replicas.js';
 import { createPoolBody, labelParam, nameParam, uuidParam } from './validate.js';
+import { boolQuery } from './validate-resources.js';
 
-/** Pools, nodes, replicas, nexuses and /specs (reference §2.2). */
+/** Pools, nodes, replicas, nexuses, block devices, app nodes and /specs (reference §2.2). */
 export function resourceRoutes(router: Router, ctx: CoreContext): void {
+  replicaRoutes(router, ctx);
+  nexusRoutes(router, ctx);
+  appNodeRoutes(router, ctx);
   const reg = ctx.registry;
   const allNodeIds = () => [...new Set([...reg.nodes.keys(), ...reg.nodeLive.keys()])].sort();
   const node = (id: string) => {
@@ -91,6 +99,29 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     .add('DELETE', '/pools/:pool_id', async (req) => {
       await deletePool(ctx, req.params.pool_id);
       return { status: 204 };
+    })
+    .add('PUT', '/pools/:pool_id/label/:key=:value', async (req) => {
+      const p = await labelPool(
+        ctx,
+        nameParam(req.params.pool_id, 'pool_id'),
+        labelParam(req.params.key, 'key', { key: true }),
+        labelParam(req.params.value, 'value'),
+        boolQuery(req.query, 'overwrite'),
+      );
+      return { status: 200, body: poolOut(reg, p) };
+    })
+    .add('DELETE', '/pools/:pool_id/label/:key', async (req) => {
+      const p = await unlabelPool(
+        ctx,
+        nameParam(req.params.pool_id, 'pool_id'),
+        labelParam(req.params.key, 'key', { key: true }),
+      );
+      return { status: 200, body: poolOut(reg, p) };
+    })
+    .add('GET', '/nodes/:node_id/block_devices', async (req) => {
+      const all = boolQuery(req.query, 'all');
+      node(req.params.node_id);
+      return { status: 200, body: await ctx.engines.get(req.params.node_id).listBlockDevices(all) };
     })
     .add('GET', '/nodes/:node_id/pools', async (req) => ({
       status: 200,
