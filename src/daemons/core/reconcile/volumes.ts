@@ -1,6 +1,6 @@
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { isCreated, type VolumeSpec } from '../model.js';
+import { isCreated, type ReplicaSpec, type VolumeSpec } from '../model.js';
 import { buildAndShareNexus, childUri, usableReplicas } from '../ops/nexus-build.js';
 import { publishVolume } from '../ops/volume-publish.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
@@ -72,9 +72,12 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
 }
 
 /**
- * Self-heal (HotSpare): a replica on a node offline past the deadline, or a faulted nexus child, is
- * removed and replaced by a new replica on another node (added to the nexus, so it is rebuilt);
- * healthy replicas missing from the nexus (after an unclean recreate) are added back.
+ * Self-heal (HotSpare, reference §4.3): a replica on a node offline past the deadline is removed; a
+ * replica whose nexus child is Faulted while its io-engine still answers (an I/O error, a child
+ * faulted through the io-engine) is removed at once — waiting for a node deadline would leave the
+ * volume Degraded for nothing. Replacements are then created where the scheduler places them (the
+ * same node when it is the best choice, else a spare), added to the nexus and rebuilt. Healthy
+ * replicas missing from the nexus (after an unclean recreate) are added back.
  */
 export async function healVolumes(ctx: CoreContext): Promise<boolean> {
   const { registry, engines } = ctx;
@@ -87,13 +90,19 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         // Plan again under the lock, from the current specs and state.
         const plan = healPlan(ctx, id, true);
         if (!plan) return;
-        const { volume, nexus, dead, missingChildren, want } = plan;
-        if (dead.length) {
+        const { volume, nexus, lost, missingChildren } = plan;
+        // A faulted child is replaced at once only if its io-engine answers; an unreachable one is
+        // left to the node deadline (its node may be restarting).
+        const faulted = await answering(ctx, plan.faulted);
+        if (lost.length) {
+          await removeReplicas(ctx, volume, lost, 'replica lost (node offline past the deadline)');
+        }
+        if (faulted.length) {
           await removeReplicas(
             ctx,
-            volume,
-            dead,
-            'replica lost (node offline past the deadline or child faulted)',
+            registry.volume(id),
+            faulted,
+            'nexus child faulted on a live node; replacing it',
           );
         }
         if (nexus && missingChildren.length) {
@@ -118,10 +127,21 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
             ],
           });
         }
+        const current = registry.volume(id);
+        const have = registry.volumeReplicas(id).filter((r) => isCreated(r.status)).length;
+        const want = current.num_replicas - have;
         if (want > 0) {
-          const added = await addReplicas(ctx, registry.volume(id), want);
+          const added = await addReplicas(ctx, current, want);
+          const nodes = added.map((r) => registry.replicaNode(r)).join(', ');
           await registry.persist({
-            events: [makeEvent('volume', id, 'Healing', `${added.length} replacement replica(s) created`)],
+            events: [
+              makeEvent(
+                'volume',
+                id,
+                'Healing',
+                `${added.length} replacement replica(s) created on ${nodes}`,
+              ),
+            ],
           });
         }
       })
@@ -130,8 +150,21 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
   return busy;
 }
 
-/** When each replica was first seen faulted in its nexus (replaced after the node deadline). */
-const faultedSince = new Map<string, number>();
+/** The replicas whose io-engine answers a call now (a live node, not one that just died). */
+async function answering(ctx: CoreContext, replicas: ReplicaSpec[]): Promise<ReplicaSpec[]> {
+  const alive = await Promise.all(
+    replicas.map(async (r) => {
+      const engine = ctx.engines.tryGet(ctx.registry.replicaNode(r) ?? '');
+      return engine
+        ? engine.listPools().then(
+            () => true,
+            () => false,
+          )
+        : false;
+    }),
+  );
+  return replicas.filter((_, i) => alive[i]);
+}
 
 /** What self-heal would do for one volume now, or null when it is healthy (or cannot be healed). */
 function healPlan(ctx: CoreContext, id: string, locked = false) {
@@ -144,26 +177,23 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   if (nexus && !nst) return null; // target not running: it is recreated first
   const replicas = registry.volumeReplicas(id).filter((r) => isCreated(r.status));
   const childOf = (uuid: string) => nst?.children.find((c) => c.uri.includes(uuid));
-  // Lost: on a node offline past the deadline, or faulted in the nexus while its node is up. A
-  // faulted child on a node that just went away is waited for (it may come back within the deadline).
-  const dead = replicas.filter((r) => {
+  const lost: ReplicaSpec[] = [];
+  const faulted: ReplicaSpec[] = [];
+  for (const r of replicas) {
     const node = registry.replicaNode(r) ?? '';
-    if (!registry.isOnline(node)) return registry.offlineFor(node) >= config.nodeOfflineDeadlineMs;
-    if (childOf(r.uuid)?.state !== 'Faulted') {
-      faultedSince.delete(r.uuid);
-      return false;
-    }
-    // A faulted child gets the same deadline: its node may merely be restarting.
-    const since = faultedSince.get(r.uuid) ?? Date.now();
-    faultedSince.set(r.uuid, since);
-    return Date.now() - since >= config.nodeOfflineDeadlineMs;
-  });
-  const live = replicas.filter((r) => !dead.includes(r));
+    // A replica on a node that went away is waited for: the node may come back within the deadline.
+    if (!registry.isOnline(node)) {
+      if (registry.offlineFor(node) >= config.nodeOfflineDeadlineMs) lost.push(r);
+    } else if (childOf(r.uuid)?.state === 'Faulted') faulted.push(r);
+  }
+  const live = replicas.filter((r) => !lost.includes(r) && !faulted.includes(r));
   const missingChildren = nst ? live.filter((r) => !childOf(r.uuid) && replicaOnline(registry, r)) : [];
   const want = volume.num_replicas - live.length;
-  if (dead.length === 0 && want <= 0 && missingChildren.length === 0) return null;
-  if (live.length === 0) return null; // nothing to rebuild from: manual intervention
-  return { volume, nexus, dead, missingChildren, want };
+  if (lost.length === 0 && faulted.length === 0 && want <= 0 && missingChildren.length === 0) return null;
+  // Nothing to rebuild from (no healthy child left): manual intervention.
+  if (live.length === 0) return null;
+  if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
+  return { volume, nexus, lost, faulted, missingChildren };
 }
 
 /** Drain: move every volume target off a Draining node (republish elsewhere), then mark it Drained. */
