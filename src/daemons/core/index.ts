@@ -7,13 +7,16 @@ import { type EngineFactory, Engines } from './engines.js';
 import { makeEvent } from './events.js';
 import { acquireLeaseLock } from './lease-lock.js';
 import { GuardedWriter } from './persist.js';
+import { observeRebuilds, RebuildHistory } from './rebuild-history.js';
 import { ReconcileLoop } from './reconcile/loop.js';
 import { recoverAtStartup } from './recovery.js';
 import { Registry } from './registry.js';
 import { Router } from './rest/router.js';
 import { resourceRoutes } from './rest/routes-resources.js';
 import { volumeRoutes } from './rest/routes-volumes.js';
+import { watchRoutes } from './rest/routes-watches.js';
 import { startRestServer } from './rest/server.js';
+import { VolumeWatches } from './watches.js';
 
 export type { CoreConfig } from './config.js';
 export { CORE_DEFAULTS } from './config.js';
@@ -75,12 +78,14 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
   let loop: ReconcileLoop | undefined;
   let engines: Engines | undefined;
   let rest: Awaited<ReturnType<typeof startRestServer>>;
+  const rebuilds = new RebuildHistory();
+  const watches = new VolumeWatches(registry, log);
   let timings: CoreDaemon['timings'];
   let ctx: CoreContext;
   try {
     const engineFactory =
       deps.engineFactory ?? (await import('./engine-grpc.js')).grpcEngineFactory(config.requestTimeoutMs);
-    engines = new Engines(registry, engineFactory);
+    engines = new Engines(registry, observeRebuilds(engineFactory, rebuilds));
     ctx = { registry, engines, config, log, wake: () => loop?.wake() };
     await registry.load();
     const tLoaded = Date.now() - t0;
@@ -94,13 +99,16 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
     loop.start();
 
     const router = new Router();
-    volumeRoutes(router, ctx);
+    volumeRoutes(router, ctx, rebuilds);
     resourceRoutes(router, ctx);
+    await watches.load();
+    watchRoutes(router, ctx, watches);
     rest = await startRestServer(router, config.restHost, config.restPort, log);
     timings = { lease: tLease, loaded: tLoaded, recovered: tRecovered, reconciled: tReconciled };
   } catch (err) {
     // A core that cannot start must not sit on the lease: the next one would wait a whole TTL.
     stopping = true;
+    await watches.close().catch(() => {});
     await loop?.stop().catch(() => {});
     await registry.close().catch(() => {});
     engines?.close();
@@ -134,6 +142,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
       stopped = true;
       stopping = true;
       await rest.close();
+      await watches.close();
       await loop?.stop();
       await registry.close();
       engines?.close();

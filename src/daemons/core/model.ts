@@ -42,7 +42,9 @@ export type VolumeOp =
   | { Resize: number }
   | { CreateSnapshot: string }
   | { DestroySnapshot: string }
-  | { RemoveUnusedReplica: string };
+  | { RemoveUnusedReplica: string }
+  | { Share: string }
+  | 'Unshare';
 
 export interface VolumeSpec {
   uuid: string;

@@ -4,12 +4,24 @@ import { createCloneVolume } from '../ops/clone.js';
 import { createSnapshot, deleteSnapshot } from '../ops/snapshot.js';
 import { createVolume } from '../ops/volume-create.js';
 import { deleteVolume } from '../ops/volume-delete.js';
+import { setVolumeProperty } from '../ops/volume-property.js';
 import { publishVolume, unpublishVolume } from '../ops/volume-publish.js';
 import { resizeVolume, scaleVolume } from '../ops/volume-scale.js';
+import { shareProtocol, shareVolume, unshareVolume } from '../ops/volume-share.js';
+import { shutdownStaleTargets } from '../ops/volume-targets.js';
+import type { RebuildHistory } from '../rebuild-history.js';
 import { SvcError } from '../svc-error.js';
 import { snapshotOut, volumeOut } from './present.js';
 import type { RestRequest, Router } from './router.js';
-import { asObject, createVolumeBody, int, publishVolumeBody, reqInt, uuidParam } from './validate.js';
+import {
+  asObject,
+  createVolumeBody,
+  int,
+  nameParam,
+  publishVolumeBody,
+  reqInt,
+  uuidParam,
+} from './validate.js';
 
 /** Offset pagination over the insertion-ordered spec map (reference §2.1). */
 export function paginate<T>(items: T[], q: URLSearchParams): { entries: T[]; next_token?: number } {
@@ -39,8 +51,15 @@ async function refreshTarget(ctx: CoreContext, v: VolumeSpec): Promise<void> {
 
 const vid = (req: RestRequest) => uuidParam(req.params.volume_id, 'volume_id');
 
-export function volumeRoutes(router: Router, ctx: CoreContext): void {
+/** `DELETE /volumes{volume_id}/share`: the path as Mayastor's spec misprints it (no slash). */
+const TYPO_VOLUME_RE = /^volumes([0-9a-fA-F-]{36})$/;
+
+export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: RebuildHistory): void {
   const reg = ctx.registry;
+  const unshare = async (id: string) => {
+    await unshareVolume(ctx, id);
+    return { status: 204 };
+  };
   router
     .add('GET', '/volumes', async (req) => {
       let vols = [...reg.volumes.values()];
@@ -83,6 +102,34 @@ export function volumeRoutes(router: Router, ctx: CoreContext): void {
       const size = reqInt(asObject(req.body, 'body'), 'size', 'size', 1);
       const v = await resizeVolume(ctx, vid(req), size);
       return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('PUT', '/volumes/:volume_id/property', async (req) => {
+      const body = asObject(req.body, 'body');
+      const max = reqInt(body, 'max_snapshots', 'max_snapshots', 0, 0xffffffff);
+      const v = await setVolumeProperty(ctx, vid(req), { max_snapshots: max });
+      return { status: 200, body: volumeOut(reg, v) };
+    })
+    .add('PUT', '/volumes/:volume_id/share/:protocol', async (req) => {
+      const id = vid(req);
+      const protocol = shareProtocol(req.params.protocol);
+      const host = req.query.get('frontend_host');
+      const uri = await shareVolume(ctx, id, protocol, host ? nameParam(host, 'frontend_host') : undefined);
+      return { status: 200, body: uri };
+    })
+    .add('DELETE', '/volumes/:volume_id/share', async (req) => unshare(vid(req)))
+    .add('DELETE', '/volumes/:volume_id/shutdown_targets', async (req) => {
+      await shutdownStaleTargets(ctx, vid(req));
+      return { status: 204 };
+    })
+    .add('GET', '/volumes/:volume_id/rebuild-history', async (req) => {
+      const v = reg.volume(vid(req));
+      if (!v.target || v.target.active === false)
+        throw new SvcError('NotPublished', `volume '${v.uuid}' is not published: it has no target nexus`);
+      await refreshTarget(ctx, v);
+      return {
+        status: 200,
+        body: { targetUuid: v.target.nexus, records: rebuilds?.of(v.target.nexus) ?? [] },
+      };
     })
     .add('PUT', '/snapshots/:snapshot_id/volumes/:volume_id', async (req) => {
       const v = await createCloneVolume(
@@ -138,5 +185,10 @@ export function volumeRoutes(router: Router, ctx: CoreContext): void {
     .add('DELETE', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {
       await deleteSnapshot(ctx, vid(req), uuidParam(req.params.snapshot_id, 'snapshot_id'));
       return { status: 204 };
+    })
+    .add('DELETE', '/:volumes_id/share', async (req) => {
+      const m = TYPO_VOLUME_RE.exec(req.params.volumes_id);
+      if (!m) throw new SvcError('NotFound', `no such endpoint: DELETE /${req.params.volumes_id}/share`);
+      return unshare(uuidParam(m[1], 'volume_id'));
     });
 }
