@@ -28,6 +28,21 @@ describe('lossless JSON for u64 values', () => {
     expect(stringifyJson(parseJson(text))).toBe(text.replace('1.12345678901234567890', '1.1234567890123457'));
   });
 
+  it.each([
+    [
+      '{"a":"host:12345678901234567890,x","b":12345678901234567890}',
+      { a: 'host:12345678901234567890,x', b: 12345678901234567890n },
+    ],
+    ['{"a":"x\\":12345678901234567890]"}', { a: 'x":12345678901234567890]' }],
+    [
+      '{"a":"[ 12345678901234567890 ]","b":[ -12345678901234567890 , 1 ]}',
+      { a: '[ 12345678901234567890 ]', b: [-12345678901234567890n, 1] },
+    ],
+    ['12345678901234567890', 12345678901234567890n],
+  ])('tells a big integer from one that only looks like it inside a string: %s', (text, expected) => {
+    expect(parseJson(text)).toEqual(expected);
+  });
+
   const samples = [
     '{"a":1,"b":[true,false,null],"c":{"d":"e\\"\\\\\\n\\u0001é"},"f":-0.5,"g":1e21}',
     '  [ 1 , { "x" : [ ] , "y" : { } } , "s" ]  ',
