@@ -1,4 +1,5 @@
-import type { KeyValue, Store } from '../store/types.js';
+import type { KeyValue, RangeResult, Store } from '../store/types.js';
+import { prefixEnd } from '../store/validate.js';
 
 /**
  * Big prefixes are read in pages, never in one response. Larger than Mayastor's 500: etcd 3.4 counts
@@ -8,8 +9,24 @@ import type { KeyValue, Store } from '../store/types.js';
 export const PAGE_LIMIT = 2000;
 
 /**
+ * A range the store reports holding more than this many pages is read as sub-ranges, one per next
+ * key character: etcd's per-request count then walks a sub-range, not everything left (100k
+ * volumes: 1.0 s instead of 2.4 s of etcd time).
+ */
+const SPLIT_PAGES = 8;
+/** Characters ids start with (uuids, names); keys starting otherwise fall into the gaps between. */
+const SPLIT_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
+
+/** A key range [from, to) still to read; `under` is set when it is exactly the keys under that prefix. */
+interface Span {
+  from: string;
+  to: string;
+  under?: string;
+}
+
+/**
  * Every key under `prefix`, sorted by key, read page by page (each page starts after the last key).
- * The next page is requested before the current one is handed out, so the store works on it while
+ * The next request is sent before the current page is handed out, so the store works on it while
  * the caller decodes.
  */
 export async function* readPrefix(
@@ -17,14 +34,40 @@ export async function* readPrefix(
   prefix: string,
   pageLimit = PAGE_LIMIT,
 ): AsyncGenerator<KeyValue> {
-  let pending = store.range(prefix, { limit: pageLimit });
+  const todo: Span[] = [{ from: prefix, to: prefixEnd(prefix), under: prefix }];
+  const read = (span: Span) =>
+    store
+      .range(prefix, { limit: pageLimit, startKey: span.from, endKey: span.to })
+      .then((page) => ({ span, page }));
+  let pending = read(todo.shift()!);
   for (;;) {
-    const page = await pending;
+    const { span, page } = await pending;
     const last = page.kvs[page.kvs.length - 1];
-    if (page.more && last) pending = store.range(prefix, { limit: pageLimit, startKey: `${last.key}\0` });
+    if (page.more && last) todo.unshift(...rest(span, page, `${last.key}\0`, pageLimit));
+    const next = todo.shift();
+    if (next) pending = read(next);
     yield* page.kvs;
-    if (!page.more || !last) return;
+    if (!next) return;
   }
+}
+
+/** What is left of `span` from `after` on: one span, or sub-spans when it is big and splittable. */
+function rest(span: Span, page: RangeResult, after: string, pageLimit: number): Span[] {
+  const under = span.under;
+  if (under === undefined || (page.count ?? 0) <= SPLIT_PAGES * pageLimit)
+    return [{ from: after, to: span.to }];
+  const spans: Span[] = [];
+  let from = after;
+  for (const c of SPLIT_ALPHABET) {
+    const sub = under + c;
+    const subEnd = prefixEnd(sub);
+    if (subEnd <= from) continue;
+    if (sub > from) spans.push({ from, to: sub });
+    spans.push(sub >= from ? { from: sub, to: subEnd, under: sub } : { from, to: subEnd });
+    from = subEnd;
+  }
+  spans.push({ from, to: span.to });
+  return spans;
 }
 
 export async function readAll(store: Store, prefix: string, pageLimit = PAGE_LIMIT): Promise<KeyValue[]> {

@@ -25,7 +25,14 @@ import type {
   Watch,
   WatchOptions,
 } from './types.js';
-import { assertKey, assertLeaseId, assertTtl, prefixEnd, validateTxn } from './validate.js';
+import {
+  assertKey,
+  assertLeaseId,
+  assertRangeBounds,
+  assertTtl,
+  prefixEnd,
+  validateTxn,
+} from './validate.js';
 
 export interface EmbeddedStoreOptions {
   /** Revisions of history kept for watches; older history is compacted automatically. */
@@ -90,15 +97,12 @@ export class EmbeddedStore implements Store {
     const limit = options.limit ?? 0;
     if (!Number.isInteger(limit) || limit < 0)
       throw new UsageError(`range limit must be a whole number >= 0, got ${limit}`);
-    const start = options.startKey;
-    if (start !== undefined && !start.startsWith(prefix)) {
-      throw new UsageError(`range start key '${start}' does not lie under the prefix '${prefix}'`);
-    }
+    assertRangeBounds(prefix, options);
     return this.run(() =>
       this.db.transaction(() => {
         const rows = this.st.rangeLive.all({
-          from: start ?? prefix,
-          end: prefixEnd(prefix),
+          from: options.startKey ?? prefix,
+          end: options.endKey ?? prefixEnd(prefix),
           now: Date.now(),
           limit: limit === 0 ? -1 : limit + 1,
         });

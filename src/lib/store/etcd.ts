@@ -26,7 +26,7 @@ import type {
   Watch,
   WatchOptions,
 } from './types.js';
-import { assertKey, assertLeaseId, assertTtl, validateTxn } from './validate.js';
+import { assertKey, assertLeaseId, assertRangeBounds, assertTtl, validateTxn } from './validate.js';
 
 export interface EtcdConnectOptions {
   /** `http://h:p` or `https://h:p` URLs. */
@@ -120,12 +120,10 @@ export class EtcdStore implements Store {
     const limit = options.limit ?? 0;
     if (!Number.isInteger(limit) || limit < 0)
       throw new UsageError(`range limit must be a whole number >= 0, got ${limit}`);
-    if (options.startKey !== undefined && !options.startKey.startsWith(prefix)) {
-      throw new UsageError(`range start key '${options.startKey}' does not lie under the prefix '${prefix}'`);
-    }
+    assertRangeBounds(prefix, options);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.pagedRange(prefix, limit, options.startKey);
+        return await this.pagedRange(prefix, limit, options);
       } catch (err) {
         // The pinned revision was compacted between pages: read again at a newer one.
         if (attempt >= 3 || !String((err as Error).message).includes('required revision has been compacted'))
@@ -138,22 +136,21 @@ export class EtcdStore implements Store {
    * Large ranges are read in pages pinned to the first page's revision: one consistent snapshot,
    * and no response near gRPC's message size limit.
    */
-  private async pagedRange(
-    prefix: string,
-    limit: number,
-    startKey: string | undefined,
-  ): Promise<RangeResult> {
-    const { range_end } = prefixBounds(prefix);
-    let key = prefixBounds(prefix, startKey).key;
+  private async pagedRange(prefix: string, limit: number, options: RangeOptions): Promise<RangeResult> {
+    const range_end =
+      options.endKey !== undefined ? Buffer.from(options.endKey) : prefixBounds(prefix).range_end;
+    let key = prefixBounds(prefix, options.startKey).key;
     let revision: number | undefined;
+    let count: number | undefined;
     const kvs: KeyValue[] = [];
     for (;;) {
       const pageLimit = limit === 0 ? RANGE_PAGE : Math.min(RANGE_PAGE, limit - kvs.length);
       const res = await this.call(() => this.client.kv.range({ key, range_end, limit: pageLimit, revision }));
       revision ??= Number(res.header.revision);
+      count ??= Number(res.count);
       for (const kv of res.kvs) kvs.push(toKeyValue(kv));
-      if (!res.more || res.kvs.length === 0) return { kvs, more: false, revision };
-      if (limit > 0 && kvs.length >= limit) return { kvs, more: true, revision };
+      if (!res.more || res.kvs.length === 0) return { kvs, more: false, revision, count };
+      if (limit > 0 && kvs.length >= limit) return { kvs, more: true, revision, count };
       key = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
     }
   }

@@ -61,6 +61,8 @@ export interface RangeOptions {
   limit?: number;
   /** First key to return (inclusive); must lie under the prefix. */
   startKey?: string;
+  /** Stop before this key (exclusive); must lie under the prefix. Absent: the prefix's end. */
+  endKey?: string;
 }
 
 export interface RangeResult {
@@ -69,6 +71,11 @@ export interface RangeResult {
   more: boolean;
   /** Store revision at which the range was read. */
   revision: number;
+  /**
+   * Keys in the whole requested range, returned or not, when the backend reports it for free
+   * (etcd does; the embedded store does not).
+   */
+  count?: number;
 }
 
 export type WatchEvent =

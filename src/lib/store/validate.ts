@@ -96,3 +96,18 @@ function validateOp(op: TxnOp): void {
       );
   }
 }
+
+/** startKey and endKey of a range must lie under its prefix (endKey may be the prefix's end). */
+export function assertRangeBounds(prefix: string, options: { startKey?: string; endKey?: string }): void {
+  const { startKey, endKey } = options;
+  if (startKey !== undefined && !startKey.startsWith(prefix)) {
+    throw new UsageError(`range start key '${startKey}' does not lie under the prefix '${prefix}'`);
+  }
+  if (
+    endKey !== undefined &&
+    !(endKey.startsWith(prefix) && endKey !== prefix) &&
+    endKey !== prefixEnd(prefix)
+  ) {
+    throw new UsageError(`range end key '${endKey}' does not lie under the prefix '${prefix}'`);
+  }
+}

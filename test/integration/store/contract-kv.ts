@@ -61,6 +61,24 @@ export function registerKvContract(ctx: ContractContext): void {
       await expect(s.range(p, { startKey: 'elsewhere/' })).rejects.toBeInstanceOf(UsageError);
     });
 
+    it('range stops before endKey, which must lie under the prefix', async () => {
+      const s = await ctx.open();
+      const p = ctx.prefix();
+      for (const k of ['a', 'b', 'c', 'd']) await s.put(`${p}${k}`, k);
+      await s.put(`${p.slice(0, -1)}0`, 'outside');
+      const values = async (o: { startKey?: string; endKey?: string; limit?: number }) =>
+        (await s.range(p, o)).kvs.map((kv) => kv.value);
+      expect(await values({ endKey: `${p}c` })).toEqual(['a', 'b']);
+      expect(await values({ startKey: `${p}b`, endKey: `${p}d` })).toEqual(['b', 'c']);
+      expect(await values({ startKey: `${p}c`, endKey: `${p}c` })).toEqual([]);
+      expect(await values({ endKey: `${p.slice(0, -1)}0` })).toEqual(['a', 'b', 'c', 'd']);
+      const limited = await s.range(p, { limit: 1, endKey: `${p}c` });
+      expect([limited.kvs.map((kv) => kv.value), limited.more]).toEqual([['a'], true]);
+      if (limited.count !== undefined) expect(limited.count).toBe(2);
+      await expect(s.range(p, { endKey: 'zz/' })).rejects.toBeInstanceOf(UsageError);
+      await expect(s.range(p, { endKey: p })).rejects.toBeInstanceOf(UsageError);
+    });
+
     it('range returns thousands of keys in one sorted, consistent result', async () => {
       const s = await ctx.open();
       const p = ctx.prefix();

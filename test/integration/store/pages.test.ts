@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAll } from '../../../src/lib/catalog/pages.js';
+import { openStore } from '../../../src/lib/store/open.js';
+import type { Store } from '../../../src/lib/store/types.js';
+import { compareBytes } from '../../../src/lib/store/validate.js';
+import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
+
+// Uuids (split twice at small page sizes) and ids that start outside the split alphabet.
+const ids = [
+  ...Array.from({ length: 600 }, () => randomUUID()),
+  ...['Node-A', 'node-1', 'node-2', '-x', ':x', '~x', 'é', '中', 'zz', '{x', '0', 'f', '\u007f', 'a b'],
+];
+const expected = ids.map((id) => `p/${id}`).sort(compareBytes);
+
+describe.each(['embedded', 'etcd'])('paged prefix reads (%s)', (backend) => {
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-pages-'));
+  let etcd: EtcdServer | undefined;
+  let store: Store;
+  beforeAll(async () => {
+    if (backend === 'etcd') etcd = await startEtcd();
+    store = await openStore(etcd ? etcd.url : `sqlite:${join(dir, 'store.db')}`);
+    for (let i = 0; i < ids.length; i += 100) {
+      const success = ids
+        .slice(i, i + 100)
+        .map((id) => ({ type: 'put' as const, key: `p/${id}`, value: id }));
+      await store.txn({ compare: [], success });
+    }
+    await store.put('p0', 'outside the prefix');
+    await store.put('o/x', 'before the prefix');
+  }, 60_000);
+  afterAll(async () => {
+    await store?.close();
+    await etcd?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('returns every key under the prefix once, in key order, whatever the page size', async () => {
+    for (const page of [1, 3, 10, 100, 2000]) {
+      const keys = (await readAll(store, 'p/', page)).map((kv) => kv.key);
+      expect(keys.length).toBe(expected.length);
+      expect(keys).toEqual(expected);
+    }
+  });
+});
