@@ -19,6 +19,8 @@ export interface RebuildRecord {
 interface Running {
   srcUri: string;
   startTime: string;
+  /** Tick when the sighting that started the job arrived: only answers asked later may end it. */
+  since: number;
   /** Last progress seen, 0..100. */
   percent: number;
   size: number;
@@ -42,13 +44,26 @@ export class RebuildHistory {
   /** Node of each nexus seen in a listing (a nexus missing from its node's next listing is gone). */
   private readonly nodeOf = new Map<string, string>();
 
+  private ticks = 0;
+
+  /**
+   * Take before asking an io-engine and pass to observe: an answer to a question asked before a
+   * job was first seen may predate the job (concurrent calls) and must not end it.
+   */
+  tick(): number {
+    return ++this.ticks;
+  }
+
   /** Finished rebuilds of one nexus, oldest first. */
   of(nexus: string): RebuildRecord[] {
     return [...(this.records.get(nexus) ?? [])];
   }
 
-  observe(st: NexusState): void {
+  observe(st: NexusState, askedAt: number, node?: string): void {
+    if (node) this.nodeOf.set(st.uuid, node);
     const now = new Date().toISOString();
+    const arrived = this.tick();
+    const fresh = (job: Running) => askedAt > job.since;
     let jobs = this.running.get(st.uuid);
     const seen = new Set<string>();
     const source = st.children.find((c) => c.state === 'Online')?.uri ?? '';
@@ -60,42 +75,48 @@ export class RebuildHistory {
         else {
           jobs ??= new Map();
           this.running.set(st.uuid, jobs);
-          jobs.set(c.uri, { srcUri: source, startTime: now, percent: c.rebuildProgress, size: st.size });
+          jobs.set(c.uri, {
+            srcUri: source,
+            startTime: now,
+            since: arrived,
+            percent: c.rebuildProgress,
+            size: st.size,
+          });
         }
-      } else if (job) {
+      } else if (job && fresh(job)) {
         this.finish(st.uuid, c.uri, job, c.state === 'Online' ? 'Completed' : 'Failed', now);
       }
     }
-    for (const [uri, job] of jobs ?? []) if (!seen.has(uri)) this.finish(st.uuid, uri, job, 'Failed', now);
-    if (st.state === 'Shutdown') this.stopAll(st.uuid);
+    for (const [uri, job] of jobs ?? [])
+      if (!seen.has(uri) && fresh(job)) this.finish(st.uuid, uri, job, 'Failed', now);
+    if (st.state === 'Shutdown') this.stopAll(st.uuid, askedAt);
   }
 
   /** Every nexus of a node as just listed: tracked nexuses of that node not listed are gone. */
-  observeNode(node: string, list: NexusState[]): void {
-    for (const st of list) {
-      this.nodeOf.set(st.uuid, node);
-      this.observe(st);
-    }
+  observeNode(node: string, list: NexusState[], askedAt: number): void {
+    for (const st of list) this.observe(st, askedAt, node);
     const listed = new Set(list.map((n) => n.uuid));
     for (const [nexus, at] of this.nodeOf) {
-      if (at === node && !listed.has(nexus)) {
-        this.stopAll(nexus);
-        this.nodeOf.delete(nexus);
-      }
+      if (at === node && !listed.has(nexus) && this.stopAll(nexus, askedAt)) this.nodeOf.delete(nexus);
     }
   }
 
   /** The nexus was destroyed: running jobs stop, its history goes with it. */
   forget(nexus: string): void {
-    this.stopAll(nexus);
+    this.stopAll(nexus, Number.POSITIVE_INFINITY);
     this.records.delete(nexus);
     this.nodeOf.delete(nexus);
   }
 
-  private stopAll(nexus: string): void {
+  /** Stop the nexus' jobs the answer asked at `askedAt` may end; true when none is left running. */
+  private stopAll(nexus: string, askedAt: number): boolean {
     const now = new Date().toISOString();
-    for (const [uri, job] of this.running.get(nexus) ?? []) this.finish(nexus, uri, job, 'Stopped', now);
+    const jobs = this.running.get(nexus);
+    for (const [uri, job] of jobs ?? [])
+      if (askedAt > job.since) this.finish(nexus, uri, job, 'Stopped', now);
+    if (jobs?.size) return false;
     this.running.delete(nexus);
+    return true;
   }
 
   private finish(
@@ -137,19 +158,22 @@ export class RebuildHistory {
 export function observeRebuilds(factory: EngineFactory, history: RebuildHistory): EngineFactory {
   return (nodeId, endpoint) => {
     const api = factory(nodeId, endpoint);
-    const seen = (st: NexusState) => {
-      history.observe(st);
+    const seen = async (ask: () => Promise<NexusState>) => {
+      const askedAt = history.tick();
+      const st = await ask();
+      history.observe(st, askedAt, nodeId);
       return st;
     };
     const wrapped: Partial<EngineApi> = {
       listNexuses: async () => {
+        const askedAt = history.tick();
         const list = await api.listNexuses();
-        history.observeNode(nodeId, list);
+        history.observeNode(nodeId, list, askedAt);
         return list;
       },
-      getNexus: async (uuid) => seen(await api.getNexus(uuid)),
-      createNexus: async (n) => seen(await api.createNexus(n)),
-      addChild: async (nexus, uri) => seen(await api.addChild(nexus, uri)),
+      getNexus: (uuid) => seen(() => api.getNexus(uuid)),
+      createNexus: (n) => seen(() => api.createNexus(n)),
+      addChild: (nexus, uri) => seen(() => api.addChild(nexus, uri)),
       destroyNexus: async (uuid) => {
         await api.destroyNexus(uuid);
         history.forget(uuid);

@@ -62,6 +62,8 @@ export class VolumeWatches {
   private closed = false;
   /** Per volume+callback: a POST in flight, and whether another change came meanwhile. */
   private readonly inFlight = new Map<string, { again: boolean }>();
+  /** POSTs in flight, aborted when core stops. */
+  private readonly requests = new Set<AbortController>();
   /** Notifications that got a 2xx answer (tests and logs). */
   delivered = 0;
 
@@ -82,6 +84,11 @@ export class VolumeWatches {
         const id = kv.key.slice(kv.key.lastIndexOf('/') + 1);
         const urls = v.watches.map((w) => w.callback).filter((c) => typeof c === 'string');
         if (urls.length) this.byVolume.set(id, urls);
+        // A volume deleted while no watch was open (or a failed cleanup): its watches go now.
+        if (!this.registry.volumes.has(id))
+          await this.save(id, []).catch((err) =>
+            this.log.warn({ volume: id, err: (err as Error).message }, 'watch cleanup failed'),
+          );
       } catch (err) {
         this.log.warn({ key: kv.key, err: (err as Error).message }, 'unreadable watch record ignored');
       }
@@ -206,13 +213,16 @@ export class VolumeWatches {
   private async post(volume: string, callback: string, type: 'put' | 'delete'): Promise<void> {
     const body = JSON.stringify({ resource: `volumes/${volume}`, type });
     for (let attempt = 1; attempt <= NOTIFY_TRIES && !this.closed; attempt++) {
+      const abort = new AbortController();
+      this.requests.add(abort);
+      const timer = setTimeout(() => abort.abort(), NOTIFY_TIMEOUT_MS);
       try {
         const res = await fetch(callback, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body,
           redirect: 'manual',
-          signal: AbortSignal.timeout(NOTIFY_TIMEOUT_MS),
+          signal: abort.signal,
         });
         await res.body?.cancel().catch(() => {});
         if (res.status >= 200 && res.status < 300) {
@@ -228,9 +238,14 @@ export class VolumeWatches {
           { volume, callback: shown(callback), err: (err as Error).message, attempt },
           'watch callback failed',
         );
+      } finally {
+        clearTimeout(timer);
+        this.requests.delete(abort);
       }
-      await new Promise((r) => setTimeout(r, 200 * attempt).unref());
+      if (attempt < NOTIFY_TRIES && !this.closed)
+        await new Promise((r) => setTimeout(r, 200 * attempt).unref());
     }
+    if (this.closed) return;
     this.log.warn(
       { volume, callback: shown(callback) },
       'watch callback not delivered; giving up on this change',
@@ -239,6 +254,7 @@ export class VolumeWatches {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const r of this.requests) r.abort();
     await this.closeStoreWatch();
   }
 }
