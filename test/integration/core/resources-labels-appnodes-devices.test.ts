@@ -1,0 +1,222 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { objectKey } from '../../../src/lib/store/keys.js';
+import { openStore } from '../../../src/lib/store/open.js';
+import { type Backend, newVolumeId, TestCluster } from './cluster.js';
+
+const MiB = 1 << 20;
+
+async function req(base: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${base}/v0${path}`, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+  });
+  const text = await res.text();
+  // biome-ignore lint/suspicious/noExplicitAny: the tests read fields of whatever came back
+  const json: any = text ? JSON.parse(text) : undefined;
+  return { status: res.status, body: json };
+}
+
+interface BlockDevice {
+  devname: string;
+  devtype: string;
+  devmajor: number;
+  devminor: number;
+  size: number;
+  available: boolean;
+  filesystem?: { fstype: string; mountpoint: string };
+  partition?: { parent: string };
+}
+
+for (const backend of ['embedded', 'etcd'] as Backend[]) {
+  describe(`core pool labels, app nodes and block devices (${backend} store)`, () => {
+    let cluster: TestCluster;
+    let call: (method: string, path: string, body?: unknown) => ReturnType<typeof req>;
+    beforeAll(async () => {
+      cluster = await TestCluster.start({ backend });
+      call = (method, path, body) => req(cluster.restUrl, method, path, body);
+    }, 90_000);
+    afterAll(async () => {
+      await cluster?.stop();
+    });
+
+    it('labels and unlabels a pool with Mayastor semantics, and the scheduler uses the label', async () => {
+      const put = await call('PUT', '/pools/pool-node-2/label/zone=b');
+      expect(put.status).toBe(200);
+      expect(put.body.spec.labels).toEqual({ zone: 'b' });
+      // Same label again: nothing to change. Another value without overwrite: 412 FailedPrecondition.
+      expect((await call('PUT', '/pools/pool-node-2/label/zone=b')).status).toBe(200);
+      const clash = await call('PUT', '/pools/pool-node-2/label/zone=c');
+      expect(clash.status).toBe(412);
+      expect(clash.body.kind).toBe('FailedPrecondition');
+      expect(clash.body.message).toContain('zone=b');
+      expect((await call('PUT', '/pools/pool-node-2/label/zone=c?overwrite=false')).status).toBe(412);
+      const over = await call('PUT', '/pools/pool-node-2/label/zone=a?overwrite=true');
+      expect(over.status).toBe(200);
+      expect(over.body.spec.labels).toEqual({ zone: 'a' });
+      expect(
+        (await call('PUT', '/pools/pool-node-2/label/openebs.io%2Fclass=fast')).body.spec.labels,
+      ).toEqual({
+        zone: 'a',
+        'openebs.io/class': 'fast',
+      });
+
+      const specs = await call('GET', '/specs');
+      const stored = specs.body.pools.find((p: { id: string }) => p.id === 'pool-node-2');
+      expect(stored.labels).toEqual({ zone: 'a', 'openebs.io/class': 'fast' });
+
+      // A volume whose pool topology asks for zone=a lands on the labelled pool.
+      const vol = newVolumeId();
+      const v = await cluster.rest.createVolume(vol, {
+        size: 4 * MiB,
+        replicas: 1,
+        thin: true,
+        policy: { self_heal: true },
+        topology: { pool_topology: { labelled: { inclusion: { zone: 'a' }, exclusion: {} } } },
+      });
+      expect(Object.values(v.state.replica_topology).map((r) => r.pool)).toEqual(['pool-node-2']);
+      await cluster.rest.deleteVolume(vol);
+
+      const del = await call('DELETE', '/pools/pool-node-2/label/zone');
+      expect(del.status).toBe(200);
+      expect(del.body.spec.labels).toEqual({ 'openebs.io/class': 'fast' });
+      const gone = await call('DELETE', '/pools/pool-node-2/label/zone');
+      expect(gone.status).toBe(412);
+      expect(gone.body.kind).toBe('FailedPrecondition');
+      expect((await call('DELETE', '/pools/pool-node-2/label/openebs.io%2Fclass')).status).toBe(200);
+
+      expect((await call('PUT', '/pools/no-such-pool/label/a=b')).status).toBe(404);
+      const badKey = await call('PUT', '/pools/pool-node-2/label/-bad=x');
+      expect(badKey.status).toBe(400);
+      expect(badKey.body.message).toContain("'key'");
+      expect((await call('PUT', '/pools/pool-node-2/label/a=b?overwrite=yes')).status).toBe(400);
+    });
+
+    it('registers, pages through, reads and deregisters app nodes stored as AppNodeSpec', async () => {
+      for (const [id, endpoint] of [
+        ['csi-node-1', '10.1.0.5:50055'],
+        ['csi-node-2', '10.1.0.6:50055'],
+        ['csi-node-3', '[fd00::7]:50055'],
+      ]) {
+        const put = await call('PUT', `/app-nodes/${id}`, { endpoint, labels: { 'topology.io/zone': 'z1' } });
+        expect(put.status).toBe(204);
+      }
+      const one = await call('GET', '/app-nodes/csi-node-1');
+      expect(one.status).toBe(200);
+      expect(one.body).toEqual({
+        id: 'csi-node-1',
+        spec: { id: 'csi-node-1', endpoint: '10.1.0.5:50055', labels: { 'topology.io/zone': 'z1' } },
+      });
+
+      const page1 = await call('GET', '/app-nodes?max_entries=2');
+      expect(page1.body.entries.map((a: { id: string }) => a.id)).toEqual(['csi-node-1', 'csi-node-2']);
+      expect(page1.body.next_token).toBe(2);
+      const page2 = await call('GET', '/app-nodes?max_entries=2&starting_token=2');
+      expect(page2.body.entries.map((a: { id: string }) => a.id)).toEqual(['csi-node-3']);
+      expect(page2.body.next_token).toBeUndefined();
+      expect((await call('GET', '/app-nodes?max_entries=0')).body.entries).toHaveLength(3);
+      const noMax = await call('GET', '/app-nodes');
+      expect(noMax.status).toBe(400);
+      expect(noMax.body.message).toContain('max_entries');
+
+      // Re-registration replaces the endpoint; the stored value is Mayastor's AppNodeSpec.
+      expect((await call('PUT', '/app-nodes/csi-node-2', { endpoint: '10.1.0.9:50055' })).status).toBe(204);
+      const store = await openStore(cluster.storeUrl);
+      try {
+        const key = objectKey(
+          { clusterId: cluster.clusterId, namespace: 'default' },
+          'AppNodeSpec',
+          'csi-node-2',
+        );
+        const kv = await store.get(key);
+        expect(JSON.parse(kv!.value)).toEqual({ id: 'csi-node-2', endpoint: '10.1.0.9:50055', labels: null });
+      } finally {
+        await store.close();
+      }
+
+      for (const bad of [
+        { labels: {} },
+        { endpoint: '10.1.0.5' },
+        { endpoint: '10.1.0.5:0' },
+        { endpoint: 'http://x:1/' },
+        { endpoint: '10.1.0.5:50055', labels: { '-x': 'y' } },
+        { endpoint: '10.1.0.5:50055', labels: { a: 7 } },
+      ]) {
+        const r = await call('PUT', '/app-nodes/csi-node-9', bad);
+        expect(r.status, JSON.stringify(bad)).toBe(400);
+        expect(r.body.kind).toBe('InvalidArgument');
+        expect(r.body.message).toMatch(/endpoint|labels/);
+      }
+      expect((await call('PUT', '/app-nodes/bad%20id', { endpoint: '10.0.0.1:1' })).status).toBe(400);
+      expect((await call('GET', '/app-nodes/csi-node-9')).status).toBe(404);
+
+      for (const id of ['csi-node-1', 'csi-node-2', 'csi-node-3'])
+        expect((await call('DELETE', `/app-nodes/${id}`)).status).toBe(204);
+      const missing = await call('DELETE', '/app-nodes/csi-node-1');
+      expect(missing.status).toBe(404);
+      expect(missing.body.kind).toBe('NotFound');
+      expect((await call('GET', '/app-nodes?max_entries=0')).body.entries).toEqual([]);
+    });
+
+    it.runIf(backend === 'embedded')(
+      'lists the node block devices from sysfs as the io-engine sees them',
+      async () => {
+        const all = await call('GET', '/nodes/node-1/block_devices?all=true');
+        expect(all.status).toBe(200);
+        const devices = all.body as BlockDevice[];
+        const disks = readdirSync('/sys/block').sort();
+        expect(devices.filter((d) => d.devtype === 'disk').map((d) => d.devname)).toEqual(
+          disks.map((d) => `/dev/${d}`),
+        );
+        for (const d of devices.filter((x) => x.devtype === 'disk')) {
+          const name = d.devname.slice('/dev/'.length);
+          expect(`${d.devmajor}:${d.devminor}`).toBe(readFileSync(`/sys/block/${name}/dev`, 'utf8').trim());
+          expect(d.size).toBe(Number(readFileSync(`/sys/block/${name}/size`, 'utf8').trim()));
+        }
+        // A device holding a mounted filesystem is never available.
+        for (const d of devices.filter((x) => x.filesystem?.mountpoint)) expect(d.available).toBe(false);
+        const usable = await call('GET', '/nodes/node-1/block_devices');
+        expect((usable.body as BlockDevice[]).every((d) => d.available)).toBe(true);
+        expect((usable.body as BlockDevice[]).map((d) => d.devname)).toEqual(
+          devices.filter((d) => d.available).map((d) => d.devname),
+        );
+
+        expect((await call('GET', '/nodes/node-9/block_devices')).status).toBe(404);
+        expect((await call('GET', '/nodes/node-1/block_devices?all=maybe')).status).toBe(400);
+      },
+    );
+
+    it.runIf(backend === 'embedded' && process.getuid?.() === 0)(
+      'reports a fresh loop device available, and unavailable once it holds a filesystem',
+      async () => {
+        const file = join(cluster.dir, 'disk.img');
+        writeFileSync(file, '');
+        execFileSync('truncate', ['-s', '64M', file]);
+        const dev = execFileSync('losetup', ['--find', '--show', file], { encoding: 'utf8' }).trim();
+        try {
+          const find = async (all: boolean) =>
+            ((await call('GET', `/nodes/node-2/block_devices?all=${all}`)).body as BlockDevice[]).find(
+              (d) => d.devname === dev,
+            );
+          const fresh = await find(false);
+          expect(fresh).toMatchObject({
+            devname: dev,
+            devtype: 'disk',
+            size: (64 * MiB) / 512,
+            available: true,
+          });
+          execFileSync('mkfs.ext4', ['-q', '-F', '-L', 'storctl-t', dev]);
+          expect(await find(false)).toBeUndefined();
+          const formatted = await find(true);
+          expect(formatted?.available).toBe(false);
+          expect(formatted?.filesystem).toMatchObject({ fstype: 'ext4', mountpoint: '', label: 'storctl-t' });
+        } finally {
+          execFileSync('losetup', ['-d', dev]);
+        }
+      },
+    );
+  });
+}
