@@ -6,6 +6,7 @@ import { RestError } from '../../../src/lib/rest/errors.js';
 import type { Volume } from '../../../src/lib/rest/types.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
+import { runStorctl } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
@@ -265,6 +266,38 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(unknown.status).toBe(404);
       await c.rest.unpublishVolume(id);
       await c.rest.deleteVolume(id);
+    }, 60_000);
+
+    it('operator commands: set-property, unshare, share, rebuild-history, shutdown-targets', async () => {
+      const id = newVolumeId();
+      await create(id, 2);
+      const cli = (...args: string[]) => runStorctl(args, { env: c.env });
+      const set = await cli('volume', 'set-property', id, '--max-snapshots', '1', '-o', 'json');
+      expect(set.code, set.stderr).toBe(0);
+      expect(JSON.parse(set.stdout).spec.max_snapshots).toBe(1);
+      await c.rest.createSnapshot(id, newVolumeId());
+      const refused = await cli('volume', 'set-property', id, '--max-snapshots', '0');
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(/already has 1 snapshot/);
+
+      const notPublished = await cli('volume', 'share', id);
+      expect(notPublished.code).not.toBe(0);
+      expect(notPublished.stderr).toMatch(/NotPublished|not published/);
+      const v = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
+      const unshare = await cli('volume', 'unshare', id);
+      expect(unshare.code, unshare.stderr).toBe(0);
+      expect((await c.rest.getVolume(id)).state.target?.deviceUri).toBe('');
+      const share = await cli('volume', 'share', id, '--frontend-host', 'app-1');
+      expect(share.code, share.stderr).toBe(0);
+      expect(share.stdout.trim()).toBe(v.state.target!.deviceUri);
+
+      const history = await cli('volume', 'rebuild-history', id, '-o', 'json');
+      expect(history.code, history.stderr).toBe(0);
+      expect(JSON.parse(history.stdout)).toEqual([]);
+      const stale = await cli('volume', 'shutdown-targets', id);
+      expect(stale.code, stale.stderr).toBe(0);
+      expect((await c.rest.getVolume(id)).state.target?.deviceUri).toBe(v.state.target!.deviceUri);
+      await c.rest.unpublishVolume(id);
     }, 60_000);
 
     it('watches: callbacks stored durably, POSTed on spec changes, never blocking operations', async () => {
