@@ -1,4 +1,4 @@
-import type { Store, TxnOp } from '../../lib/store/types.js';
+import type { Compare, Store, TxnOp } from '../../lib/store/types.js';
 import type { LeaseLock } from './lease-lock.js';
 import { SvcError } from './svc-error.js';
 
@@ -39,6 +39,11 @@ export class GuardedWriter {
 
   get leaseLost(): boolean {
     return this.lock.lost.aborted || this.lostNotified;
+  }
+
+  /** The compare every core write carries: for writes that add their own compare-and-swap guard. */
+  get leaseGuard(): Compare {
+    return { key: this.lock.lockKey, target: 'lease', op: '==', value: this.lock.lease.id };
   }
 
   /** Check that the lock key still carries our lease (another core may have broken the lock). */

@@ -1,6 +1,10 @@
 import type { Logger } from '../../lib/logger.js';
+import { type NodeSpec, nodeSpec } from '../../lib/specs/node.js';
 import { clusterPrefix, type KeySpace, objectKey } from '../../lib/store/keys.js';
 import type { Lease, Store } from '../../lib/store/types.js';
+
+/** A NodeSpec write that keeps losing the race to core is retried this often before start fails. */
+const REGISTER_ATTEMPTS = 100;
 
 /** Key of a node's lease-bound liveness record: present exactly while the io-engine is alive. */
 export function nodeLivenessKey(space: KeySpace, nodeId: string): string {
@@ -37,39 +41,49 @@ export class Liveness {
     await this.keepAlive();
   }
 
+  /**
+   * Compare-and-swap on the key's mod revision: core writes cordon, drain and labels into the same
+   * NodeSpec, so a write that lost the race re-reads and applies the endpoint again (with a short
+   * random backoff) instead of overwriting core's fields. Decoded and encoded by the NodeSpec codec,
+   * so the fields core (or Mayastor) stored survive byte for byte.
+   */
   private async registerNode(): Promise<void> {
     const key = objectKey(this.space, 'NodeSpec', this.record.node);
-    for (let attempt = 0; attempt < 5; attempt++) {
+    for (let attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
       const kv = await this.store.get(key);
       if (!kv) {
-        const value = JSON.stringify({
+        const value = nodeSpec.encode({
           id: this.record.node,
           endpoint: this.record.grpcEndpoint,
           labels: {},
+          draining_volumes: [],
         });
         const r = await this.store.txn({
           compare: [{ key, target: 'create', op: '==', value: 0 }],
           success: [{ type: 'put', key, value }],
         });
         if (r.succeeded) return;
-        continue;
+      } else {
+        let spec: NodeSpec;
+        try {
+          spec = nodeSpec.decode(key, kv.value);
+        } catch (err) {
+          this.log.warn({ key, err: (err as Error).message }, 'NodeSpec is not valid; leaving it alone');
+          return;
+        }
+        if (spec.endpoint === this.record.grpcEndpoint) return;
+        spec.endpoint = this.record.grpcEndpoint;
+        const r = await this.store.txn({
+          compare: [{ key, target: 'mod', op: '==', value: kv.modRevision }],
+          success: [{ type: 'put', key, value: nodeSpec.encode(spec) }],
+        });
+        if (r.succeeded) return;
       }
-      let spec: Record<string, unknown>;
-      try {
-        spec = JSON.parse(kv.value) as Record<string, unknown>;
-      } catch {
-        this.log.warn({ key }, 'NodeSpec is not JSON; leaving it alone');
-        return;
-      }
-      if (spec.endpoint === this.record.grpcEndpoint) return;
-      spec.endpoint = this.record.grpcEndpoint;
-      const r = await this.store.txn({
-        compare: [{ key, target: 'mod', op: '==', value: kv.modRevision }],
-        success: [{ type: 'put', key, value: JSON.stringify(spec) }],
-      });
-      if (r.succeeded) return;
+      await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** Math.min(attempt, 5), 100) * Math.random()));
     }
-    throw new Error(`cannot register NodeSpec of node '${this.record.node}': concurrent updates`);
+    throw new Error(
+      `cannot register NodeSpec of node '${this.record.node}': ${REGISTER_ATTEMPTS} concurrent updates in a row`,
+    );
   }
 
   private async keepAlive(): Promise<void> {

@@ -1,5 +1,6 @@
+import { nodeSpec, type NodeSpec as SpecNodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
-import { makeEvent } from '../events.js';
+import { eventKey, makeEvent } from '../events.js';
 import type { CordonDrainState, NodeSpec, PoolSpec } from '../model.js';
 import { poolName } from '../model.js';
 import { SvcError, toSvcError } from '../svc-error.js';
@@ -55,21 +56,79 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
   });
 }
 
-/** Read-modify-write a NodeSpec from the store (io-engines register it too), lease-guarded. */
+/** How often a NodeSpec write is retried when the io-engine registered in between. */
+const NODE_CAS_ATTEMPTS = 50;
+
+/**
+ * Read-modify-write a NodeSpec by compare-and-swap: io-engines write their own NodeSpec when they
+ * register (endpoint), core writes cordon, drain and labels. Each side reads the stored value,
+ * edits its own fields and writes only if the key's mod revision is unchanged (and, for core, the
+ * lease is still ours), else reads again — so neither loses the other's fields. The value is decoded
+ * and encoded by the NodeSpec codec: fields storctl does not know survive byte for byte. `edit`
+ * returns false when nothing changes (no write, no event).
+ */
 async function updateNode(
   ctx: CoreContext,
   id: string,
-  edit: (n: NodeSpec) => void,
+  edit: (n: NodeSpec) => unknown,
   event: string,
 ): Promise<NodeSpec> {
   const { registry } = ctx;
   return registry.exclusive('node', id, async () => {
-    const kv = await registry.store.get(registry.key('NodeSpec', id));
-    const spec: NodeSpec | undefined = kv ? JSON.parse(kv.value) : registry.nodes.get(id);
-    if (!spec) throw new SvcError('NotFound', `node '${id}' not found`, `The node '${id}' was not found`);
-    edit(spec);
-    await registry.persist({ nodes: [spec], events: [makeEvent('node', id, event.split(' ')[0], event)] });
-    return spec;
+    const key = registry.key('NodeSpec', id);
+    for (let attempt = 0; attempt < NODE_CAS_ATTEMPTS; attempt++) {
+      const kv = await registry.store.get(key);
+      let spec: NodeSpec;
+      try {
+        const cached = registry.nodes.get(id);
+        spec = (kv ? nodeSpec.decode(key, kv.value) : cached && structuredClone(cached)) as NodeSpec;
+      } catch (err) {
+        throw new SvcError('Internal', `stored NodeSpec of '${id}' is invalid: ${(err as Error).message}`);
+      }
+      if (!spec) throw new SvcError('NotFound', `node '${id}' not found`, `The node '${id}' was not found`);
+      if (edit(spec) === false) {
+        registry.nodes.set(id, structuredClone(spec));
+        return spec;
+      }
+      if (spec.draining_volumes?.length === 0) delete spec.draining_volumes;
+      const value = nodeSpec.encode(spec as SpecNodeSpec);
+      const res = await registry.store
+        .txn({
+          compare: [
+            registry.writer.leaseGuard,
+            kv
+              ? { key, target: 'mod', op: '==', value: kv.modRevision }
+              : { key, target: 'create', op: '==', value: 0 },
+          ],
+          success: [
+            { type: 'put', key, value },
+            {
+              type: 'put',
+              key: eventKey(registry.space),
+              value: JSON.stringify(makeEvent('node', id, event.split(' ')[0], event)),
+            },
+          ],
+          failure: [{ type: 'get', key: registry.writer.leaseGuard.key }],
+        })
+        .catch((err: Error) => {
+          throw new SvcError('FailedPersist', `store write failed: ${err.message}`, 'Store error');
+        });
+      if (res.succeeded) {
+        registry.nodes.set(id, structuredClone(spec));
+        return spec;
+      }
+      if (res.responses[0]?.kv?.lease !== registry.writer.leaseGuard.value) {
+        await registry.writer.verify().catch(() => {});
+        throw new SvcError('FailedPersist', 'core lost its store lease; write refused', 'FailedLock');
+      }
+      // The io-engine (re)registered meanwhile: read its write and apply the edit again.
+      await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** Math.min(attempt, 5), 100) * Math.random()));
+    }
+    throw new SvcError(
+      'Conflict',
+      `node '${id}' was updated concurrently ${NODE_CAS_ATTEMPTS} times in a row; retry`,
+      `node ${id} busy`,
+    );
   });
 }
 
@@ -111,8 +170,11 @@ export function uncordonNode(ctx: CoreContext, id: string, label: string) {
       const c = cordon.filter((l) => l !== label);
       const d = drain.filter((l) => l !== label);
       const cds = n.cordon_drain_state;
-      if (d.length === 0) n.cordon_drain_state = c.length ? { Cordoned: { cordonlabels: c } } : null;
-      else if (cds && 'Drained' in cds)
+      if (d.length === 0) {
+        // The drain is cancelled (RemoveAllDrainingVolumes): nothing is moved any more.
+        n.cordon_drain_state = c.length ? { Cordoned: { cordonlabels: c } } : null;
+        delete n.draining_volumes;
+      } else if (cds && 'Drained' in cds)
         n.cordon_drain_state = { Drained: { cordonlabels: c, drainlabels: d } };
       else n.cordon_drain_state = { Draining: { cordonlabels: c, drainlabels: d } };
       if (!n.cordon_drain_state) delete n.cordon_drain_state;
@@ -127,7 +189,7 @@ export function drainNode(ctx: CoreContext, id: string, label: string) {
     id,
     (n) => {
       const { cordon, drain } = labelsOf(n.cordon_drain_state);
-      if (drain.includes(label)) return;
+      if (drain.includes(label)) return false;
       n.cordon_drain_state = { Draining: { cordonlabels: cordon, drainlabels: [...drain, label] } };
     },
     `Draining with label ${label}`,
@@ -136,13 +198,49 @@ export function drainNode(ctx: CoreContext, id: string, label: string) {
   return spec;
 }
 
+const draining = (n: NodeSpec) => {
+  const cds = n.cordon_drain_state;
+  return Boolean(cds && 'Draining' in cds);
+};
+
+/** AddDrainingVolumes: record the volumes whose target is being moved off a Draining node. */
+export function addDrainingVolumes(ctx: CoreContext, id: string, volumes: string[]) {
+  return updateNode(
+    ctx,
+    id,
+    (n) => {
+      const have = new Set(n.draining_volumes ?? []);
+      const add = volumes.filter((v) => !have.has(v));
+      if (!draining(n) || add.length === 0) return false;
+      n.draining_volumes = [...(n.draining_volumes ?? []), ...add];
+    },
+    `DrainingVolumes ${volumes.join(', ')} being moved off the node`,
+  );
+}
+
+/** RemoveDrainingVolumes: these volumes' targets left the node (or no longer need to). */
+export function removeDrainingVolumes(ctx: CoreContext, id: string, volumes: string[]) {
+  return updateNode(
+    ctx,
+    id,
+    (n) => {
+      const left = (n.draining_volumes ?? []).filter((v) => !volumes.includes(v));
+      if (left.length === (n.draining_volumes ?? []).length) return false;
+      n.draining_volumes = left;
+    },
+    `DrainedVolumes ${volumes.join(', ')} moved off the node`,
+  );
+}
+
+/** SetDrained: only a Draining node with no volume left to move. */
 export function markDrained(ctx: CoreContext, id: string) {
   return updateNode(
     ctx,
     id,
     (n) => {
       const cds = n.cordon_drain_state;
-      if (cds && 'Draining' in cds) n.cordon_drain_state = { Drained: cds.Draining };
+      if (!cds || !('Draining' in cds) || (n.draining_volumes ?? []).length > 0) return false;
+      n.cordon_drain_state = { Drained: cds.Draining };
     },
     'Drained',
   );

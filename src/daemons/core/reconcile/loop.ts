@@ -2,10 +2,11 @@ import type { CoreContext } from '../context.js';
 import { eventsToTrim } from '../events.js';
 import { reconcileDirtySpecs } from '../recovery.js';
 import { pollEngines } from './cache.js';
+import { drainNodes } from './drain.js';
 import { collectNexuses, collectReplicas, collectVolumes } from './gc.js';
 import { reconcilePools } from './pools.js';
 import { recordStatusChanges } from './status-events.js';
-import { drainNodes, healVolumes, recreateMissingNexuses } from './volumes.js';
+import { healVolumes, recreateMissingNexuses } from './volumes.js';
 
 /**
  * The reconcile worker (reference §4.3): one pass runs every reconciler in the seed's priority

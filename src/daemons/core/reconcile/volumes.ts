@@ -2,7 +2,6 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { isCreated, type ReplicaSpec, type VolumeSpec } from '../model.js';
 import { buildAndShareNexus, childUri, usableReplicas } from '../ops/nexus-build.js';
-import { publishVolume } from '../ops/volume-publish.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
 import { replicaOnline } from '../rest/present.js';
 import { toSvcError } from '../svc-error.js';
@@ -194,40 +193,4 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   if (live.length === 0) return null;
   if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
   return { volume, nexus, lost, faulted, missingChildren };
-}
-
-/** Drain: move every volume target off a Draining node (republish elsewhere), then mark it Drained. */
-export async function drainNodes(ctx: CoreContext): Promise<boolean> {
-  const { registry } = ctx;
-  const { markDrained } = await import('../ops/pool-node.js');
-  let busy = false;
-  for (const n of [...registry.nodes.values()]) {
-    const cds = n.cordon_drain_state;
-    if (!cds || !('Draining' in cds)) continue;
-    busy = true;
-    const targets = [...registry.volumes.values()].filter(
-      (v) => v.target?.active !== false && v.target?.node === n.id,
-    );
-    for (const v of targets) {
-      if (!idle(ctx, v)) continue;
-      await publishVolume(ctx, v.uuid, {
-        protocol: v.target!.protocol ?? 'nbd',
-        publish_context: v.publish_context ?? {},
-        republish: true,
-      })
-        .then(() =>
-          registry.persist({
-            events: [makeEvent('volume', v.uuid, 'Moved', `target moved off draining node ${n.id}`)],
-          }),
-        )
-        .catch((err) =>
-          ctx.log.warn({ volume: v.uuid, err: toSvcError(err).message }, 'drain: republish failed'),
-        );
-    }
-    const left = [...registry.volumes.values()].some(
-      (v) => v.target?.active !== false && v.target?.node === n.id,
-    );
-    if (!left) await markDrained(ctx, n.id).catch(() => {});
-  }
-  return busy;
 }
