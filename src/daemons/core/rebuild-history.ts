@@ -41,7 +41,7 @@ const MAX_NEXUSES = 10_000;
 export class RebuildHistory {
   private readonly running = new Map<string, Map<string, Running>>();
   private readonly records = new Map<string, RebuildRecord[]>();
-  /** Node of each nexus seen in a listing (a nexus missing from its node's next listing is gone). */
+  /** Node of each nexus with running jobs (missing from its node's next listing: it is gone). */
   private readonly nodeOf = new Map<string, string>();
 
   private ticks = 0;
@@ -60,11 +60,12 @@ export class RebuildHistory {
   }
 
   observe(st: NexusState, askedAt: number, node?: string): void {
-    if (node) this.nodeOf.set(st.uuid, node);
+    let jobs = this.running.get(st.uuid);
+    // Fast path (every nexus at every poll): nothing rebuilding, nothing tracked.
+    if (!jobs && !st.children.some((c) => c.state === 'Degraded' && c.rebuildProgress != null)) return;
     const now = new Date().toISOString();
     const arrived = this.tick();
     const fresh = (job: Running) => askedAt > job.since;
-    let jobs = this.running.get(st.uuid);
     const seen = new Set<string>();
     const source = st.children.find((c) => c.state === 'Online')?.uri ?? '';
     for (const c of st.children) {
@@ -90,6 +91,7 @@ export class RebuildHistory {
     for (const [uri, job] of jobs ?? [])
       if (!seen.has(uri) && fresh(job)) this.finish(st.uuid, uri, job, 'Failed', now);
     if (st.state === 'Shutdown') this.stopAll(st.uuid, askedAt);
+    if (node && this.running.has(st.uuid)) this.nodeOf.set(st.uuid, node);
   }
 
   /** Every nexus of a node as just listed: tracked nexuses of that node not listed are gone. */
@@ -97,7 +99,7 @@ export class RebuildHistory {
     for (const st of list) this.observe(st, askedAt, node);
     const listed = new Set(list.map((n) => n.uuid));
     for (const [nexus, at] of this.nodeOf) {
-      if (at === node && !listed.has(nexus) && this.stopAll(nexus, askedAt)) this.nodeOf.delete(nexus);
+      if (at === node && !listed.has(nexus)) this.stopAll(nexus, askedAt);
     }
   }
 
@@ -105,18 +107,13 @@ export class RebuildHistory {
   forget(nexus: string): void {
     this.stopAll(nexus, Number.POSITIVE_INFINITY);
     this.records.delete(nexus);
-    this.nodeOf.delete(nexus);
   }
 
-  /** Stop the nexus' jobs the answer asked at `askedAt` may end; true when none is left running. */
-  private stopAll(nexus: string, askedAt: number): boolean {
+  /** Stop the nexus' jobs that the answer asked at `askedAt` may end. */
+  private stopAll(nexus: string, askedAt: number): void {
     const now = new Date().toISOString();
-    const jobs = this.running.get(nexus);
-    for (const [uri, job] of jobs ?? [])
+    for (const [uri, job] of this.running.get(nexus) ?? [])
       if (askedAt > job.since) this.finish(nexus, uri, job, 'Stopped', now);
-    if (jobs?.size) return false;
-    this.running.delete(nexus);
-    return true;
   }
 
   private finish(
@@ -126,7 +123,12 @@ export class RebuildHistory {
     state: RebuildRecord['rebuildJobState'],
     endTime: string,
   ): void {
-    this.running.get(nexus)?.delete(childUri);
+    const jobs = this.running.get(nexus);
+    jobs?.delete(childUri);
+    if (jobs?.size === 0) {
+      this.running.delete(nexus);
+      this.nodeOf.delete(nexus);
+    }
     const total = Math.ceil(job.size / BLOCK_SIZE);
     const recovered = state === 'Completed' ? total : Math.floor((total * job.percent) / 100);
     const list = this.records.get(nexus) ?? [];
