@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
+import { runStorctl } from '../../helpers/storctl.js';
 import { type Backend, newVolumeId, TestCluster } from './cluster.js';
 
 const MiB = 1 << 20;
@@ -94,6 +95,43 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(badKey.body.message).toContain("'key'");
       expect((await call('PUT', '/pools/pool-node-2/label/a=b?overwrite=yes')).status).toBe(400);
     });
+
+    it.runIf(backend === 'embedded')(
+      'labels pools and lists block devices from the CLI, in json and as a table',
+      async () => {
+        const cli = (...args: string[]) => runStorctl(args, { env: cluster.env });
+        const set = await cli('pool', 'label', 'pool-node-3', 'tier=gold', '-o', 'json');
+        expect(set.code, set.stderr).toBe(0);
+        expect(JSON.parse(set.stdout).spec.labels).toEqual({ tier: 'gold' });
+        const clash = await cli('pool', 'label', 'pool-node-3', 'tier=silver');
+        expect(clash.code).not.toBe(0);
+        expect(clash.stderr).toContain('FailedPrecondition');
+        expect(clash.stderr).toContain('overwrite');
+        const table = await cli('pool', 'label', 'pool-node-3', 'tier=silver', '--overwrite');
+        expect(table.code, table.stderr).toBe(0);
+        expect(table.stdout).toMatch(/LABELS[\s\S]*tier=silver/);
+        const removed = await cli('pool', 'label', 'pool-node-3', 'tier-', '-o', 'yaml');
+        expect(removed.code, removed.stderr).toBe(0);
+        expect(removed.stdout).not.toContain('tier');
+        expect((await cli('pool', 'label', 'pool-node-3', 'tier')).code).toBe(2);
+
+        const devices = await cli('get', 'block-devices', 'node-1', '--all', '-o', 'json');
+        expect(devices.code, devices.stderr).toBe(0);
+        const names = (JSON.parse(devices.stdout) as BlockDevice[])
+          .filter((d) => d.devtype === 'disk')
+          .map((d) => d.devname);
+        expect(names).toEqual(
+          readdirSync('/sys/block')
+            .sort()
+            .map((d) => `/dev/${d}`),
+        );
+        const wide = await cli('get', 'block-devices', 'node-1', '--all', '-o', 'wide');
+        expect(wide.stdout.split('\n')[0]).toMatch(/^\s*DEVNAME\s+DEVTYPE\s+SIZE\s+AVAILABLE.*DEVPATH/);
+        const unknown = await cli('get', 'block-devices', 'node-9');
+        expect(unknown.code).toBe(3);
+        expect(unknown.stderr).toContain('NotFound');
+      },
+    );
 
     it('registers, pages through, reads and deregisters app nodes stored as AppNodeSpec', async () => {
       for (const [id, endpoint] of [
