@@ -97,6 +97,7 @@ export class RebuildHistory {
   /** Every nexus of a node as just listed: tracked nexuses of that node not listed are gone. */
   observeNode(node: string, list: NexusState[], askedAt: number): void {
     for (const st of list) this.observe(st, askedAt, node);
+    if (this.nodeOf.size === 0) return;
     const listed = new Set(list.map((n) => n.uuid));
     for (const [nexus, at] of this.nodeOf) {
       if (at === node && !listed.has(nexus)) this.stopAll(nexus, askedAt);
