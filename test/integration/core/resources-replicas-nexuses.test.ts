@@ -127,7 +127,10 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         thin: true,
       });
       expect(otherNode.status).toBe(404);
-      const tooBig = await call('PUT', `/pools/pool-node-1/replicas/${id}`, { size: 4 * 1024 ** 3, thin: false });
+      const tooBig = await call('PUT', `/pools/pool-node-1/replicas/${id}`, {
+        size: 4 * 1024 ** 3,
+        thin: false,
+      });
       expect(tooBig.status).toBe(507);
       expect(tooBig.body.kind).toBe('ResourceExhausted');
       // A failed create leaves no spec behind.
