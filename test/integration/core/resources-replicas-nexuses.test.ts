@@ -245,6 +245,9 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         (await call('DELETE', `/nodes/node-1/nexuses/${nx}/children/${encodeURIComponent(localUri)}`)).status,
       ).toBe(204);
       await qemuIo(share.body, 'read -P 0xa7 0 2M', 'read -P 0xb8 4M 1M');
+      const last = await call('DELETE', `/nexuses/${nx}/children/${encodeURIComponent(remoteUri)}`);
+      expect(last.status).toBe(412);
+      expect(last.body.kind).toBe('FailedPrecondition');
       const specs = await call('GET', '/specs');
       const spec = specs.body.nexuses.find((x: { uuid: string }) => x.uuid === nx);
       expect(spec).toMatchObject({
