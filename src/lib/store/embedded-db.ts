@@ -157,8 +157,10 @@ export function openDatabase(path: string, endpoint: string, busyTimeoutMs: numb
     const db = new Database(path, { timeout: busyTimeoutMs });
     db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     db.pragma('journal_mode = WAL');
-    // FULL: a committed write survives power loss, like etcd's fsync per commit.
-    db.pragma('synchronous = FULL');
+    // NORMAL: commits are not fsynced inside SQLite (that would block the event loop); the store
+    // fsyncs the WAL off-thread before acknowledging a write (WalSync), so an acknowledged write
+    // still survives power loss, like etcd's fsync per commit. Checkpoints sync as before.
+    db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = OFF');
     db.transaction(() => db.exec(SCHEMA)).immediate();
     // From now on SQLite waits only briefly (that wait blocks the event loop); callers retry async.

@@ -10,6 +10,7 @@ import {
   type Statements,
   toKeyValue,
 } from './embedded-db.js';
+import { WalSync } from './embedded-sync.js';
 import { EmbeddedWatch, type HistoryPage, type WatchCursor } from './embedded-watch.js';
 import { WriteContext } from './embedded-write.js';
 import { type LeaseHandle, trackedLeaseHandle } from './lease-handle.js';
@@ -61,6 +62,7 @@ export class EmbeddedStore implements Store {
   private readonly retention: number;
   private readonly busyTimeoutMs: number;
   private readonly pollIntervalMs: number;
+  private readonly walSync: WalSync;
   private readonly watches = new Set<EmbeddedWatch>();
   private readonly leases = new Set<LeaseHandle>();
   private ticker: NodeJS.Timeout | undefined;
@@ -76,6 +78,7 @@ export class EmbeddedStore implements Store {
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.db = openDatabase(this.file, this.endpoint, this.busyTimeoutMs);
     this.st = prepareStatements(this.db);
+    this.walSync = new WalSync(`${this.file}-wal`, this.endpoint);
     const peers = storesByFile.get(this.file) ?? new Set<EmbeddedStore>();
     storesByFile.set(this.file, peers);
     peers.add(this);
@@ -208,6 +211,7 @@ export class EmbeddedStore implements Store {
     this.closed = true;
     storesByFile.get(this.file)?.delete(this);
     if (storesByFile.get(this.file)?.size === 0) storesByFile.delete(this.file);
+    await this.walSync.close();
     this.db.close();
   }
 
@@ -224,6 +228,7 @@ export class EmbeddedStore implements Store {
         .immediate(),
     );
     if (changed) {
+      await this.walSync.sync();
       for (const peer of storesByFile.get(this.file) ?? []) peer.schedulePump();
     }
     return result;
