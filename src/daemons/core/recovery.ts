@@ -1,6 +1,7 @@
 import type { CoreContext } from './context.js';
 import { type CoreEvent, makeEvent } from './events.js';
 import type { NexusSpec, ReplicaSpec, VolumeSnapshot, VolumeSpec } from './model.js';
+import { dirty as storeDirty } from './svc-error.js';
 
 /**
  * handle_incomplete_ops (reference §1.5): a spec with a pending operation is finished or rolled back.
@@ -119,23 +120,29 @@ export async function reconcileDirtySpecs(ctx: CoreContext): Promise<number> {
     const lockId = owner ?? id;
     if (registry.isBusy(lockType, lockId)) continue;
     await registry
-      .exclusive(lockType, lockId, async () => {
-        if (type === 'volume') {
-          const v = registry.volumes.get(id);
-          if (!v?.operation) return;
-          const { fixed, event } = fixVolume(v);
-          await registry.persist({ volumes: [fixed], events: [event] });
-        } else if (type === 'replica') {
-          const r = registry.replicas.get(id);
-          if (!r?.operation) return;
-          await registry.persist({ replicas: [fixReplica(r)] });
-        } else {
-          const n = registry.nexuses.get(id);
-          if (!n?.operation) return;
-          await registry.persist({ nexuses: [fixNexus(n)] });
-        }
-        fixedCount++;
-      })
+      .exclusive(
+        lockType,
+        lockId,
+        async () => {
+          if (type === 'volume') {
+            const v = registry.volumes.get(id);
+            if (!v?.operation) return;
+            const { fixed, event } = fixVolume(v);
+            await registry.persist({ volumes: [fixed], events: [event] });
+          } else if (type === 'replica') {
+            const r = registry.replicas.get(id);
+            if (!r?.operation) return;
+            await registry.persist({ replicas: [fixReplica(r)] });
+          } else {
+            const n = registry.nexuses.get(id);
+            if (!n?.operation) return;
+            await registry.persist({ nexuses: [fixNexus(n)] });
+          }
+          fixedCount++;
+        },
+        // A request meanwhile meets the pending operation, not a mere busy lock: 507 StoreDirty.
+        () => storeDirty(lockType, lockId),
+      )
       .catch(() => {});
   }
   for (const s of [...registry.snapshots.values()]) {

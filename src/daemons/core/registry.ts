@@ -76,7 +76,8 @@ export class Registry {
   /** Per node: pool ids its io-engine reported at the last poll (absent = not polled yet). */
   readonly polledPools = new Map<string, Set<string>>();
 
-  private readonly busySet = new Set<string>();
+  /** Resources held by an operation, with the error a request meets meanwhile (default: busy, 409). */
+  private readonly busySet = new Map<string, (() => SvcError) | undefined>();
   /** Replica uuids by owning volume, kept in step with `replicas` (10k volumes: no full scans). */
   private readonly replicasByVolume = new Map<string, Set<string>>();
   private livenessWatch: Watch | null = null;
@@ -212,11 +213,19 @@ export class Registry {
     await this.livenessWatch?.close();
   }
 
-  /** Exclusive in-memory guard of one resource (Mayastor OperationSequence): busy → 409. */
-  async exclusive<T>(resource: string, id: string, fn: () => Promise<T>): Promise<T> {
+  /**
+   * Exclusive in-memory guard of one resource (Mayastor OperationSequence): busy → 409, or the error
+   * `busyAs` makes (the dirty-spec reconciler: a request meanwhile is told StoreDirty, 507).
+   */
+  async exclusive<T>(
+    resource: string,
+    id: string,
+    fn: () => Promise<T>,
+    busyAs?: () => SvcError,
+  ): Promise<T> {
     const k = `${resource}/${id}`;
-    if (this.busySet.has(k)) throw busy(resource, id);
-    this.busySet.add(k);
+    if (this.busySet.has(k)) throw (this.busySet.get(k) ?? (() => busy(resource, id)))();
+    this.busySet.set(k, busyAs);
     try {
       return await fn();
     } finally {
