@@ -14,13 +14,16 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { GroupCommitFile } from './atomic-file.js';
+import { FileBackend } from '../../lib/nbd/file-backend.js';
 import { alreadyExists, exhausted, invalid, notFound, precondition } from './errors.js';
+import { MetadataLog, readJournal } from './metadata-log.js';
 import { Replica, type ReplicaMeta } from './replica.js';
 
 const execFileP = promisify(execFile);
 
 export const POOL_META_FILE = 'pool.json';
+/** Changes since pool.json was written (see MetadataLog). */
+export const POOL_JOURNAL_FILE = 'pool.journal';
 
 export interface SnapshotMeta {
   uuid: string;
@@ -40,7 +43,12 @@ interface PoolMeta {
   createdAt: string;
   replicas: Record<string, ReplicaMeta>;
   snapshots: Record<string, SnapshotMeta>;
+  /** Generation of pool.journal whose records apply on top of this file (absent: none). */
+  journalGen?: number;
 }
+
+/** One journal record: the current value of a replica (`r`) or snapshot (`s`), null once removed. */
+type PoolRecord = { r: string; v: ReplicaMeta | null } | { s: string; v: SnapshotMeta | null };
 
 export interface PoolStats {
   capacity: number;
@@ -78,13 +86,14 @@ async function cloneFile(src: string, dst: string): Promise<boolean> {
 
 /**
  * A pool: a directory with a declared capacity, holding replica files (replicas/<uuid>.img),
- * snapshot files (snapshots/<uuid>.img) and its metadata (pool.json, written atomically).
+ * snapshot files (snapshots/<uuid>.img) and its metadata (pool.json plus the pool.journal of changes
+ * since, see MetadataLog).
  */
 export class Pool {
   readonly replicas = new Map<string, Replica>();
   /** Files removed by the last import: created or destroyed around a crash, not in the metadata. */
   readonly removedOrphans: string[] = [];
-  private readonly metaFile: GroupCommitFile;
+  private readonly metaLog: MetadataLog;
   /** Serialized entry of every replica in the metadata, redone only when that replica changes. */
   private readonly replicaJson = new Map<string, string>();
   /** Directories that gained files since the last metadata write (their entries are fsynced first). */
@@ -94,11 +103,19 @@ export class Pool {
   private constructor(
     private meta: PoolMeta,
     readonly disk: string,
+    journalLines = 0,
   ) {
-    this.metaFile = new GroupCommitFile(
+    this.metaLog = new MetadataLog(
       join(disk, POOL_META_FILE),
-      () => this.render(),
+      join(disk, POOL_JOURNAL_FILE),
+      meta.journalGen ?? 0,
+      {
+        snapshot: (gen) => this.render(gen),
+        record: (key) => this.record(key),
+        entries: () => this.replicaJson.size + Object.keys(this.meta.snapshots).length,
+      },
       () => this.syncDirtyDirs(),
+      journalLines,
     );
     for (const uuid of Object.keys(meta.replicas)) this.replicaChanged(uuid);
   }
@@ -142,7 +159,7 @@ export class Pool {
       snapshots: {},
     };
     const pool = new Pool(meta, disk);
-    await pool.save();
+    await pool.metaLog.save();
     return pool;
   }
 
@@ -163,7 +180,16 @@ export class Pool {
       throw precondition(`directory ${disk} holds pool '${meta.name}', not '${expectedName}'`);
     }
     meta.snapshots ??= {};
-    const pool = new Pool(meta, disk);
+    let records: unknown[];
+    try {
+      records = await readJournal(join(disk, POOL_JOURNAL_FILE), meta.journalGen ?? 0);
+      for (const rec of records) applyRecord(meta, rec);
+    } catch (err) {
+      throw precondition(
+        `pool metadata ${join(disk, POOL_JOURNAL_FILE)} is corrupt: ${(err as Error).message}`,
+      );
+    }
+    const pool = new Pool(meta, disk, records.length);
     await pool.removeOrphans();
     for (const r of Object.values(meta.replicas)) {
       try {
@@ -179,25 +205,40 @@ export class Pool {
   }
 
   /**
-   * Queue a metadata write holding the current state (group commit: one write covers every change
-   * made while the previous one was in flight). Mutations do not wait for it; the engine acknowledges
-   * an operation only after `durable()`, which it awaits outside its control lock.
+   * Queue a metadata write of a change (group commit: one write covers every change made while the
+   * previous one was in flight). Mutations do not wait for it; the engine acknowledges an operation
+   * only after `durable()`, which it awaits outside its control lock.
    */
-  private save(changedReplica?: string): Promise<void> {
+  private saveReplica(uuid: string): Promise<void> {
     this.statsCache = null;
-    if (changedReplica) this.replicaChanged(changedReplica);
-    return this.metaFile.save();
+    this.replicaChanged(uuid);
+    return this.metaLog.save(`r:${uuid}`);
+  }
+
+  private saveSnapshot(uuid: string): Promise<void> {
+    this.statsCache = null;
+    return this.metaLog.save(`s:${uuid}`);
   }
 
   /** pool.json for the current state, from the kept replica entries (no walk of the metadata). */
-  private render(): string {
+  private render(journalGen: number): string {
+    this.meta.journalGen = journalGen;
     const { replicas: _, ...head } = this.meta;
     return `${JSON.stringify(head).slice(0, -1)},"replicas":{${[...this.replicaJson.values()].join(',')}}}\n`;
   }
 
+  /** The journal line for entry `key` (`r:<uuid>` or `s:<uuid>`) as it is now. */
+  private record(key: string): string {
+    const id = key.slice(2);
+    const rec: PoolRecord = key.startsWith('r:')
+      ? { r: id, v: this.meta.replicas[id] ?? null }
+      : { s: id, v: this.meta.snapshots[id] ?? null };
+    return JSON.stringify(rec);
+  }
+
   /** Resolves once every metadata change made so far is on disk. */
   durable(): Promise<void> {
-    return this.metaFile.durable();
+    return this.metaLog.durable();
   }
 
   private async syncDirtyDirs(): Promise<void> {
@@ -301,30 +342,31 @@ export class Pool {
     if (this.replicas.has(opts.uuid)) throw alreadyExists('replica', opts.uuid, `in pool '${this.name}'`);
     await this.checkSpace(`replica '${opts.uuid}'`, opts.size, opts.thin);
     const path = this.replicaPath(opts.uuid);
-    const fh = await open(path, 'wx', 0o600);
+    // Read-write: the handle that creates the file serves the replica's I/O afterwards.
+    const fh = await open(path, 'wx+', 0o600);
     this.dirtyDirs.add(join(this.disk, 'replicas'));
     try {
-      try {
-        await fh.truncate(opts.size);
-      } finally {
-        await fh.close();
-      }
+      await fh.truncate(opts.size);
       if (!opts.thin) await execFileP('fallocate', ['-l', String(opts.size), path]);
     } catch (err) {
+      await fh.close();
       await unlink(path).catch(() => {});
       throw exhausted(
         `cannot allocate replica '${opts.uuid}' in pool '${this.name}': ${(err as Error).message}`,
       );
     }
     const meta: ReplicaMeta = { ...opts, share: 'none', createdAt: new Date().toISOString() };
-    return this.addReplica(meta);
+    return this.addReplica(
+      meta,
+      new Replica(meta, this.name, path, FileBackend.fromHandle(fh, opts.size, path)),
+    );
   }
 
-  private async addReplica(meta: ReplicaMeta): Promise<Replica> {
-    const replica = await Replica.open(meta, this.name, this.replicaPath(meta.uuid));
+  private async addReplica(meta: ReplicaMeta, opened?: Replica): Promise<Replica> {
+    const replica = opened ?? (await Replica.open(meta, this.name, this.replicaPath(meta.uuid)));
     this.replicas.set(meta.uuid, replica);
     this.meta.replicas[meta.uuid] = meta;
-    void this.save(meta.uuid);
+    void this.saveReplica(meta.uuid);
     return replica;
   }
 
@@ -334,7 +376,7 @@ export class Pool {
     this.replicas.delete(uuid);
     delete this.meta.replicas[uuid];
     // The file goes only once no durable metadata names it.
-    await this.save(uuid);
+    await this.saveReplica(uuid);
     await r.close();
     await rm(r.path, { force: true });
   }
@@ -347,7 +389,7 @@ export class Pool {
     await this.checkSpace(`resize of replica '${uuid}'`, size, r.meta.thin, size - r.size);
     await r.resize(size);
     if (!r.meta.thin) await execFileP('fallocate', ['-l', String(size), r.path]);
-    void this.save(uuid);
+    void this.saveReplica(uuid);
     return r;
   }
 
@@ -355,7 +397,7 @@ export class Pool {
     const r = this.replicas.get(uuid);
     if (!r) throw notFound('replica', uuid);
     r.meta.share = share;
-    void this.save(uuid);
+    void this.saveReplica(uuid);
   }
 
   async createSnapshot(replicaUuid: string, uuid: string, name: string): Promise<SnapshotMeta> {
@@ -381,14 +423,14 @@ export class Pool {
       reflink,
     };
     this.meta.snapshots[uuid] = snap;
-    void this.save();
+    void this.saveSnapshot(uuid);
     return snap;
   }
 
   async destroySnapshot(uuid: string): Promise<void> {
     if (!this.meta.snapshots[uuid]) throw notFound('snapshot', uuid);
     delete this.meta.snapshots[uuid];
-    await this.save();
+    await this.saveSnapshot(uuid);
     await rm(this.snapshotPath(uuid), { force: true });
   }
 
@@ -418,7 +460,9 @@ export class Pool {
       );
     }
     await this.durable().catch(() => {}); // no write may rename pool.json back after it is removed
+    await this.metaLog.close();
     await rm(join(this.disk, POOL_META_FILE), { force: true });
+    await rm(join(this.disk, POOL_JOURNAL_FILE), { force: true });
     await rmdir(join(this.disk, 'replicas')).catch(() => {});
     await rmdir(join(this.disk, 'snapshots')).catch(() => {});
     await rmdir(this.disk).catch(() => {});
@@ -427,6 +471,25 @@ export class Pool {
   /** Unload: close files, keep everything on disk. */
   async close(): Promise<void> {
     await this.durable();
+    await this.metaLog.close();
     for (const r of this.replicas.values()) await r.close();
+  }
+}
+
+/** Apply one journal record to the metadata read from pool.json. */
+function applyRecord(meta: PoolMeta, rec: unknown): void {
+  const r = rec as Partial<Record<'r' | 's', unknown>> & { v?: unknown };
+  const value = r.v;
+  if (value !== null && (typeof value !== 'object' || Array.isArray(value))) {
+    throw new Error(`record ${JSON.stringify(rec)} has no value`);
+  }
+  if (typeof r.r === 'string') {
+    if (value) meta.replicas[r.r] = value as ReplicaMeta;
+    else delete meta.replicas[r.r];
+  } else if (typeof r.s === 'string') {
+    if (value) meta.snapshots[r.s] = value as SnapshotMeta;
+    else delete meta.snapshots[r.s];
+  } else {
+    throw new Error(`record ${JSON.stringify(rec)} names no replica or snapshot`);
   }
 }

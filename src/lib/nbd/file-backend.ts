@@ -12,6 +12,11 @@ export class FileBackend implements BlockBackend {
     readonly path: string,
   ) {}
 
+  /** A backend over a handle the caller opened read-write (e.g. while creating the file). */
+  static fromHandle(fh: FileHandle, size: number, path: string): FileBackend {
+    return new FileBackend(fh, size, path);
+  }
+
   static async open(path: string, size?: number): Promise<FileBackend> {
     const fh = await open(path, constants.O_RDWR);
     const actual = size ?? (await fh.stat()).size;
