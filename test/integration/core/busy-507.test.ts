@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { waitFor } from '../../helpers/wait.js';
-import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
+import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
 
 const MiB = 1 << 20;
 
@@ -36,107 +36,134 @@ function call(base: string, method: string, path: string, body?: unknown) {
   });
 }
 
+/** A real store outage: writes (and for etcd, every call) fail until it ends. */
+interface Outage {
+  begin(): void;
+  end(): void;
+}
+
+/**
+ * embedded: another process holds the SQLite write lock longer than core's busy timeout;
+ * etcd: the etcd server is paused (SIGSTOP), so core's calls run into their deadline.
+ */
+function storeOutage(c: TestCluster, backend: Backend): Outage {
+  if (backend === 'etcd') {
+    const pid = c.etcd!.pid;
+    return { begin: () => process.kill(pid, 'SIGSTOP'), end: () => process.kill(pid, 'SIGCONT') };
+  }
+  let db: Database.Database | undefined;
+  return {
+    begin: () => {
+      db = new Database(c.storeUrl.replace(/^sqlite:/, ''), { timeout: 10_000 });
+      db.exec('BEGIN IMMEDIATE');
+    },
+    end: () => {
+      if (db?.inTransaction) db.exec('ROLLBACK');
+      db?.close();
+      db = undefined;
+    },
+  };
+}
+
 /**
  * A spec whose operation is logged but not committed (the commit write failed) is dirty: new
  * requests on it answer 507 FailedPersist (StoreDirty, reference §1.5/§2.3) until the persistent-store
- * reconciler settles it. The commit is made to fail by a real store outage: another process holds
- * the embedded store's SQLite write lock longer than core's busy timeout, while the io-engine that
- * creates the new replica is paused so the lock lands exactly between intent and commit.
+ * reconciler settles it. The commit is made to fail by a real store outage, while the io-engine that
+ * creates the new replica is paused so the outage begins exactly between intent and commit.
  */
-describe('a spec with a pending operation answers new requests with 507 (embedded store)', () => {
-  let cluster: TestCluster | undefined;
-  let lock: Database.Database | undefined;
-  afterEach(async () => {
-    if (lock?.inTransaction) lock.exec('ROLLBACK');
-    lock?.close();
-    lock = undefined;
-    for (const e of cluster?.engines ?? []) e.proc.child.kill('SIGCONT');
-    await cluster?.stop();
-    cluster = undefined;
-  });
-
-  it('a scale whose commit write fails leaves the volume dirty: 507 with the error body, then recovered', async () => {
-    cluster = await TestCluster.start({ backend: 'embedded', engines: 2, coreFlags: FLAGS });
-    const c = cluster;
-    const id = newVolumeId();
-    const created = await c.rest.createVolume(id, {
-      size: 8 * MiB,
-      replicas: 1,
-      thin: true,
-      policy: { self_heal: false },
+for (const backend of ['embedded', 'etcd'] as Backend[])
+  describe(`a spec with a pending operation answers new requests with 507 (${backend} store)`, () => {
+    let cluster: TestCluster | undefined;
+    let outage: Outage | undefined;
+    afterEach(async () => {
+      outage?.end();
+      outage = undefined;
+      for (const e of cluster?.engines ?? []) e.proc.child.kill('SIGCONT');
+      await cluster?.stop();
+      cluster = undefined;
     });
-    const holder = Object.values(created.state.replica_topology)[0].node;
-    const space = { clusterId: c.clusterId, namespace: 'default' };
-    const volumeKey = objectKey(space, 'VolumeSpec', id);
-    const store = await openStore(c.storeUrl);
-    try {
-      // Pause the io-engine that gets the new replica: the scale stops between intent and commit.
-      const spare = c.engines.find((e) => e.node !== holder)!;
-      spare.proc.child.kill('SIGSTOP');
-      const scale = call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
-      // The intent is stored (operation SetReplica, result null, and the new replica's spec) ...
-      await waitFor(
-        async () => {
-          const v = JSON.parse((await store.get(volumeKey))!.value);
-          const { kvs } = await store.range(objectKey(space, 'ReplicaSpec', ''));
-          return v.operation?.operation?.SetReplica === 2 && kvs.length === 2;
-        },
-        { what: 'scale intent stored', timeoutMs: 10_000 },
-      );
-      // ... then the store refuses writes (another process holds its write lock) and the io-engine
-      // goes on: the replica is created, but neither the commit nor the rollback can be written.
-      lock = new Database(c.storeUrl.replace(/^sqlite:/, ''), { timeout: 10_000 });
-      lock.exec('BEGIN IMMEDIATE');
-      spare.proc.child.kill('SIGCONT');
-      const first = await scale;
-      expect(first.status).toBe(507);
-      expect(first.body.kind).toBe('FailedPersist');
 
-      // The volume is dirty: every new request on it is refused with 507 and Mayastor's body.
-      for (const [method, path, body] of [
-        ['PUT', `/volumes/${id}/target`, { protocol: 'nbd', publish_context: {} }],
-        ['DELETE', `/volumes/${id}/target`, undefined],
-        ['DELETE', `/volumes/${id}`, undefined],
-        ['PUT', `/volumes/${id}/replica_count/2`, undefined],
-      ] as const) {
-        const r = await call(c.restUrl, method, path, body);
-        expect({ method, path, status: r.status }).toEqual({ method, path, status: 507 });
-        expect(Object.keys(r.body).sort()).toEqual(['details', 'kind', 'message']);
-        expect(r.body.kind).toBe('FailedPersist');
-        expect(r.body.message).toContain('pending operation');
-        expect(r.body.details).toBe(`StoreDirty: volume ${id}`);
-      }
-      // Reads still answer, and show the pending operation.
-      const dirty = await call(c.restUrl, 'GET', `/volumes/${id}`);
-      expect(dirty.status).toBe(200);
-      expect(dirty.body.spec.operation).toBeTruthy();
-
-      // The store comes back: the persistent-store reconciler settles the operation (a null result
-      // is rolled back, §1.5), the half-made replica is collected, and the volume takes requests again.
-      lock.exec('ROLLBACK');
-      lock.close();
-      lock = undefined;
-      await waitFor(async () => !(await call(c.restUrl, 'GET', `/volumes/${id}`)).body.spec.operation, {
-        what: 'pending operation reconciled',
-        timeoutMs: 20_000,
+    it('a scale whose commit write fails leaves the volume dirty: 507 with the error body, then recovered', async () => {
+      cluster = await TestCluster.start({ backend, engines: 2, coreFlags: FLAGS });
+      const c = cluster;
+      const id = newVolumeId();
+      const created = await c.rest.createVolume(id, {
+        size: 8 * MiB,
+        replicas: 1,
+        thin: true,
+        policy: { self_heal: false },
       });
-      const stored = JSON.parse((await store.get(volumeKey))!.value);
-      expect(stored.operation).toBeNull();
-      expect(stored.num_replicas).toBe(1);
-      const again = await waitFor(
-        async () => {
-          const r = await call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
-          return r.status === 200 ? r : null;
-        },
-        { what: 'scale accepted again', timeoutMs: 30_000, intervalMs: 500 },
-      );
-      expect(again.body.spec.num_replicas).toBe(2);
-      expect((await c.events()).some((e) => e.includes(`"id":"${id}","action":"Recovered"`))).toBe(true);
-    } catch (err) {
-      console.log(c.cores.at(-1)?.output.split('\n').slice(-30).join('\n'));
-      throw err;
-    } finally {
-      await store.close();
-    }
-  }, 120_000);
-});
+      const holder = Object.values(created.state.replica_topology)[0].node;
+      const space = { clusterId: c.clusterId, namespace: 'default' };
+      const volumeKey = objectKey(space, 'VolumeSpec', id);
+      const store = await openStore(c.storeUrl);
+      try {
+        // Pause the io-engine that gets the new replica: the scale stops between intent and commit.
+        const spare = c.engines.find((e) => e.node !== holder)!;
+        spare.proc.child.kill('SIGSTOP');
+        const scale = call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
+        // The intent is stored (operation SetReplica, result null, and the new replica's spec) ...
+        await waitFor(
+          async () => {
+            const v = JSON.parse((await store.get(volumeKey))!.value);
+            const { kvs } = await store.range(objectKey(space, 'ReplicaSpec', ''));
+            return v.operation?.operation?.SetReplica === 2 && kvs.length === 2;
+          },
+          { what: 'scale intent stored', timeoutMs: 10_000 },
+        );
+        // ... then the store fails (embedded: locked by another process; etcd: paused) and the io-engine
+        // goes on: the replica is created, but neither the commit nor the rollback can be written.
+        outage = storeOutage(c, backend);
+        outage.begin();
+        spare.proc.child.kill('SIGCONT');
+        const first = await scale;
+        expect(first.status).toBe(507);
+        expect(first.body.kind).toBe('FailedPersist');
+
+        // The volume is dirty: every new request on it is refused with 507 and Mayastor's body.
+        for (const [method, path, body] of [
+          ['PUT', `/volumes/${id}/target`, { protocol: 'nbd', publish_context: {} }],
+          ['DELETE', `/volumes/${id}/target`, undefined],
+          ['DELETE', `/volumes/${id}`, undefined],
+          ['PUT', `/volumes/${id}/replica_count/2`, undefined],
+        ] as const) {
+          const r = await call(c.restUrl, method, path, body);
+          expect({ method, path, status: r.status }).toEqual({ method, path, status: 507 });
+          expect(Object.keys(r.body).sort()).toEqual(['details', 'kind', 'message']);
+          expect(r.body.kind).toBe('FailedPersist');
+          expect(r.body.message).toContain('pending operation');
+          expect(r.body.details).toBe(`StoreDirty: volume ${id}`);
+        }
+        // Reads still answer, and show the pending operation.
+        const dirty = await call(c.restUrl, 'GET', `/volumes/${id}`);
+        expect(dirty.status).toBe(200);
+        expect(dirty.body.spec.operation).toBeTruthy();
+
+        // The store comes back: the persistent-store reconciler settles the operation (a null result
+        // is rolled back, §1.5), the half-made replica is collected, and the volume takes requests again.
+        outage.end();
+        outage = undefined;
+        await waitFor(async () => !(await call(c.restUrl, 'GET', `/volumes/${id}`)).body.spec.operation, {
+          what: 'pending operation reconciled',
+          timeoutMs: 20_000,
+        });
+        const stored = JSON.parse((await store.get(volumeKey))!.value);
+        expect(stored.operation).toBeNull();
+        expect(stored.num_replicas).toBe(1);
+        const again = await waitFor(
+          async () => {
+            const r = await call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
+            return r.status === 200 ? r : null;
+          },
+          { what: 'scale accepted again', timeoutMs: 30_000, intervalMs: 500 },
+        );
+        expect(again.body.spec.num_replicas).toBe(2);
+        expect((await c.events()).some((e) => e.includes(`"id":"${id}","action":"Recovered"`))).toBe(true);
+      } catch (err) {
+        console.log(c.cores.at(-1)?.output.split('\n').slice(-30).join('\n'));
+        throw err;
+      } finally {
+        await store.close();
+      }
+    }, 120_000);
+  });

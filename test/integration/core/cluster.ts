@@ -60,7 +60,8 @@ export class TestCluster {
   cores: StorctlProcess[] = [];
   restUrl = '';
   rest!: RestClient;
-  private etcd: EtcdServer | null = null;
+  /** The etcd server this cluster started (etcd backend), for tests that pause the store. */
+  etcd: EtcdServer | null = null;
 
   private constructor(
     readonly dir: string,
