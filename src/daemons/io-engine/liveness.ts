@@ -52,11 +52,11 @@ export class Liveness {
     for (let attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
       const kv = await this.store.get(key);
       if (!kv) {
-        const value = nodeSpec.encode({
+        // Mayastor's minimal NodeSpec, as its own test fixture stores it.
+        const value = JSON.stringify({
           id: this.record.node,
           endpoint: this.record.grpcEndpoint,
           labels: {},
-          draining_volumes: [],
         });
         const r = await this.store.txn({
           compare: [{ key, target: 'create', op: '==', value: 0 }],
