@@ -90,5 +90,48 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(after.cordon_drain_state).toBeUndefined();
       expect((await c.rest.getNode('node-1')).state.cordoned).toBe(false);
     }, 120_000);
+
+    it('a target with nowhere to go stays up on the draining node until a node can take it', async () => {
+      cluster = await TestCluster.start({ backend, engines: 3 });
+      const c = cluster;
+      const id = newVolumeId();
+      await c.rest.createVolume(id, {
+        size: 16 * MiB,
+        replicas: 2,
+        thin: true,
+        policy: { self_heal: false },
+      });
+      const v = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-1' });
+      const uri = v.state.target!.deviceUri;
+      await qemuIo(uri, 'write -P 0x77 0 4M');
+      await c.rest.cordonNode('node-2', 'hold');
+      await c.rest.cordonNode('node-3', 'hold');
+
+      await c.rest.drainNode('node-1', 'storctl-drain');
+      await waitFor(
+        async () => (await c.events()).some((e) => e.includes(`"id":"${id}","action":"DrainBlocked"`)),
+        {
+          what: 'drain reports the blocked target',
+        },
+      );
+      // Not torn down: still published where it was, still serving, the node still Draining.
+      const still = await c.rest.getVolume(id);
+      expect(still.state.target?.node).toBe('node-1');
+      await qemuIo(uri, 'read -P 0x77 0 4M');
+      const spec = await storedNodeSpec(c, 'node-1');
+      expect(Object.keys(spec.cordon_drain_state as object)).toEqual(['Draining']);
+      expect(spec.draining_volumes).toEqual([id]);
+
+      // A node becomes available: the drain finishes by itself.
+      await c.rest.uncordonNode('node-2', 'hold');
+      await waitFor(async () => (await c.rest.getNode('node-1')).spec?.cordondrainstate?.drainedstate, {
+        what: 'node-1 Drained',
+        timeoutMs: 20_000,
+      });
+      const moved = await c.rest.getVolume(id);
+      expect(moved.state.target?.node).toBe('node-2');
+      await qemuIo(moved.state.target!.deviceUri, 'read -P 0x77 0 4M');
+      expect((await storedNodeSpec(c, 'node-1')).draining_volumes).toBeUndefined();
+    }, 120_000);
   });
 }

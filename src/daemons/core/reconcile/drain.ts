@@ -3,6 +3,7 @@ import { makeEvent } from '../events.js';
 import { isCreated, type NodeSpec, type VolumeSpec } from '../model.js';
 import { addDrainingVolumes, markDrained, removeDrainingVolumes } from '../ops/pool-node.js';
 import { publishVolume } from '../ops/volume-publish.js';
+import { chooseTargetNode } from '../scheduler.js';
 import { toSvcError } from '../svc-error.js';
 
 const targetsOn = (ctx: CoreContext, node: string): VolumeSpec[] =>
@@ -31,6 +32,24 @@ export async function drainNodes(ctx: CoreContext): Promise<boolean> {
   return busy;
 }
 
+/** Drains already told (by one event) that a volume's target has nowhere to go. */
+const reportedBlocked = new Set<string>();
+
+/** Why no other node can host the volume's target now, or null when one can. */
+function noDestination(ctx: CoreContext, v: VolumeSpec, draining: string): string | null {
+  const { registry } = ctx;
+  const replicaNodes = registry
+    .volumeReplicas(v.uuid)
+    .map((r) => registry.replicaNode(r) ?? '')
+    .filter((node) => registry.isOnline(node));
+  try {
+    chooseTargetNode(registry.nodeViews(), replicaNodes, undefined, [draining]);
+    return null;
+  } catch (err) {
+    return toSvcError(err).message;
+  }
+}
+
 async function drainNode(ctx: CoreContext, n: NodeSpec): Promise<void> {
   const { registry } = ctx;
   const targets = targetsOn(ctx, n.id);
@@ -44,6 +63,19 @@ async function drainNode(ctx: CoreContext, n: NodeSpec): Promise<void> {
   if (!spec.cordon_drain_state || !('Draining' in spec.cordon_drain_state)) return; // cancelled meanwhile
   for (const v of targets) {
     if (!isCreated(v.status) || v.operation || registry.isBusy('volume', v.uuid)) continue;
+    // Republish tears the target down first: only start when another node can take it.
+    const blocked = noDestination(ctx, v, n.id);
+    if (blocked) {
+      const key = `${n.id}/${v.uuid}`;
+      if (!reportedBlocked.has(key)) {
+        reportedBlocked.add(key);
+        await registry.persist({
+          events: [makeEvent('volume', v.uuid, 'DrainBlocked', `target stays on ${n.id}: ${blocked}`)],
+        });
+      }
+      continue;
+    }
+    reportedBlocked.delete(`${n.id}/${v.uuid}`);
     try {
       const moved = await publishVolume(ctx, v.uuid, {
         protocol: v.target!.protocol ?? 'nbd',
