@@ -75,8 +75,13 @@ export class EtcdStore implements Store {
       hosts: options.hosts,
       credentials: options.tls ? readTls(options.tls) : undefined,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
-      // A page of large values must fit; grpc-js's default limit is 4 MiB.
-      grpcOptions: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
+      grpcOptions: {
+        // A page of large values must fit; grpc-js's default limit is 4 MiB.
+        'grpc.max_receive_message_length': 64 * 1024 * 1024,
+        // HTTP/2's default 64 KiB window stalls etcd after 64 KiB of a prefetched page until this
+        // process, busy decoding the previous one, acknowledges it: 8 MiB lets whole pages arrive.
+        'grpc-node.flow_control_window': 8 * 1024 * 1024,
+      },
       // No per-host circuit breaker and no client-wide retry: `call` retries, knowing which
       // requests are safe to repeat.
       faultHandling: { host: () => noop, global: noop },
