@@ -9,7 +9,7 @@ import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './clust
 const MiB = 1 << 20;
 
 /** A lease far longer than the store outage below: core must keep its lease through it. */
-const FLAGS = FAST_CORE_FLAGS.map((f, i, a) => (a[i - 1] === '--lease-ttl' ? '60' : f));
+const FLAGS = FAST_CORE_FLAGS.map((f, i, a) => (a[i - 1] === '--lease-ttl' ? '120' : f));
 
 /**
  * A raw REST call: status and the JSON body exactly as core answers. One connection per call: while
@@ -116,7 +116,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         outage = storeOutage(c, backend);
         outage.begin();
         spare.proc.child.kill('SIGCONT');
-        const first = await scale;
+        const outageStart = Date.now();
+      const first = await scale;
         expect(first.status).toBe(507);
         expect(first.body.kind).toBe('FailedPersist');
 
