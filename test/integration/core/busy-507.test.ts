@@ -116,8 +116,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         outage = storeOutage(c, backend);
         outage.begin();
         spare.proc.child.kill('SIGCONT');
-        const outageStart = Date.now();
-      const first = await scale;
+        const first = await scale;
         expect(first.status).toBe(507);
         expect(first.body.kind).toBe('FailedPersist');
 
