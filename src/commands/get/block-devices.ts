@@ -3,22 +3,7 @@ import { StorctlCommand } from '../../lib/command.js';
 import { humanizeBytes } from '../../lib/output/humanize.js';
 import type { Listing } from '../../lib/output/render.js';
 import { restClient, restFlags } from '../../lib/rest/cli.js';
-
-/** REST BlockDevice (reference §2.2 `/nodes/{node}/block_devices`). */
-interface BlockDevice {
-  devname: string;
-  devtype: string;
-  devmajor: number;
-  devminor: number;
-  model: string;
-  devpath: string;
-  devlinks: string[];
-  /** 512-byte sectors. */
-  size: number;
-  partition?: { parent: string; number: number; scheme: string };
-  filesystem?: { fstype: string; uuid: string; mountpoint: string };
-  available: boolean;
-}
+import type { BlockDevice } from '../../lib/rest/types.js';
 
 function blockDeviceListing(rows: BlockDevice[]): Listing<BlockDevice> {
   return {

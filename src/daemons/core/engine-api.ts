@@ -1,3 +1,5 @@
+import type { BlockDevice } from '../../lib/rest/types.js';
+
 /**
  * What core needs from one io-engine, in core's own terms. engines.ts implements it over the
  * io-engine gRPC client; keeping the seam here lets scheduling and operation code stay readable.
@@ -85,19 +87,4 @@ export interface EngineApi {
 }
 
 /** A block device of a node as REST `/nodes/{node}/block_devices` shows it. */
-export interface BlockDeviceState {
-  devname: string;
-  devtype: string;
-  devmajor: number;
-  devminor: number;
-  model: string;
-  devpath: string;
-  devlinks: string[];
-  /** In 512-byte sectors. */
-  size: number;
-  partition?: { name: string; number: number; parent: string; scheme: string; typeid: string; uuid: string };
-  filesystem?: { fstype: string; label: string; uuid: string; mountpoint: string };
-  available: boolean;
-  connection_type: string;
-  is_rotational: boolean;
-}
+export type BlockDeviceState = BlockDevice;

@@ -106,3 +106,21 @@ export interface PublishRequest {
   reuse_existing?: boolean;
   frontend_node?: string;
 }
+
+/** A block device of a node as REST `/nodes/{node}/block_devices` shows it. */
+export interface BlockDevice {
+  devname: string;
+  devtype: string;
+  devmajor: number;
+  devminor: number;
+  model: string;
+  devpath: string;
+  devlinks: string[];
+  /** In 512-byte sectors. */
+  size: number;
+  partition?: { name: string; number: number; parent: string; scheme: string; typeid: string; uuid: string };
+  filesystem?: { fstype: string; label: string; uuid: string; mountpoint: string };
+  available: boolean;
+  connection_type: string;
+  is_rotational: boolean;
+}
