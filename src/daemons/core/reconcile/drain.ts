@@ -25,7 +25,7 @@ export async function drainNodes(ctx: CoreContext): Promise<boolean> {
     const cds = n.cordon_drain_state;
     if (!cds || !('Draining' in cds)) continue;
     busy = true;
-    await drainNode(ctx, n).catch((err) =>
+    await drainOneNode(ctx, n).catch((err) =>
       ctx.log.warn({ node: n.id, err: toSvcError(err).message }, 'drain step failed'),
     );
   }
@@ -50,7 +50,7 @@ function noDestination(ctx: CoreContext, v: VolumeSpec, draining: string): strin
   }
 }
 
-async function drainNode(ctx: CoreContext, n: NodeSpec): Promise<void> {
+async function drainOneNode(ctx: CoreContext, n: NodeSpec): Promise<void> {
   const { registry } = ctx;
   const targets = targetsOn(ctx, n.id);
   let spec = n;
