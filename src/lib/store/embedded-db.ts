@@ -138,7 +138,7 @@ function makeDirs(dir: string): void {
 }
 
 /** How long one SQLite call may block waiting for another process's lock before retrying async. */
-export const SYNC_BUSY_MS = 20;
+export const SYNC_BUSY_MS = 5;
 
 export function isBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;

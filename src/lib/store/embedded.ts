@@ -63,6 +63,8 @@ export class EmbeddedStore implements Store {
   private readonly busyTimeoutMs: number;
   private readonly pollIntervalMs: number;
   private readonly walSync: WalSync;
+  /** Set while a call of this process waits for another process's write lock (see run). */
+  private lockWait: Promise<void> | undefined;
   private readonly watches = new Set<EmbeddedWatch>();
   private readonly leases = new Set<LeaseHandle>();
   private ticker: NodeJS.Timeout | undefined;
@@ -248,19 +250,25 @@ export class EmbeddedStore implements Store {
   /**
    * Run `fn` (synchronous SQLite work), retrying while another process holds the write lock. SQLite
    * itself waits only SYNC_BUSY_MS (that wait blocks the event loop); the rest of the busy timeout
-   * is spent here between attempts, so lease keepalives and servers keep running meanwhile.
+   * is spent here between attempts, so lease keepalives and servers keep running meanwhile. While
+   * one of this process's calls waits for the lock, the others queue behind it rather than each
+   * blocking the event loop on its own attempt (dozens of writers would otherwise stall it).
    */
   private async run<T>(fn: () => T): Promise<T> {
     const deadline = Date.now() + this.busyTimeoutMs;
     for (let attempt = 0; ; attempt++) {
+      while (this.lockWait) await this.lockWait;
       try {
         return this.guard(fn);
       } catch (err) {
         const busy = err instanceof StoreUnavailableError && isBusy(err.cause);
         if (!busy || Date.now() >= deadline) throw err;
-        await new Promise((r) =>
+        const wait = new Promise<void>((r) =>
           setTimeout(r, Math.min(2 ** Math.min(attempt, 4), 16) * (0.5 + Math.random())),
         );
+        this.lockWait = wait;
+        await wait;
+        if (this.lockWait === wait) this.lockWait = undefined;
       }
     }
   }
