@@ -29,11 +29,11 @@ interface Span {
  * The next request is sent before the current page is handed out, so the store works on it while
  * the caller decodes.
  */
-export async function* readPrefix(
+export async function* readPrefixPages(
   store: Store,
   prefix: string,
   pageLimit = PAGE_LIMIT,
-): AsyncGenerator<KeyValue> {
+): AsyncGenerator<KeyValue[]> {
   const todo: Span[] = [{ from: prefix, to: prefixEnd(prefix), under: prefix }];
   const read = (span: Span) =>
     store
@@ -46,9 +46,18 @@ export async function* readPrefix(
     if (page.more && last) todo.unshift(...rest(span, page, `${last.key}\0`, pageLimit));
     const next = todo.shift();
     if (next) pending = read(next);
-    yield* page.kvs;
+    if (page.kvs.length > 0) yield page.kvs;
     if (!next) return;
   }
+}
+
+/** readPrefixPages, one key at a time. */
+export async function* readPrefix(
+  store: Store,
+  prefix: string,
+  pageLimit = PAGE_LIMIT,
+): AsyncGenerator<KeyValue> {
+  for await (const page of readPrefixPages(store, prefix, pageLimit)) yield* page;
 }
 
 /** What is left of `span` from `after` on: one span, or sub-spans when it is big and splittable. */

@@ -2,8 +2,9 @@ import { stringify } from 'yaml';
 import { type DecodeError, isStorctlError } from '../errors.js';
 import { codecFor, decodeRecord, type SpecType, type SpecTypes } from '../specs/index.js';
 import { type KeySpace, typePrefix } from '../store/keys.js';
-import type { Store } from '../store/types.js';
-import { readPrefix } from './pages.js';
+import type { KeyValue, Store } from '../store/types.js';
+import { PageValidator, type PageVerdict, validatePage, verdictErrors } from './page-validator.js';
+import { PAGE_LIMIT, readPrefix, readPrefixPages } from './pages.js';
 
 /**
  * `-o json|yaml` of a plain spec listing, streamed: each stored value is decoded (validated),
@@ -28,23 +29,64 @@ export async function streamSpecs<K extends SpecType>(
       chunk = '';
     }
   };
-  for await (const kv of readPrefix(store, typePrefix(space, type))) {
-    let value: SpecTypes[K];
-    try {
-      const rec = decodeRecord(kv.key, kv.value);
-      if (!rec) continue;
-      value = rec.value as SpecTypes[K];
-    } catch (err) {
-      if (isStorctlError(err) && err.code === 'DECODE_FAILED') {
-        errors.push(err as DecodeError);
-        continue;
+  const prefix = typePrefix(space, type);
+  if (format === 'json' && !filter) {
+    // Nothing to filter: values need only validating, which a worker does page by page while this
+    // thread reads the next pages and prints the validated ones, in order.
+    const validator = new PageValidator();
+    const queue: { kvs: KeyValue[]; verdict: Promise<PageVerdict> }[] = [];
+    const printNext = async () => {
+      const { kvs, verdict } = queue.shift()!;
+      const v = await verdict;
+      const skip = new Set(v.skip);
+      errors.push(...verdictErrors(v));
+      for (let i = 0; i < kvs.length; i++) {
+        if (skip.has(i)) continue;
+        emit(`${count === 0 ? '[\n' : ',\n'}${kvs[i].value}`);
+        count++;
       }
-      throw err;
+    };
+    try {
+      let first = true;
+      for await (const kvs of readPrefixPages(store, prefix)) {
+        // A first page short of the limit is the whole listing: not worth a thread.
+        const verdict =
+          first && kvs.length < PAGE_LIMIT
+            ? Promise.resolve(
+                validatePage(
+                  kvs.map((kv) => kv.key),
+                  kvs.map((kv) => kv.value),
+                ),
+              )
+            : validator.check(kvs);
+        verdict.catch(() => {}); // awaited in order by printNext
+        queue.push({ kvs, verdict });
+        first = false;
+        if (queue.length > 2) await printNext();
+      }
+      while (queue.length > 0) await printNext();
+    } finally {
+      await validator.close();
     }
-    if (filter && !filter(value)) continue;
-    if (format === 'json') emit(`${count === 0 ? '[\n' : ',\n'}${kv.value}`);
-    else emit(`${stringify([codecFor(type).toJson(value)]).trimEnd()}\n`);
-    count++;
+  } else {
+    for await (const kv of readPrefix(store, prefix)) {
+      let value: SpecTypes[K];
+      try {
+        const rec = decodeRecord(kv.key, kv.value);
+        if (!rec) continue;
+        value = rec.value as SpecTypes[K];
+      } catch (err) {
+        if (isStorctlError(err) && err.code === 'DECODE_FAILED') {
+          errors.push(err as DecodeError);
+          continue;
+        }
+        throw err;
+      }
+      if (filter && !filter(value)) continue;
+      if (format === 'json') emit(`${count === 0 ? '[\n' : ',\n'}${kv.value}`);
+      else emit(`${stringify([codecFor(type).toJson(value)]).trimEnd()}\n`);
+      count++;
+    }
   }
   if (format === 'json') emit(count === 0 ? '[]\n' : '\n]\n');
   else if (count === 0) emit('[]\n');

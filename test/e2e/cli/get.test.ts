@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Lease, Store } from '../../../src/lib/store/types.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
@@ -150,6 +151,40 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       } finally {
         await store.delete(badKey);
       }
+    });
+
+    it('streams a listing of several pages in key order, reporting bad values on any page (exit 8)', async () => {
+      const big = { clusterId: 'e2e-big', namespace: 'default' };
+      const volumeJson = records.find(([k]) => k === objectKey(space, 'VolumeSpec', ids.vol1))![1];
+      const uuids = Array.from(
+        { length: 4500 },
+        (_, i) => `${i.toString(16).padStart(8, '0')}-0000-4000-8000-000000000000`,
+      );
+      const bad = new Set([uuids[100], uuids[3000]]);
+      for (let i = 0; i < uuids.length; i += 100) {
+        const success = uuids.slice(i, i + 100).map((uuid) => ({
+          type: 'put' as const,
+          key: objectKey(big, 'VolumeSpec', uuid),
+          value: bad.has(uuid) ? '{"uuid":"not-a-uuid"}' : volumeJson.replace(ids.vol1, uuid),
+        }));
+        await store.txn({ compare: [], success });
+      }
+      const r = await runStorctl([
+        'get',
+        'volumes',
+        '-o',
+        'json',
+        '--store',
+        url,
+        '--cluster-id',
+        big.clusterId,
+      ]);
+      expect(r.code).toBe(8);
+      const listed = (JSON.parse(r.stdout) as { uuid: string }[]).map((v) => v.uuid);
+      expect(listed).toEqual(uuids.filter((u) => !bad.has(u)));
+      for (const u of bad)
+        expect(r.stderr).toContain(`cannot decode ${objectKey(big, 'VolumeSpec', u)}: field 'uuid'`);
+      await store.deletePrefix(`/openebs.io/mayastor/apis/v0/clusters/${big.clusterId}/`);
     });
 
     it('dumps every key and loads it back identically; a bad dump changes nothing', async () => {
