@@ -13,9 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { GrpcEngine } from '../src/daemons/core/engine-grpc.js';
 import type { VolumeSpec } from '../src/daemons/core/model.js';
 import { newReplicaSpec } from '../src/daemons/core/ops/volume-create.js';
+import { IoEngineClient } from '../src/lib/io-engine/client.js';
 import { typePrefix } from '../src/lib/store/keys.js';
 import { openStore } from '../src/lib/store/open.js';
 import type { Store } from '../src/lib/store/types.js';
@@ -169,7 +169,7 @@ async function createPublishRun(cluster: TestCluster, replicas: number) {
 async function seed(cluster: TestCluster, n: number): Promise<void> {
   const store = await openStore(cluster.storeUrl);
   const space = { clusterId: cluster.clusterId, namespace: 'default' };
-  const engines = cluster.engines.map((e) => new GrpcEngine(e.node, e.grpc, 30_000));
+  const engines = cluster.engines.map((e) => new IoEngineClient(e.grpc, { deadlineMs: 30_000 }));
   const batch: { key: string; value: string }[] = [];
   const flush = async () => {
     // Take the batch first: other workers keep pushing while this one writes.
@@ -263,7 +263,7 @@ async function main() {
     await store.close();
     // The io-engines' own replica-create rate, all three at once, bypassing core: the ceiling for
     // volume creates on this machine whatever core does.
-    const engines = cluster.engines.map((e) => new GrpcEngine(e.node, e.grpc, 30_000));
+    const engines = cluster.engines.map((e) => new IoEngineClient(e.grpc, { deadlineMs: 30_000 }));
     const e0 = performance.now();
     await pool(perRun, concurrency, (i) =>
       engines[i % 3].createReplica({

@@ -1,8 +1,8 @@
 import type { BlockDevice } from '../../lib/rest/types.js';
 
 /**
- * What core needs from one io-engine, in core's own terms. engines.ts implements it over the
- * io-engine gRPC client; keeping the seam here lets scheduling and operation code stay readable.
+ * What core needs from one io-engine, in core's own terms. engine-grpc.ts implements it over the
+ * io-engine client (lib/io-engine); keeping the seam here lets scheduling and operation code stay readable.
  */
 export interface PoolState {
   id: string;

@@ -1,125 +1,108 @@
-import * as grpc from '@grpc/grpc-js';
-import { loadProto, lookupService } from '../../lib/grpc/proto.js';
-import type {
-  BlockDeviceState,
-  ChildState,
-  EngineApi,
-  NexusState,
-  PoolState,
-  ReplicaState,
-  SnapshotState,
-} from './engine-api.js';
+import {
+  IoEngineClient,
+  IoEngineError,
+  type Nexus,
+  type Pool,
+  type Replica,
+} from '../../lib/io-engine/client.js';
+import type { EngineApi, NexusState, PoolState, ReplicaState, SnapshotState } from './engine-api.js';
 import type { EngineFactory } from './engines.js';
+import { SvcError } from './svc-error.js';
 
-const SERVICE = 'storctl.io_engine.v1.IoEngine';
-let ctor: grpc.ServiceClientConstructor | null = null;
-
-// biome-ignore lint/suspicious/noExplicitAny: proto-loader messages are plain objects mapped below
-type Msg = Record<string, any>;
-
-const num = (v: unknown) => Number(v ?? 0);
-
-const pool = (p: Msg): PoolState => ({
+const pool = (p: Pool): PoolState => ({
   id: p.name,
   disk: p.disk,
-  capacity: num(p.capacity),
-  used: num(p.used),
+  capacity: p.capacity,
+  used: p.used,
   status: (p.state || 'Unknown') as PoolState['status'],
 });
-const replica = (r: Msg): ReplicaState => ({
+const replica = (r: Replica): ReplicaState => ({
   uuid: r.uuid,
   pool: r.pool,
-  size: num(r.size),
-  thin: !!r.thin,
+  size: r.size,
+  thin: r.thin,
   share: r.share || 'none',
   uri: r.uri,
-  allocated: num(r.allocated),
+  allocated: r.allocated,
 });
-const nexus = (n: Msg): NexusState => ({
+const nexus = (n: Nexus): NexusState => ({
   uuid: n.uuid,
-  size: num(n.size),
+  size: n.size,
   state: n.state,
-  deviceUri: n.device_uri ?? '',
+  deviceUri: n.deviceUri,
   protocol: n.share || 'none',
-  children: (n.children ?? []).map(
-    (c: Msg): ChildState => ({
-      uri: c.uri,
-      state: c.state,
-      rebuildProgress: c.state === 'Degraded' ? num(c.rebuild_progress) : null,
-    }),
-  ),
+  children: n.children.map((c) => ({
+    uri: c.uri,
+    state: c.state,
+    rebuildProgress: c.state === 'Degraded' ? c.rebuildProgress : null,
+  })),
 });
 
-/** EngineApi over the io-engine gRPC service (proto/io_engine.proto), one channel per node. */
+/**
+ * EngineApi over the io-engine client, one channel per node: core's names and shapes, and failures
+ * that toSvcError maps by their gRPC code, with details naming the node.
+ */
 export class GrpcEngine implements EngineApi {
-  private client: grpc.Client;
+  private readonly client: IoEngineClient;
 
   constructor(
     readonly nodeId: string,
     endpoint: string,
-    private readonly timeoutMs: number,
+    timeoutMs: number,
   ) {
-    ctor ??= lookupService(loadProto('io_engine.proto'), SERVICE);
-    this.client = new ctor(endpoint, grpc.credentials.createInsecure());
+    this.client = new IoEngineClient(endpoint, { deadlineMs: timeoutMs });
   }
 
-  private call(method: string, req: Msg): Promise<Msg> {
-    return new Promise((resolve, reject) => {
-      // biome-ignore lint/suspicious/noExplicitAny: dynamic method lookup on the generated client
-      (this.client as any)[method](
-        req,
-        { deadline: Date.now() + this.timeoutMs },
-        (err: grpc.ServiceError | null, res: Msg) => {
-          if (err) reject(Object.assign(err, { details: `io-engine ${this.nodeId}: ${err.details}` }));
-          else resolve(res);
-        },
-      );
-    });
+  private async call<T>(request: (client: IoEngineClient) => Promise<T>): Promise<T> {
+    try {
+      return await request(this.client);
+    } catch (err) {
+      // toSvcError maps an error with a numeric gRPC `code` and string `details` to its REST kind.
+      if (err instanceof IoEngineError)
+        Object.assign(err, { details: `io-engine ${this.nodeId}: ${err.message}` });
+      throw err;
+    }
   }
 
-  async listPools(): Promise<PoolState[]> {
-    return ((await this.call('ListPools', {})).pools ?? []).map(pool);
+  async listPools() {
+    return (await this.call((c) => c.listPools())).map(pool);
   }
   async createPool(id: string, disk: string, capacity = 0) {
-    return pool(await this.call('CreatePool', { name: id, disk, capacity: String(capacity) }));
+    return pool(await this.call((c) => c.createPool({ name: id, disk, capacity })));
   }
   async importPool(id: string, disk: string) {
-    return pool(await this.call('ImportPool', { name: id, disk }));
+    return pool(await this.call((c) => c.importPool({ name: id, disk })));
   }
   async destroyPool(id: string) {
-    await this.call('DestroyPool', { name: id });
+    await this.call((c) => c.destroyPool(id));
   }
-  async listReplicas(): Promise<ReplicaState[]> {
-    return ((await this.call('ListReplicas', {})).replicas ?? []).map(replica);
+  async listReplicas() {
+    return (await this.call((c) => c.listReplicas())).map(replica);
   }
   async createReplica(r: { uuid: string; pool: string; size: number; thin: boolean }) {
-    return replica(
-      await this.call('CreateReplica', {
-        uuid: r.uuid,
-        name: r.uuid,
-        pool: r.pool,
-        size: String(r.size),
-        thin: r.thin,
-      }),
-    );
+    const { uuid, size, thin } = r;
+    return replica(await this.call((c) => c.createReplica({ uuid, name: uuid, pool: r.pool, size, thin })));
   }
   async destroyReplica(uuid: string) {
-    await this.call('DestroyReplica', { uuid });
+    await this.call((c) => c.destroyReplica(uuid));
   }
   async shareReplica(uuid: string) {
-    return (await this.call('ShareReplica', { uuid, protocol: 'nbd' })).uri as string;
+    return (await this.call((c) => c.shareReplica(uuid))).uri;
+  }
+  async unshareReplica(uuid: string) {
+    await this.call((c) => c.unshareReplica(uuid));
   }
   localReplicaUri(uuid: string) {
     return `bdev:///${uuid}?uuid=${uuid}`;
   }
   async resizeReplica(uuid: string, size: number) {
-    await this.call('ResizeReplica', { uuid, size: String(size) });
+    await this.call((c) => c.resizeReplica(uuid, size));
   }
-  async listNexuses(): Promise<NexusState[]> {
-    return ((await this.call('ListNexuses', {})).nexuses ?? []).map(nexus);
+  async listNexuses() {
+    return (await this.call((c) => c.listNexuses())).map(nexus);
   }
   async getNexus(uuid: string) {
-    return nexus(await this.call('GetNexus', { uuid }));
+    return nexus(await this.call((c) => c.getNexus(uuid)));
   }
   async createNexus(n: {
     uuid: string;
@@ -128,34 +111,26 @@ export class GrpcEngine implements EngineApi {
     nexusInfoKey: string;
     volumeId?: string;
   }) {
-    return nexus(
-      await this.call('CreateNexus', {
-        uuid: n.uuid,
-        size: String(n.size),
-        children: n.children,
-        nexus_info_key: n.nexusInfoKey,
-        volume_id: n.volumeId ?? '',
-      }),
-    );
+    const { uuid, size, children, nexusInfoKey, volumeId } = n;
+    return nexus(await this.call((c) => c.createNexus({ uuid, size, children, nexusInfoKey, volumeId })));
   }
   async destroyNexus(uuid: string) {
-    await this.call('DestroyNexus', { uuid });
+    await this.call((c) => c.destroyNexus(uuid));
   }
   async publishNexus(uuid: string, protocol: string) {
-    return (await this.call('PublishNexus', { uuid, protocol })).device_uri as string;
+    return (await this.call((c) => c.publishNexus(uuid, protocol))).deviceUri;
   }
   async unpublishNexus(uuid: string) {
-    await this.call('UnpublishNexus', { uuid });
+    await this.call((c) => c.unpublishNexus(uuid));
   }
   async addChild(uuid: string, uri: string) {
-    return nexus(await this.call('AddChildNexus', { uuid, uri }));
+    return nexus(await this.call((c) => c.addChildNexus(uuid, uri)));
   }
   async removeChild(uuid: string, uri: string) {
-    await this.call('RemoveChildNexus', { uuid, uri });
+    await this.call((c) => c.removeChildNexus(uuid, uri));
   }
   async resizeNexus(_uuid: string, _size: number): Promise<void> {
     // The io-engine API has no ResizeNexus: a nexus picks up its children's size when recreated.
-    const { SvcError } = await import('./svc-error.js');
     throw new SvcError(
       'Unimplemented',
       'the io-engine cannot resize a live nexus; unpublish, resize, publish again',
@@ -166,49 +141,22 @@ export class GrpcEngine implements EngineApi {
     snapshotUuid: string,
     name: string,
   ): Promise<SnapshotState> {
-    const s = await this.call('CreateReplicaSnapshot', {
-      replica_uuid: replicaUuid,
-      snapshot_uuid: snapshotUuid,
-      name,
-    });
-    return { uuid: s.uuid, replicaUuid: s.replica_uuid, name: s.name, size: num(s.size) };
+    const s = await this.call((c) => c.createReplicaSnapshot({ replicaUuid, snapshotUuid, name }));
+    return { uuid: s.uuid, replicaUuid: s.replicaUuid, name: s.name, size: s.size };
   }
-  async createSnapshotClone(snapshotUuid: string, cloneUuid: string): Promise<ReplicaState> {
+  async createSnapshotClone(snapshotUuid: string, cloneUuid: string) {
     return replica(
-      await this.call('CreateSnapshotClone', {
-        snapshot_uuid: snapshotUuid,
-        clone_uuid: cloneUuid,
-        name: cloneUuid,
-      }),
+      await this.call((c) => c.createSnapshotClone({ snapshotUuid, cloneUuid, name: cloneUuid })),
     );
   }
   async destroyReplicaSnapshot(uuid: string) {
-    await this.call('DestroyReplicaSnapshot', { uuid });
+    await this.call((c) => c.destroyReplicaSnapshot(uuid));
+  }
+  async listBlockDevices(all: boolean) {
+    return this.call((c) => c.listBlockDevices(all));
   }
   close() {
     this.client.close();
-  }
-  async unshareReplica(uuid: string) {
-    await this.call('UnshareReplica', { uuid });
-  }
-  async listBlockDevices(all: boolean): Promise<BlockDeviceState[]> {
-    return ((await this.call('ListBlockDevices', { all })).devices ?? []).map(
-      (d: Msg): BlockDeviceState => ({
-        devname: d.devname,
-        devtype: d.devtype,
-        devmajor: num(d.devmajor),
-        devminor: num(d.devminor),
-        model: d.model ?? '',
-        devpath: d.devpath ?? '',
-        devlinks: d.devlinks ?? [],
-        size: num(d.size),
-        partition: d.partition ? { ...d.partition, number: num(d.partition.number) } : undefined,
-        filesystem: d.filesystem ?? undefined,
-        available: !!d.available,
-        connection_type: d.connection_type ?? '',
-        is_rotational: !!d.is_rotational,
-      }),
-    );
   }
 }
 

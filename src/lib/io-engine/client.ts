@@ -1,7 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { loadProto, lookupService } from '../grpc/proto.js';
+import type { BlockDevice } from '../rest/types.js';
 import type { CreateNexusOptions, Nexus, NodeInfo, Pool, Replica, ReplicaSnapshot } from './types.js';
 
+export type { BlockDevice } from '../rest/types.js';
 export * from './types.js';
 
 /** A failed io-engine call: the gRPC status code (NOT_FOUND, ALREADY_EXISTS, …) and the server's message. */
@@ -76,6 +78,22 @@ const toNexus = (n: Raw): Nexus => ({
   volumeId: n.volume_id,
   nexusInfoKey: n.nexus_info_key,
   rebuilds: n.rebuilds,
+});
+// The proto's BlockDevice carries Mayastor's REST fields as they are; only numbers and absent parts change.
+const toBlockDevice = (d: Raw): BlockDevice => ({
+  devname: d.devname,
+  devtype: d.devtype,
+  devmajor: num(d.devmajor),
+  devminor: num(d.devminor),
+  model: d.model ?? '',
+  devpath: d.devpath ?? '',
+  devlinks: d.devlinks ?? [],
+  size: num(d.size),
+  partition: d.partition ? { ...d.partition, number: num(d.partition.number) } : undefined,
+  filesystem: d.filesystem ?? undefined,
+  available: !!d.available,
+  connection_type: d.connection_type ?? '',
+  is_rotational: !!d.is_rotational,
 });
 
 let serviceCtor: grpc.ServiceClientConstructor | null = null;
@@ -226,8 +244,9 @@ export class IoEngineClient {
   async shutdownNexus(uuid: string): Promise<Nexus> {
     return toNexus(await this.call('ShutdownNexus', { uuid }));
   }
-  async publishNexus(uuid: string): Promise<Nexus> {
-    return toNexus(await this.call('PublishNexus', { uuid, protocol: 'nbd' }));
+  /** Share the nexus; the engine refuses protocols other than nbd. */
+  async publishNexus(uuid: string, protocol = 'nbd'): Promise<Nexus> {
+    return toNexus(await this.call('PublishNexus', { uuid, protocol }));
   }
   async unpublishNexus(uuid: string): Promise<Nexus> {
     return toNexus(await this.call('UnpublishNexus', { uuid }));
@@ -246,6 +265,11 @@ export class IoEngineClient {
   }
   async listNexuses(): Promise<Nexus[]> {
     return ((await this.call('ListNexuses', {})).nexuses ?? []).map(toNexus);
+  }
+
+  /** The node's block devices; `all` false lists only the available ones. */
+  async listBlockDevices(all = false): Promise<BlockDevice[]> {
+    return ((await this.call('ListBlockDevices', { all })).devices ?? []).map(toBlockDevice);
   }
 
   close(): void {
