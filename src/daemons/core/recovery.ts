@@ -1,60 +1,121 @@
 import type { CoreContext } from './context.js';
 import { type CoreEvent, makeEvent } from './events.js';
-import type { NexusSpec, ReplicaSpec, VolumeSnapshot, VolumeSpec } from './model.js';
+import type { NexusChild, NexusSpec, ReplicaSpec, VolumeSnapshot, VolumeSpec } from './model.js';
+import { retrySettle } from './ops/settle.js';
 import { dirty as storeDirty } from './svc-error.js';
 
 /**
- * handle_incomplete_ops (reference §1.5): a spec with a pending operation is finished or rolled back.
- * - status Creating → Deleting (the garbage collectors destroy what was made; an interrupted
- *   replica create is also disowned so it never counts for its volume);
- * - result true → the effect is committed; false or null ("we must have crashed") → cleared.
- * storctl commits effects and clears the operation in one transaction, so result:true only shows
- * up in memory after a failed commit write; it is committed here.
+ * handle_incomplete_ops (reference §1.5): a spec with a pending operation is completed or rolled back.
+ * - result true (the io-engine action succeeded; only the commit write failed) → the operation's
+ *   effect is committed, a Creating spec becomes Created;
+ * - result false, or null ("we must have crashed": assume failure) → rolled back: a Creating spec
+ *   becomes Deleting (the garbage collectors destroy what was made; an interrupted replica create is
+ *   also disowned so it never counts for its volume), otherwise the operation is cleared.
+ * A Destroy stays Deleting either way: the garbage collectors finish it.
+ * These are pure: the decision table, testable without a store.
  */
-function fixVolume(v: VolumeSpec): { fixed: VolumeSpec; event: CoreEvent } {
+export function settleVolume(v: VolumeSpec): { fixed: VolumeSpec; committed: boolean } {
   const fixed = structuredClone(v);
   const op = fixed.operation!;
-  if (fixed.status === 'Creating') fixed.status = 'Deleting';
-  else if (op.result === true && typeof op.operation === 'object' && 'SetReplica' in op.operation) {
-    fixed.num_replicas = op.operation.SetReplica;
-  }
+  const committed = op.result === true;
   fixed.operation = null;
-  const what = JSON.stringify(op.operation).slice(0, 60);
-  return {
-    fixed,
-    event: makeEvent(
-      'volume',
-      v.uuid,
-      'Recovered',
-      `pending ${what} ${op.result === true ? 'committed' : 'rolled back'}`,
-    ),
-  };
+  if (!committed) {
+    if (fixed.status === 'Creating') fixed.status = 'Deleting';
+    return { fixed, committed };
+  }
+  const o = op.operation;
+  if (o === 'Create') {
+    if (fixed.status === 'Creating') fixed.status = { Created: 'Online' };
+  } else if (o === 'Unpublish') {
+    if (fixed.target) fixed.target = { ...fixed.target, active: false };
+  } else if (o === 'Unshare') {
+    if (fixed.target) fixed.target = { ...fixed.target, protocol: null };
+  } else if (typeof o === 'object') {
+    if ('SetReplica' in o) fixed.num_replicas = o.SetReplica;
+    else if ('Resize' in o) fixed.size = o.Resize;
+    else if ('Share' in o && fixed.target) fixed.target = { ...fixed.target, protocol: o.Share };
+    else if ('Publish2' in o) {
+      fixed.target = o.Publish2.config;
+      fixed.last_nexus_id = o.Publish2.config.nexus;
+      fixed.publish_context = o.Publish2.publish_context;
+    } else if ('Republish' in o) {
+      fixed.target = o.Republish.config;
+      fixed.last_nexus_id = o.Republish.config.nexus;
+    }
+  }
+  return { fixed, committed };
 }
 
-function fixReplica(r: ReplicaSpec): ReplicaSpec {
+export function settleReplica(r: ReplicaSpec): ReplicaSpec {
   const fixed = structuredClone(r);
-  if (fixed.status === 'Creating') {
+  const op = fixed.operation!;
+  fixed.operation = null;
+  if (fixed.status !== 'Creating') {
+    if (op.result === true && typeof op.operation === 'object' && 'Resize' in op.operation)
+      fixed.size = op.operation.Resize;
+    return fixed;
+  }
+  if (op.result === true) fixed.status = { Created: 'online' };
+  else {
     fixed.status = 'Deleting';
     fixed.owners = { volume: null, disown_all: true };
   }
-  fixed.operation = null;
   return fixed;
 }
 
-function fixNexus(n: NexusSpec): NexusSpec {
+export function settleNexus(n: NexusSpec): NexusSpec {
   const fixed = structuredClone(n);
-  if (fixed.spec_status === 'Creating' || fixed.operation?.operation === 'Destroy')
-    fixed.spec_status = 'Deleting';
+  const op = fixed.operation!;
   fixed.operation = null;
+  if (op.operation === 'Destroy') fixed.spec_status = 'Deleting';
+  else if (fixed.spec_status === 'Creating')
+    fixed.spec_status = op.result === true ? { Created: 'Online' } : 'Deleting';
+  else if (op.result === true && op.operation === 'Shutdown') fixed.spec_status = { Created: 'Shutdown' };
+  else if (op.result === true) {
+    // Share/Unshare are logged by the nexus share endpoints as `{"Share":[protocol, hosts]}`/"Unshare".
+    const o = op.operation as unknown;
+    if (o === 'Unshare') fixed.share = 'none';
+    else if (typeof o === 'object' && o && 'Share' in o) fixed.share = String((o.Share as unknown[])[0]);
+    else if (typeof o === 'object' && o && 'AddChild' in o)
+      fixed.children = [...fixed.children, o.AddChild as NexusChild];
+    else if (typeof o === 'object' && o && 'RemoveChild' in o) {
+      const gone = JSON.stringify(o.RemoveChild);
+      fixed.children = fixed.children.filter((c) => JSON.stringify(c) !== gone);
+    }
+  }
   return fixed;
 }
 
-function fixSnapshot(s: VolumeSnapshot): VolumeSnapshot {
-  // LeaveAsIs: a Creating snapshot stays Creating (a retry with the same id completes it).
+/** LeaveAsIs: a Creating snapshot whose create is not known to have succeeded stays Creating. */
+export function settleSnapshot(s: VolumeSnapshot): VolumeSnapshot {
   const fixed = structuredClone(s);
+  const op = fixed.metadata.operation!;
   fixed.metadata.operation = null;
+  if (op.result === true) {
+    if (op.operation === 'Destroy') fixed.status = 'Deleting';
+    else if (fixed.status === 'Creating') fixed.status = { Created: null };
+  }
   return fixed;
 }
+
+function fixVolume(v: VolumeSpec): { fixed: VolumeSpec; event: CoreEvent } {
+  const { fixed, committed } = settleVolume(v);
+  return { fixed, event: recoveredEvent(v, committed) };
+}
+
+function recoveredEvent(v: VolumeSpec, committed: boolean): CoreEvent {
+  const what = JSON.stringify(v.operation?.operation).slice(0, 60);
+  return makeEvent(
+    'volume',
+    v.uuid,
+    'Recovered',
+    `pending ${what} ${committed ? 'committed' : 'rolled back'}`,
+  );
+}
+
+const fixReplica = settleReplica;
+const fixNexus = settleNexus;
+const fixSnapshot = settleSnapshot;
 
 /** At start, before REST serves: every pending operation is a crash leftover; batched writes. */
 export async function recoverAtStartup(ctx: CoreContext): Promise<number> {
@@ -127,15 +188,25 @@ export async function reconcileDirtySpecs(ctx: CoreContext): Promise<number> {
           if (type === 'volume') {
             const v = registry.volumes.get(id);
             if (!v?.operation) return;
-            const { fixed, event } = fixVolume(v);
+            // The commit (result true) or rollback (false) this core failed to write: written now.
+            const event = recoveredEvent(v, v.operation.result === true);
+            if (await retrySettle(registry, { kind: 'volume', id }, [event])) {
+              fixedCount++;
+              return;
+            }
+            const { fixed } = settleVolume(v);
             await registry.persist({ volumes: [fixed], events: [event] });
           } else if (type === 'replica') {
             const r = registry.replicas.get(id);
             if (!r?.operation) return;
+            if (owner && registry.volumes.get(owner)?.operation) return; // settled with its volume
+            if (await retrySettle(registry, { kind: 'replica', id }, [])) return void fixedCount++;
             await registry.persist({ replicas: [fixReplica(r)] });
           } else {
             const n = registry.nexuses.get(id);
             if (!n?.operation) return;
+            if (owner && registry.volumes.get(owner)?.operation) return; // settled with its volume
+            if (await retrySettle(registry, { kind: 'nexus', id }, [])) return void fixedCount++;
             await registry.persist({ nexuses: [fixNexus(n)] });
           }
           fixedCount++;
@@ -152,8 +223,11 @@ export async function reconcileDirtySpecs(ctx: CoreContext): Promise<number> {
       registry.isBusy('snapshot', s.spec.uuid)
     )
       continue;
-    await registry.persist({ snapshots: [fixSnapshot(s)] }).catch(() => {});
-    fixedCount++;
+    const id = s.spec.uuid;
+    const done = await retrySettle(registry, { kind: 'snapshot', id }, [])
+      .then((retried) => retried || registry.persist({ snapshots: [fixSnapshot(s)] }).then(() => true))
+      .catch(() => false);
+    if (done) fixedCount++;
   }
   return fixedCount;
 }

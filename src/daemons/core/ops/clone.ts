@@ -3,6 +3,7 @@ import { makeEvent } from '../events.js';
 import { isCreated, type VolumeSpec } from '../model.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { SvcError, toSvcError } from '../svc-error.js';
+import { rollbackOp } from './settle.js';
 import { commitCreated, newReplicaSpec, newVolumeSpec } from './volume-create.js';
 
 /**
@@ -63,9 +64,11 @@ export async function createCloneVolume(
           .tryGet(registry.replicaNode(r) ?? '')
           ?.destroyReplica(r.uuid, r.pool as string)
           .catch(() => {});
-      await registry
-        .persist({ deleteVolumes: [uuid], deleteReplicas: replicas.map((r) => r.uuid) })
-        .catch(() => {});
+      await rollbackOp(
+        registry,
+        { kind: 'volume', id: uuid },
+        { deleteVolumes: [uuid], deleteReplicas: replicas.map((r) => r.uuid) },
+      );
       const why = toSvcError(err);
       throw new SvcError(why.kind, `clone volume '${uuid}' not created: ${why.message}`, why.details);
     }

@@ -4,6 +4,7 @@ import type { ChildState } from '../engine-api.js';
 import { makeEvent } from '../events.js';
 import { childReplicaUuid, isCreated, type NexusChild, type NexusOp, type NexusSpec } from '../model.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { rollbackOp, settleOp } from './settle.js';
 
 /**
  * Nexuses made and changed by an operator through REST (`/nodes/{node}/nexuses/{id}`,
@@ -99,12 +100,12 @@ export async function createNexus(
       registry.setNexusState(node, state);
     } catch (err) {
       // Nothing was made (the io-engine cleans up a failed create); the spec goes again.
-      await registry.persist({ deleteNexuses: [uuid] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'nexus', id: uuid }, { deleteNexuses: [uuid] });
       throw err;
     }
     spec.spec_status = { Created: 'Online' };
     spec.operation = null;
-    await registry.persist({
+    await settleOp(registry, { kind: 'nexus', id: uuid }, true, {
       nexuses: [spec],
       events: [
         makeEvent('nexus', uuid, 'Created', `on node ${node} with ${children.length} child(ren), unmanaged`),
@@ -126,12 +127,12 @@ export async function destroyNexus(ctx: CoreContext, uuid: string, node?: string
       await engine.destroyNexus(uuid);
     } catch (err) {
       if (toSvcError(err).kind !== 'NotFound') {
-        await registry.persist({ nexuses: [{ ...n, operation: null }] }).catch(() => {});
+        await rollbackOp(registry, { kind: 'nexus', id: uuid }, { nexuses: [{ ...n, operation: null }] });
         throw err;
       }
     }
     registry.dropNexusState(n.node, uuid);
-    await registry.persist({
+    await settleOp(registry, { kind: 'nexus', id: uuid }, true, {
       deleteNexuses: [uuid],
       events: [makeEvent('nexus', uuid, 'Deleted', `from node ${n.node}`)],
     });
@@ -183,11 +184,11 @@ export async function addNexusChild(
     try {
       state = await engine.addChild(uuid, uri);
     } catch (err) {
-      await registry.persist({ nexuses: [{ ...n, operation: null }] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'nexus', id: uuid }, { nexuses: [{ ...n, operation: null }] });
       throw err;
     }
     registry.setNexusState(n.node, state);
-    await registry.persist({
+    await settleOp(registry, { kind: 'nexus', id: uuid }, true, {
       nexuses: [{ ...n, children: [...n.children, child], operation: null }],
       events: [makeEvent('nexus', uuid, 'ChildAdded', uri)],
     });
@@ -216,7 +217,7 @@ export async function removeNexusChild(
       await engine.removeChild(uuid, childUri(child));
     } catch (err) {
       if (toSvcError(err).kind !== 'NotFound') {
-        await registry.persist({ nexuses: [{ ...n, operation: null }] }).catch(() => {});
+        await rollbackOp(registry, { kind: 'nexus', id: uuid }, { nexuses: [{ ...n, operation: null }] });
         throw err;
       }
     }
@@ -224,7 +225,7 @@ export async function removeNexusChild(
       (st) => registry.setNexusState(n.node, st),
       () => {},
     );
-    await registry.persist({
+    await settleOp(registry, { kind: 'nexus', id: uuid }, true, {
       nexuses: [{ ...n, children: n.children.filter((c) => c !== child), operation: null }],
       events: [makeEvent('nexus', uuid, 'ChildRemoved', childUri(child))],
     });
@@ -246,12 +247,12 @@ export async function shareNexus(ctx: CoreContext, uuid: string, node: string | 
     try {
       uri = await engine.publishNexus(uuid, 'nbd');
     } catch (err) {
-      await registry.persist({ nexuses: [{ ...n, operation: null }] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'nexus', id: uuid }, { nexuses: [{ ...n, operation: null }] });
       throw err;
     }
     const st = registry.nexusStates.get(n.node)?.get(uuid);
     if (st) registry.setNexusState(n.node, { ...st, deviceUri: uri, protocol: 'nbd' });
-    await registry.persist({
+    await settleOp(registry, { kind: 'nexus', id: uuid }, true, {
       nexuses: [{ ...n, share: 'nbd', operation: null }],
       events: [makeEvent('nexus', uuid, 'Shared', `over nbd as ${uri}`)],
     });
@@ -271,12 +272,12 @@ export async function unshareNexus(ctx: CoreContext, uuid: string, node: string 
     try {
       await engine.unpublishNexus(uuid);
     } catch (err) {
-      await registry.persist({ nexuses: [{ ...n, operation: null }] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'nexus', id: uuid }, { nexuses: [{ ...n, operation: null }] });
       throw err;
     }
     const st = registry.nexusStates.get(n.node)?.get(uuid);
     if (st) registry.setNexusState(n.node, { ...st, deviceUri: '', protocol: 'none' });
-    await registry.persist({
+    await settleOp(registry, { kind: 'nexus', id: uuid }, true, {
       nexuses: [{ ...n, share: 'none', operation: null }],
       events: [makeEvent('nexus', uuid, 'Unshared', 'NBD export removed')],
     });

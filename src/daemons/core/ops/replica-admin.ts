@@ -9,6 +9,7 @@ import {
   type ReplicaSpec,
 } from '../model.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { rollbackOp, settleOp } from './settle.js';
 
 /**
  * Replicas made and destroyed by an operator through REST (`/pools/{pool}/replicas/{replica}`), as
@@ -115,16 +116,6 @@ export async function createReplica(ctx: CoreContext, req: CreateReplicaRequest)
         state.share = 'nbd';
       }
       registry.setReplicaState(pool.node, state);
-      spec.share = req.share;
-      spec.status = { Created: 'online' };
-      spec.operation = null;
-      await registry.persist({
-        replicas: [spec],
-        events: [
-          makeEvent('replica', req.uuid, 'Created', `in pool ${pool.id} (${req.size} bytes, unmanaged)`),
-        ],
-      });
-      return spec;
     } catch (err) {
       // Roll back what this request made. A failed create is not destroyed: the replica may be
       // someone else's (AlreadyExists); one left half-made without a spec is removed by the GC.
@@ -134,15 +125,26 @@ export async function createReplica(ctx: CoreContext, req: CreateReplicaRequest)
           () => true,
           (e) => toSvcError(e).kind === 'NotFound',
         );
-      await registry
-        .persist(
-          gone
-            ? { deleteReplicas: [req.uuid] }
-            : { replicas: [{ ...spec, status: 'Deleting', operation: null }] },
-        )
-        .catch(() => {});
+      await rollbackOp(
+        registry,
+        { kind: 'replica', id: req.uuid },
+        gone
+          ? { deleteReplicas: [req.uuid] }
+          : { replicas: [{ ...spec, status: 'Deleting', operation: null }] },
+      );
       throw err;
     }
+    spec.share = req.share;
+    spec.status = { Created: 'online' };
+    spec.operation = null;
+    // Made on the io-engine: a failed commit write is completed later, never undone (§1.5).
+    await settleOp(registry, { kind: 'replica', id: req.uuid }, true, {
+      replicas: [spec],
+      events: [
+        makeEvent('replica', req.uuid, 'Created', `in pool ${pool.id} (${req.size} bytes, unmanaged)`),
+      ],
+    });
+    return spec;
   });
 }
 
@@ -179,12 +181,16 @@ export async function deleteReplica(ctx: CoreContext, ref: ReplicaRef): Promise<
       await engine.destroyReplica(r.uuid, poolName(r.pool));
     } catch (err) {
       if (toSvcError(err).kind !== 'NotFound') {
-        await registry.persist({ replicas: [{ ...r, status: before, operation: null }] }).catch(() => {});
+        await rollbackOp(
+          registry,
+          { kind: 'replica', id: r.uuid },
+          { replicas: [{ ...r, status: before, operation: null }] },
+        );
         throw err;
       }
     }
     registry.dropReplicaState(node, r.uuid);
-    await registry.persist({
+    await settleOp(registry, { kind: 'replica', id: r.uuid }, true, {
       deleteReplicas: [r.uuid],
       events: [makeEvent('replica', r.uuid, 'Deleted', `from pool ${poolName(r.pool)}`)],
     });
@@ -213,12 +219,12 @@ export async function shareReplica(
     try {
       uri = await engine.shareReplica(r.uuid);
     } catch (err) {
-      await registry.persist({ replicas: [{ ...r, operation: null }] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'replica', id: r.uuid }, { replicas: [{ ...r, operation: null }] });
       throw err;
     }
     const st = registry.replicaStates.get(node)?.get(r.uuid);
     if (st) registry.setReplicaState(node, { ...st, share: 'nbd', uri });
-    await registry.persist({
+    await settleOp(registry, { kind: 'replica', id: r.uuid }, true, {
       replicas: [{ ...r, share: 'nbd', allowed_hosts: allowedHosts, operation: null }],
       events: [makeEvent('replica', r.uuid, 'Shared', `over nbd as ${uri}`)],
     });
@@ -252,12 +258,12 @@ export async function unshareReplica(ctx: CoreContext, ref: ReplicaRef): Promise
     try {
       await engine.unshareReplica(r.uuid);
     } catch (err) {
-      await registry.persist({ replicas: [{ ...r, operation: null }] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'replica', id: r.uuid }, { replicas: [{ ...r, operation: null }] });
       throw err;
     }
     const st = registry.replicaStates.get(node)?.get(r.uuid);
     if (st) registry.setReplicaState(node, { ...st, share: 'none', uri: engine.localReplicaUri(r.uuid) });
-    await registry.persist({
+    await settleOp(registry, { kind: 'replica', id: r.uuid }, true, {
       replicas: [{ ...r, share: 'none', operation: null }],
       events: [makeEvent('replica', r.uuid, 'Unshared', 'NBD export removed')],
     });

@@ -4,6 +4,7 @@ import { makeEvent } from '../events.js';
 import { poolName, type ReplicaSnapshotRecord, type VolumeSnapshot } from '../model.js';
 import { replicaOnline } from '../rest/present.js';
 import { SvcError } from '../svc-error.js';
+import { rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
 
 /**
@@ -80,7 +81,7 @@ export async function createSnapshot(
     } catch (err) {
       snap.metadata.operation = null;
       snap.metadata.transactions[txnId] = records;
-      await registry.persist({ snapshots: [snap] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'snapshot', id: snapId }, { snapshots: [snap] });
       throw err;
     }
     snap.status = { Created: null };
@@ -88,7 +89,7 @@ export async function createSnapshot(
     snap.metadata.timestamp = new Date().toISOString();
     snap.metadata.size = volume.size;
     snap.metadata.transactions = { [txnId]: records };
-    await registry.persist({
+    await settleOp(registry, { kind: 'snapshot', id: snapId }, true, {
       snapshots: [snap],
       events: [
         makeEvent(
@@ -136,13 +137,14 @@ export async function deleteSnapshot(
     if (left.length) {
       copy.metadata.operation = null;
       copy.metadata.transactions = { [copy.metadata.txn_id]: left };
-      await registry.persist({ snapshots: [copy] });
+      // Partly destroyed: what is gone is committed, the rest stays for the garbage collector.
+      await settleOp(registry, { kind: 'snapshot', id: snapId }, false, { snapshots: [copy] });
       throw new SvcError(
         'Unavailable',
         `snapshot '${snapId}': ${left.length} replica snapshot(s) could not be destroyed now; the garbage collector retries`,
       );
     }
-    await registry.persist({
+    await settleOp(registry, { kind: 'snapshot', id: snapId }, true, {
       deleteSnapshots: [snapId],
       events: [makeEvent('snapshot', snapId, 'Deleted', `of volume ${snap.spec.source_id}`)],
     });

@@ -6,6 +6,7 @@ import type { Registry } from '../registry.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { placeReplicas } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { rollbackOp, settleOp } from './settle.js';
 
 export function newReplicaSpec(volume: VolumeSpec, pool: string): ReplicaSpec {
   const uuid = randomUUID();
@@ -93,7 +94,12 @@ export async function commitCreated(
     r.status = { Created: 'online' };
     r.operation = null;
   }
-  await registry.persist({ volumes: [volume], replicas, events: [event] });
+  await settleOp(
+    registry,
+    [{ kind: 'volume', id: volume.uuid }, ...replicas.map((r) => ({ kind: 'replica' as const, id: r.uuid }))],
+    true,
+    { volumes: [volume], replicas, events: [event] },
+  );
 }
 
 export function newVolumeSpec(
@@ -170,14 +176,16 @@ export async function createVolume(
         operation: null,
       }));
       const why = toSvcError(error);
-      await registry
-        .persist({
+      await rollbackOp(
+        registry,
+        { kind: 'volume', id: uuid },
+        {
           deleteVolumes: [uuid],
           deleteReplicas: [...failed, ...created.filter((r) => !left.includes(r))].map((r) => r.uuid),
           replicas: orphans,
           events: [makeEvent('volume', uuid, 'CreateFailed', why.message)],
-        })
-        .catch(() => {});
+        },
+      );
       throw new SvcError(
         why.kind,
         `volume '${uuid}' not created: replica creation failed: ${why.message}`,

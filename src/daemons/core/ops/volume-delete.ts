@@ -3,6 +3,7 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { ReplicaSpec, VolumeSpec } from '../model.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { settleOp } from './settle.js';
 import { destroyReplicasQuietly } from './volume-create.js';
 
 /**
@@ -59,7 +60,7 @@ export async function finishVolumeDelete(ctx: CoreContext, volume: VolumeSpec): 
     owners: { volume: null, disown_all: true },
     operation: null,
   }));
-  await registry.persist({
+  await settleOp(registry, { kind: 'volume', id: uuid }, true, {
     deleteVolumes: [uuid],
     deleteReplicas: replicas.filter((r) => !leftIds.has(r.uuid)).map((r) => r.uuid),
     replicas: orphans,

@@ -5,6 +5,7 @@ import type { PublishVolumeBody } from '../rest/validate.js';
 import { chooseTargetNode } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
 import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
+import { rollbackOp, settleOp } from './settle.js';
 
 export function checkUsable(volume: VolumeSpec): void {
   if (volume.operation) throw dirty('volume', volume.uuid);
@@ -78,28 +79,19 @@ async function publishOn(
     result: null,
   };
   await registry.persist({ volumes: [volume], nexuses: [nexus] });
+  let built: Awaited<ReturnType<typeof buildAndShareNexus>>;
   try {
-    const { state, children } = await buildAndShareNexus(ctx, volume, nexus, replicas, body.protocol);
-    registry.setNexusState(node, state);
-    nexus.children = children;
-    nexus.spec_status = { Created: 'Online' };
-    nexus.share = body.protocol;
-    nexus.operation = null;
-    volume.target = config;
-    volume.last_nexus_id = nexus.uuid;
-    volume.publish_context = body.publish_context;
-    volume.operation = null;
-    await registry.persist({
-      volumes: [volume],
-      nexuses: [nexus],
-      events: [makeEvent('volume', volume.uuid, 'Published', `target ${state.deviceUri} on node ${node}`)],
-    });
-    return volume;
+    built = await buildAndShareNexus(ctx, volume, nexus, replicas, body.protocol);
   } catch (err) {
     const why = toSvcError(err);
     volume.operation = null;
-    await registry
-      .persist({
+    await rollbackOp(
+      registry,
+      [
+        { kind: 'volume', id: volume.uuid },
+        { kind: 'nexus', id: nexus.uuid },
+      ],
+      {
         volumes: [volume],
         deleteNexuses: [nexus.uuid],
         events: [
@@ -110,14 +102,40 @@ async function publishOn(
             `on node ${node}: ${why.message}; nexus destroyed again`,
           ),
         ],
-      })
-      .catch(() => {});
+      },
+    );
     throw new SvcError(
       why.kind,
       `publish of volume '${volume.uuid}' on node '${node}' failed: ${why.message}; the nexus was destroyed again`,
       why.details,
     );
   }
+  const { state, children } = built;
+  registry.setNexusState(node, state);
+  nexus.children = children;
+  nexus.spec_status = { Created: 'Online' };
+  nexus.share = body.protocol;
+  nexus.operation = null;
+  volume.target = config;
+  volume.last_nexus_id = nexus.uuid;
+  volume.publish_context = body.publish_context;
+  volume.operation = null;
+  // The target is up: a failed commit write leaves the publish dirty with result true, and the
+  // dirty-spec reconciler completes it once the store is back (never rolled back, §1.5).
+  await settleOp(
+    registry,
+    [
+      { kind: 'volume', id: volume.uuid },
+      { kind: 'nexus', id: nexus.uuid },
+    ],
+    true,
+    {
+      volumes: [volume],
+      nexuses: [nexus],
+      events: [makeEvent('volume', volume.uuid, 'Published', `target ${state.deviceUri} on node ${node}`)],
+    },
+  );
+  return volume;
 }
 
 /** Move the target: tear the old nexus down (best effort) and publish on another node. */
@@ -177,9 +195,14 @@ async function teardownTarget(ctx: CoreContext, volume: VolumeSpec, force: boole
       if (toSvcError(err).kind === 'NotFound') destroyed = true;
       else if (!force) {
         volume.operation = null;
-        await registry
-          .persist({ volumes: [volume], nexuses: [{ ...nexus, operation: null }] })
-          .catch(() => {});
+        await rollbackOp(
+          registry,
+          { kind: 'volume', id: volume.uuid },
+          {
+            volumes: [volume],
+            nexuses: [{ ...nexus, operation: null }],
+          },
+        );
         throw err;
       }
     }
@@ -187,7 +210,7 @@ async function teardownTarget(ctx: CoreContext, volume: VolumeSpec, force: boole
   }
   volume.target = { ...target, active: false };
   volume.operation = null;
-  await registry.persist({
+  await settleOp(registry, { kind: 'volume', id: volume.uuid }, true, {
     volumes: [volume],
     // A nexus that could not be destroyed stays Deleting; the nexus GC ends it when its node is back.
     nexuses: !destroyed && nexusDel ? [{ ...nexusDel, owner: null, operation: null }] : [],

@@ -5,6 +5,7 @@ import { replicaOnline } from '../rest/present.js';
 import { placeReplicas } from '../scheduler.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import { childUri } from './nexus-build.js';
+import { rollbackOp, settleOp } from './settle.js';
 import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
 import { checkUsable } from './volume-publish.js';
 
@@ -62,18 +63,24 @@ export async function addReplicas(
       nexusCopy.children.push({ Replica: { uuid: r.uuid, share_uri: uri } });
     }
   }
-  await registry.persist({
-    replicas: specs,
-    nexuses: nexusCopy ? [nexusCopy] : [],
-    events: specs.map((r) =>
-      makeEvent(
-        'replica',
-        r.uuid,
-        'Created',
-        `replica of volume ${volume.uuid} on pool ${r.pool}${nexusCopy ? ' (rebuilding)' : ''}`,
+  // The replicas are made: their commit is settled (a failed write leaves them dirty with result true).
+  await settleOp(
+    registry,
+    specs.map((r) => ({ kind: 'replica' as const, id: r.uuid })),
+    true,
+    {
+      replicas: specs,
+      nexuses: nexusCopy ? [nexusCopy] : [],
+      events: specs.map((r) =>
+        makeEvent(
+          'replica',
+          r.uuid,
+          'Created',
+          `replica of volume ${volume.uuid} on pool ${r.pool}${nexusCopy ? ' (rebuilding)' : ''}`,
+        ),
       ),
-    ),
-  });
+    },
+  );
   return specs;
 }
 
@@ -167,12 +174,12 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
       }
     } catch (err) {
       volume.operation = null;
-      await registry.persist({ volumes: [volume] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'volume', id: uuid }, { volumes: [volume] });
       throw err;
     }
     volume.num_replicas = replicas;
     volume.operation = null;
-    await registry.persist({
+    await settleOp(registry, { kind: 'volume', id: uuid }, true, {
       volumes: [volume],
       events: [makeEvent('volume', uuid, 'Scaled', `replica count set to ${replicas}`)],
     });
@@ -215,13 +222,13 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
       if (nexus) await engines.get(nexus.node).resizeNexus(nexus.uuid, size);
     } catch (err) {
       volume.operation = null;
-      await registry.persist({ volumes: [volume] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'volume', id: uuid }, { volumes: [volume] });
       throw err;
     }
     volume.size = size;
     volume.operation = null;
     const nexus = activeNexus(ctx, volume);
-    await registry.persist({
+    await settleOp(registry, { kind: 'volume', id: uuid }, true, {
       volumes: [volume],
       replicas: replicas.map((r) => ({ ...r, size })),
       nexuses: nexus ? [{ ...nexus, size }] : [],

@@ -2,6 +2,7 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { NexusSpec, VolumeSpec } from '../model.js';
 import { SvcError, toSvcError } from '../svc-error.js';
+import { rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
 
 /** Protocols Mayastor knows for a volume share; storctl's io-engines serve targets over NBD only. */
@@ -61,7 +62,7 @@ export async function shareVolume(
       uri = await engine.publishNexus(nexus.uuid, protocol);
     } catch (err) {
       volume.operation = null;
-      await registry.persist({ volumes: [volume] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'volume', id: uuid }, { volumes: [volume] });
       const why = toSvcError(err);
       throw new SvcError(why.kind, `share of volume '${uuid}' failed: ${why.message}`, why.details);
     }
@@ -74,7 +75,7 @@ export async function shareVolume(
         host_acl: [{ node_name: frontendHost, node_nqn: `storctl:node-name:${frontendHost}` }],
       };
     volume.operation = null;
-    await registry.persist({
+    await settleOp(registry, { kind: 'volume', id: uuid }, true, {
       volumes: [volume],
       nexuses: [nexus],
       events: [makeEvent('volume', uuid, 'Shared', `target ${uri} on node ${nexus.node}`)],
@@ -100,7 +101,7 @@ export async function unshareVolume(ctx: CoreContext, uuid: string): Promise<voi
       await engine.unpublishNexus(nexus.uuid);
     } catch (err) {
       volume.operation = null;
-      await registry.persist({ volumes: [volume] }).catch(() => {});
+      await rollbackOp(registry, { kind: 'volume', id: uuid }, { volumes: [volume] });
       const why = toSvcError(err);
       throw new SvcError(why.kind, `unshare of volume '${uuid}' failed: ${why.message}`, why.details);
     }
@@ -109,7 +110,7 @@ export async function unshareVolume(ctx: CoreContext, uuid: string): Promise<voi
     nexus.share = 'none';
     volume.target = { ...volume.target!, protocol: null };
     volume.operation = null;
-    await registry.persist({
+    await settleOp(registry, { kind: 'volume', id: uuid }, true, {
       volumes: [volume],
       nexuses: [nexus],
       events: [makeEvent('volume', uuid, 'Unshared', `target on node ${nexus.node} no longer exported`)],
