@@ -139,8 +139,9 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         expect(dirty.status).toBe(200);
         expect(dirty.body.spec.operation).toBeTruthy();
 
-        // The store comes back: the persistent-store reconciler settles the operation (a null result
-        // is rolled back, §1.5), the half-made replica is collected, and the volume takes requests again.
+        // The store comes back: the persistent-store reconciler settles the operation (the replica was
+        // made, so the result is true and the scale is completed, §1.5; commit-result.test.ts checks
+        // the completion in detail), and the volume takes requests again.
         outage.end();
         outage = undefined;
         await waitFor(async () => !(await call(c.restUrl, 'GET', `/volumes/${id}`)).body.spec.operation, {
@@ -149,15 +150,15 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         });
         const stored = JSON.parse((await store.get(volumeKey))!.value);
         expect(stored.operation).toBeNull();
-        expect(stored.num_replicas).toBe(1);
+        expect(stored.num_replicas).toBe(2);
         const again = await waitFor(
           async () => {
-            const r = await call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
+            const r = await call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/1`);
             return r.status === 200 ? r : null;
           },
           { what: 'scale accepted again', timeoutMs: 30_000, intervalMs: 500 },
         );
-        expect(again.body.spec.num_replicas).toBe(2);
+        expect(again.body.spec.num_replicas).toBe(1);
         expect((await c.events()).some((e) => e.includes(`"id":"${id}","action":"Recovered"`))).toBe(true);
       } catch (err) {
         console.log(c.cores.at(-1)?.output.split('\n').slice(-30).join('\n'));

@@ -5,7 +5,7 @@ import { replicaOnline } from '../rest/present.js';
 import { placeReplicas } from '../scheduler.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import { childUri } from './nexus-build.js';
-import { rollbackOp, settleOp } from './settle.js';
+import { rollbackOp, type SpecChange, settleOp } from './settle.js';
 import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
 import { checkUsable } from './volume-publish.js';
 
@@ -26,6 +26,24 @@ export async function addReplicas(
   count: number,
   avoidNodes: string[] = [],
 ): Promise<ReplicaSpec[]> {
+  const { specs, commit } = await makeReplicas(ctx, volume, count, avoidNodes);
+  // The replicas are made: their commit is settled (a failed write leaves them dirty with result true).
+  await settleOp(ctx.registry, replicaTargets(specs), true, commit);
+  return specs;
+}
+
+const replicaTargets = (specs: ReplicaSpec[]) => specs.map((r) => ({ kind: 'replica' as const, id: r.uuid }));
+
+/**
+ * addReplicas without the commit write: the replicas are made (and added to the nexus), and the
+ * write that commits them is returned so that scale commits them with its replica count at once.
+ */
+async function makeReplicas(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  count: number,
+  avoidNodes: string[],
+): Promise<{ specs: ReplicaSpec[]; commit: SpecChange }> {
   const { registry, config } = ctx;
   const holders = registry
     .volumeReplicas(volume.uuid)
@@ -45,7 +63,7 @@ export async function addReplicas(
   const { created, failed, error } = await createOnEngines(ctx, specs);
   if (failed.length) {
     await destroyReplicasQuietly(ctx, created);
-    await registry.persist({ deleteReplicas: specs.map((r) => r.uuid) }).catch(() => {});
+    await rollbackOp(registry, replicaTargets(specs), { deleteReplicas: specs.map((r) => r.uuid) });
     throw toSvcError(error);
   }
   for (const r of specs) {
@@ -63,25 +81,19 @@ export async function addReplicas(
       nexusCopy.children.push({ Replica: { uuid: r.uuid, share_uri: uri } });
     }
   }
-  // The replicas are made: their commit is settled (a failed write leaves them dirty with result true).
-  await settleOp(
-    registry,
-    specs.map((r) => ({ kind: 'replica' as const, id: r.uuid })),
-    true,
-    {
-      replicas: specs,
-      nexuses: nexusCopy ? [nexusCopy] : [],
-      events: specs.map((r) =>
-        makeEvent(
-          'replica',
-          r.uuid,
-          'Created',
-          `replica of volume ${volume.uuid} on pool ${r.pool}${nexusCopy ? ' (rebuilding)' : ''}`,
-        ),
+  const commit: SpecChange = {
+    replicas: specs,
+    nexuses: nexusCopy ? [nexusCopy] : [],
+    events: specs.map((r) =>
+      makeEvent(
+        'replica',
+        r.uuid,
+        'Created',
+        `replica of volume ${volume.uuid} on pool ${r.pool}${nexusCopy ? ' (rebuilding)' : ''}`,
       ),
-    },
-  );
-  return specs;
+    ),
+  };
+  return { specs, commit };
 }
 
 /** Remove replicas from a volume: out of the nexus first, then destroyed (or left disowned to GC). */
@@ -158,9 +170,11 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
     }
     volume.operation = { operation: { SetReplica: replicas }, result: null };
     await registry.persist({ volumes: [volume] });
+    let added: { specs: ReplicaSpec[]; commit: SpecChange } | undefined;
     try {
       const have = registry.volumeReplicas(uuid).length;
-      if (replicas > volume.num_replicas && have < replicas) await addReplicas(ctx, volume, replicas - have);
+      if (replicas > volume.num_replicas && have < replicas)
+        added = await makeReplicas(ctx, volume, replicas - have, []);
       else if (replicas < volume.num_replicas && have > replicas) {
         const healthy = registry.volumeReplicas(uuid).filter((r) => replicaOnline(registry, r));
         const victims = scaleDownVictims(ctx, volume, have - replicas);
@@ -179,9 +193,15 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
     }
     volume.num_replicas = replicas;
     volume.operation = null;
-    await settleOp(registry, { kind: 'volume', id: uuid }, true, {
+    // One write commits the new replicas and the replica count: the io-engine work is done, so a
+    // failed write leaves the scale dirty with result true and it is completed, never undone (§1.5).
+    await settleOp(registry, [{ kind: 'volume', id: uuid }, ...replicaTargets(added?.specs ?? [])], true, {
+      ...added?.commit,
       volumes: [volume],
-      events: [makeEvent('volume', uuid, 'Scaled', `replica count set to ${replicas}`)],
+      events: [
+        ...(added?.commit.events ?? []),
+        makeEvent('volume', uuid, 'Scaled', `replica count set to ${replicas}`),
+      ],
     });
     return volume;
   });
