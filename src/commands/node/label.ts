@@ -2,6 +2,7 @@ import { Args, Flags } from '@oclif/core';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
 import { nodeListing, restClient, restFlags } from '../../lib/rest/cli.js';
+import { RestError } from '../../lib/rest/errors.js';
 
 export default class NodeLabel extends StorctlCommand {
   static override description = 'set (KEY=VALUE) or remove (KEY-) a node label used by volume topology';
@@ -22,8 +23,8 @@ export default class NodeLabel extends StorctlCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeLabel);
     const client = restClient(flags.rest);
+    const eq = args.label.indexOf('=');
     try {
-      const eq = args.label.indexOf('=');
       let node: Awaited<ReturnType<typeof client.getNode>>;
       if (eq > 0)
         node = await client.labelNode(
@@ -36,6 +37,23 @@ export default class NodeLabel extends StorctlCommand {
         node = await client.unlabelNode(args.node, args.label.slice(0, -1));
       else throw new UsageError(`label '${args.label}' is neither KEY=VALUE nor KEY-`);
       this.print(nodeListing([node]));
+    } catch (err) {
+      // 412 FailedPrecondition (Mayastor's label semantics): say exactly what to do next.
+      if (err instanceof RestError && err.kind === 'FailedPrecondition') {
+        const key = eq > 0 ? args.label.slice(0, eq) : args.label.slice(0, -1);
+        throw new RestError(
+          err.kind,
+          err.status,
+          err.message.replace(/^FailedPrecondition: /, ''),
+          err.details,
+          [
+            eq > 0
+              ? `replace the value with \`storctl node label ${args.node} ${args.label} --overwrite\``
+              : `see the node's labels with \`storctl get node ${args.node} -o json\`; '${key}' is not one of them`,
+          ],
+        );
+      }
+      throw err;
     } finally {
       await client.close();
     }

@@ -246,19 +246,26 @@ export function markDrained(ctx: CoreContext, id: string) {
   );
 }
 
+/**
+ * Node labels, with the pool labels' Mayastor semantics (ops/pool-label.ts): a key held with another
+ * value and no overwrite, or an unlabel of an absent key, is FailedPrecondition (412); the same
+ * label again changes nothing.
+ */
 export function labelNode(ctx: CoreContext, id: string, key: string, value: string, overwrite: boolean) {
   return updateNode(
     ctx,
     id,
     (n) => {
-      n.labels ??= {};
-      if (Object.hasOwn(n.labels, key) && n.labels[key] !== value && !overwrite) {
+      const labels = n.labels ?? {};
+      if (Object.hasOwn(labels, key) && labels[key] === value) return false;
+      if (Object.hasOwn(labels, key) && !overwrite) {
         throw new SvcError(
-          'AlreadyExists',
-          `node '${id}' already has label ${key}=${n.labels[key]}; pass overwrite to replace it`,
+          'FailedPrecondition',
+          `node '${id}' already has label ${key}=${labels[key]}; pass overwrite to replace it`,
+          `Label ${key} exists on node ${id} with value ${labels[key]}`,
         );
       }
-      n.labels[key] = value;
+      n.labels = { ...labels, [key]: value };
     },
     `Labelled ${key}=${value}`,
   );
@@ -270,7 +277,11 @@ export function unlabelNode(ctx: CoreContext, id: string, key: string) {
     id,
     (n) => {
       if (!n.labels || !Object.hasOwn(n.labels, key))
-        throw new SvcError('NotFound', `node '${id}' has no label '${key}'`);
+        throw new SvcError(
+          'FailedPrecondition',
+          `node '${id}' has no label '${key}'`,
+          `Label ${key} not found on node ${id}`,
+        );
       delete n.labels[key];
     },
     `Unlabelled ${key}`,
