@@ -83,15 +83,16 @@ export function newNexusSpec(volume: VolumeSpec, node: string, uuid = randomUUID
 }
 
 /**
- * Create the nexus on its node from the given replicas and share it over `protocol`. On any failure
- * the nexus is destroyed again (rollback) and the error says what failed.
+ * Create the nexus on its node from the given replicas and share it over `protocol` (null: not
+ * shared, as an unshared volume's target is recreated). On any failure the nexus is destroyed again
+ * (rollback) and the error says what failed.
  */
 export async function buildAndShareNexus(
   ctx: CoreContext,
   volume: VolumeSpec,
   nexus: NexusSpec,
   replicas: ReplicaSpec[],
-  protocol: string,
+  protocol: string | null,
 ): Promise<{ state: NexusState; uri: string; children: NexusChild[] }> {
   const engine = ctx.engines.get(nexus.node);
   const children: NexusChild[] = [];
@@ -105,6 +106,7 @@ export async function buildAndShareNexus(
     nexusInfoKey: nexusInfoKey(ctx.registry.space, nexus.uuid, volume.uuid),
     volumeId: volume.uuid,
   });
+  if (!protocol) return { state: { ...state, deviceUri: '', protocol: 'none' }, uri: '', children };
   try {
     const uri = await engine.publishNexus(nexus.uuid, protocol);
     return { state: { ...state, deviceUri: uri, protocol }, uri, children };

@@ -13,7 +13,8 @@ const idle = (ctx: CoreContext, v: VolumeSpec, locked = false) =>
 /**
  * Volume nexus reconciler: a published volume whose nexus is missing on its (online) node — the
  * io-engine restarted — gets the same nexus recreated from the replicas its NexusInfo says are
- * healthy, and shared again at the same target. Runs after pools are re-imported.
+ * healthy, and shared again at the same target unless the volume was unshared. Runs after pools
+ * are re-imported.
  */
 export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean> {
   const { registry } = ctx;
@@ -45,13 +46,10 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
         }
         const volume = registry.volume(id);
         const replicas = await usableReplicas(ctx, volume, nexus.node);
-        const { state, children } = await buildAndShareNexus(
-          ctx,
-          volume,
-          nexus,
-          replicas,
-          nexus.share === 'none' ? 'nbd' : nexus.share,
-        );
+        // Unshare persists `target.protocol: null` (the nexus spec's share 'none'): an unshared
+        // target is recreated unshared. A shared one keeps its protocol (storctl serves nbd only).
+        const protocol = volume.target?.protocol ? (nexus.share === 'none' ? 'nbd' : nexus.share) : null;
+        const { state, children } = await buildAndShareNexus(ctx, volume, nexus, replicas, protocol);
         registry.setNexusState(nexus.node, state);
         await registry.persist({
           nexuses: [{ ...nexus, children }],
