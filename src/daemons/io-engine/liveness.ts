@@ -89,8 +89,7 @@ export class Liveness {
   private async keepAlive(): Promise<void> {
     const lease = await this.store.grantLease(this.ttlSeconds);
     this.lease = lease;
-    await lease.put(nodeLivenessKey(this.space, this.record.node), JSON.stringify(this.record));
-    lease.lost.addEventListener('abort', () => {
+    const onLost = () => {
       if (this.stopped) return;
       this.log.warn({ node: this.record.node }, 'liveness lease lost; re-registering');
       const retry = () => {
@@ -101,7 +100,18 @@ export class Liveness {
         });
       };
       retry();
-    });
+    };
+    // Listen before writing: a lease lost while the write is still blocked (a store outage longer
+    // than the TTL) must lead to a new registration too, and an abort fires only once.
+    lease.lost.addEventListener('abort', onLost, { once: true });
+    try {
+      await lease.put(nodeLivenessKey(this.space, this.record.node), JSON.stringify(this.record));
+    } catch (err) {
+      if (lease.lost.aborted) return; // onLost re-registers
+      lease.lost.removeEventListener('abort', onLost);
+      lease.release();
+      throw err;
+    }
   }
 
   /** Revoke the lease: the liveness key disappears at once. */
