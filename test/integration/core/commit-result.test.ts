@@ -3,8 +3,8 @@ import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
-import { call, type Outage, storeOutage } from './commit-result-outage.js';
 import { qemuIo } from './qemu.js';
+import { call, type Outage, storeOutage } from './store-outage.js';
 
 const MiB = 1 << 20;
 

@@ -3,7 +3,7 @@ import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { type Backend, TestCluster } from './cluster.js';
-import { call } from './commit-result-outage.js';
+import { call } from './store-outage.js';
 
 /**
  * Node labels answer like Mayastor's label endpoints (and storctl's pool labels): a key held with
