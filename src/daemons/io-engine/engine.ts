@@ -8,6 +8,7 @@ import { alreadyExists, checkName, invalid, notFound, precondition, unavailable 
 import { Nexus } from './nexus.js';
 import { type ChildState, childUuidOf, NexusChild } from './nexus-child.js';
 import { NexusInfoWriter, readNexusInfo } from './nexus-info.js';
+import { resizeNexus } from './nexus-resize.js';
 import { Pool } from './pool.js';
 import type { Replica } from './replica.js';
 
@@ -236,7 +237,18 @@ export class Engine {
         throw precondition(`cannot open child '${uri}' of nexus '${nexus.uuid}': ${(err as Error).message}`);
       }
       child = new NexusChild(uri, uuid, client, () => client.close(), state);
-      client.onClose((err) => void nexus.childFailed(child, err));
+      const watch = (c: NbdClient) => {
+        // Only the connection the child serves from faults it (a replaced one is closed on purpose).
+        c.onClose((err) => {
+          if (child.backend === c) void nexus.childFailed(child, err);
+        });
+      };
+      watch(client);
+      child.reopen = async () => {
+        const fresh = await NbdClient.connect(uri, { requestTimeoutMs: this.ctx.childTimeoutMs });
+        watch(fresh);
+        return { backend: fresh, detach: () => fresh.close() };
+      };
     } else {
       throw invalid(`child URI '${uri}' has unsupported scheme '${parsed.protocol}'; use bdev:/// or nbd://`);
     }
@@ -370,6 +382,13 @@ export class Engine {
     }
     const child = await this.openChild(nexus, uri, 'Degraded');
     await nexus.addChild(child);
+    return nexus;
+  }
+
+  /** Grow a nexus online (see nexus-resize.ts); shrinking is refused, the same size is a no-op. */
+  async resizeNexus(uuid: string, size: number): Promise<Nexus> {
+    const nexus = this.nexus(uuid);
+    await resizeNexus(nexus, size, this.ctx.log);
     return nexus;
   }
 

@@ -3,6 +3,13 @@ import type { BlockBackend } from '../../lib/nbd/backend.js';
 /** Mayastor's child states: Online (in I/O), Degraded (being rebuilt), Faulted (dropped from I/O). */
 export type ChildState = 'Online' | 'Degraded' | 'Faulted';
 
+/** An open connection to a child's storage and how to let go of it. */
+export interface ChildConnection {
+  backend: BlockBackend;
+  /** Detach from the backend (close the NBD connection; a local replica stays open). */
+  detach: () => Promise<void>;
+}
+
 /** One mirror leg of a nexus: a local replica or a remote one over NBD. */
 export class NexusChild {
   state: ChildState;
@@ -10,16 +17,29 @@ export class NexusChild {
   /** While rebuilding: bytes [0, cursor) hold the source's content and receive every write. */
   rebuildCursor = 0;
   rebuildStartedAt: number | null = null;
+  /**
+   * Remote children only: open a fresh connection to the same URI. An NBD client learns the export
+   * size at connect, so a grown replica is only seen through a new connection (nexus resize).
+   */
+  reopen: (() => Promise<ChildConnection>) | null = null;
 
   constructor(
     readonly uri: string,
     readonly uuid: string,
-    readonly backend: BlockBackend,
+    public backend: BlockBackend,
     /** Detach from the backend (close the NBD connection; a local replica stays open). */
-    readonly detach: () => Promise<void>,
+    public detach: () => Promise<void>,
     state: ChildState,
   ) {
     this.state = state;
+  }
+
+  /** Serve from `next` from now on; the caller detaches the previous connection. */
+  swap(next: ChildConnection): ChildConnection {
+    const previous = { backend: this.backend, detach: this.detach };
+    this.backend = next.backend;
+    this.detach = next.detach;
+    return previous;
   }
 
   get healthy(): boolean {

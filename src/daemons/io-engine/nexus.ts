@@ -43,12 +43,18 @@ export class Nexus implements BlockBackend {
   /** Writes in flight: a rebuild segment waits for those overlapping it. */
   private readonly writes = new Set<Span>();
   private readonly rebuilds = new Map<NexusChild, Promise<void>>();
+  /** Set while all I/O is held (resize): new I/O waits for it. */
+  private hold: Promise<void> | null = null;
+  /** I/O requests in flight (reads, writes, flushes): a hold waits for them. */
+  private inflight = 0;
+  private idleWaiters: (() => void)[] = [];
   exportedAs: string | null = null;
 
   constructor(
     readonly uuid: string,
     readonly name: string,
-    readonly size: number,
+    /** Grows only, by resize (under the I/O hold). */
+    public size: number,
     readonly volumeId: string | null,
     readonly infoWriter: NexusInfoWriter,
     private readonly log: Logger,
@@ -144,8 +150,44 @@ export class Nexus implements BlockBackend {
     return null;
   }
 
+  private async waitHold(): Promise<void> {
+    while (this.hold) await this.hold;
+    this.checkOpen();
+  }
+
+  private leave(): void {
+    if (--this.inflight === 0 && this.idleWaiters.length > 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * Hold all new I/O and wait for the I/O in flight; returns the release. While held, the children
+   * can be reconnected and the size changed without any request seeing a half-done change.
+   */
+  async holdIo(): Promise<() => void> {
+    while (this.hold) await this.hold;
+    let release!: () => void;
+    this.hold = new Promise((r) => {
+      release = r;
+    });
+    if (this.inflight > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
+    return () => {
+      this.hold = null;
+      release();
+    };
+  }
+
   async read(buf: Buffer, offset: number): Promise<void> {
     this.checkOpen();
+    if (this.hold) await this.waitHold();
+    this.inflight++;
+    try {
+      await this.readFromChildren(buf, offset);
+    } finally {
+      this.leave();
+    }
+  }
+
+  private async readFromChildren(buf: Buffer, offset: number): Promise<void> {
     for (;;) {
       const child = this.pickReader();
       if (!child) throw new BlockIoError(`nexus ${this.uuid} has no healthy child`);
@@ -173,8 +215,14 @@ export class Nexus implements BlockBackend {
 
   async flush(): Promise<void> {
     this.checkOpen();
-    const targets = this.children.filter((c) => c.state !== 'Faulted');
-    await this.applyAll(targets, (b) => b.flush());
+    if (this.hold) await this.waitHold();
+    this.inflight++;
+    try {
+      const targets = this.children.filter((c) => c.state !== 'Faulted');
+      await this.applyAll(targets, (b) => b.flush());
+    } finally {
+      this.leave();
+    }
   }
 
   private async mutate(
@@ -183,6 +231,20 @@ export class Nexus implements BlockBackend {
     op: (b: BlockBackend) => Promise<void>,
   ): Promise<void> {
     this.checkOpen();
+    if (this.hold) await this.waitHold();
+    this.inflight++;
+    try {
+      await this.mutateInOrder(offset, length, op);
+    } finally {
+      this.leave();
+    }
+  }
+
+  private async mutateInOrder(
+    offset: number,
+    length: number,
+    op: (b: BlockBackend) => Promise<void>,
+  ): Promise<void> {
     const end = offset + length;
     // Overlapping writes run one after the other, so every child applies them in the same order
     // (otherwise two mirrors could end with different bytes); and none enters a range being rebuilt.

@@ -249,6 +249,9 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
         return nexusMsg(n);
       }),
     ),
+    ResizeNexus: unary((r: Req) =>
+      s(async () => nexusMsg(await engine.resizeNexus(str(r.uuid), checkSize('nexus size', r.size)))),
+    ),
     GetNexus: unary(async (r: Req) => nexusMsg(engine.nexus(str(r.uuid)))),
     ListNexuses: unary(async () => ({ nexuses: [...engine.nexuses.values()].map(nexusMsg) })),
     ListBlockDevices: unary(async (r: Req) => ({ devices: await listBlockDevices(r.all === true) })),

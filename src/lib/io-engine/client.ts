@@ -260,6 +260,10 @@ export class IoEngineClient {
   async faultNexusChild(uuid: string, uri: string): Promise<Nexus> {
     return toNexus(await this.call('FaultNexusChild', { uuid, uri }));
   }
+  /** Grow a nexus whose children already hold `size` bytes; connected NBD clients keep the old size. */
+  async resizeNexus(uuid: string, size: number): Promise<Nexus> {
+    return toNexus(await this.call('ResizeNexus', { uuid, size: String(size) }));
+  }
   async getNexus(uuid: string): Promise<Nexus> {
     return toNexus(await this.call('GetNexus', { uuid }));
   }
