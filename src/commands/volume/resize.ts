@@ -3,7 +3,9 @@ import { StorctlCommand } from '../../lib/command.js';
 import { restClient, restFlags, sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
 
 export default class VolumeResize extends StorctlCommand {
-  static override description = 'grow a volume (every replica, then the target); shrinking is refused';
+  static override description =
+    'grow a volume (every replica, then the target), published or not; shrinking is refused. ' +
+    'NBD clients connected to a published volume keep the old size until they reconnect.';
   static override examples = [
     '<%= config.bin %> volume resize 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --size 20GiB',
   ];
@@ -17,11 +19,15 @@ export default class VolumeResize extends StorctlCommand {
     const { args, flags } = await this.parse(VolumeResize);
     const client = restClient(flags.rest);
     try {
-      this.print(
-        volumeListing([
-          await client.resizeVolume(uuidArg('volume id', args.id), sizeArg('size', flags.size)),
-        ]),
-      );
+      const volume = await client.resizeVolume(uuidArg('volume id', args.id), sizeArg('size', flags.size));
+      this.print(volumeListing([volume]));
+      const target = volume.state.target?.deviceUri;
+      // NBD has no resize notification: say so on stderr, out of the way of -o json.
+      if (target)
+        process.stderr.write(
+          `volume is published: new connections to ${target} see ${volume.spec.size} bytes; ` +
+            'clients already connected keep the old size until they reconnect\n',
+        );
     } finally {
       await client.close();
     }

@@ -7,7 +7,6 @@ import {
 } from '../../lib/io-engine/client.js';
 import type { EngineApi, NexusState, PoolState, ReplicaState, SnapshotState } from './engine-api.js';
 import type { EngineFactory } from './engines.js';
-import { SvcError } from './svc-error.js';
 
 const pool = (p: Pool): PoolState => ({
   id: p.name,
@@ -129,12 +128,8 @@ export class GrpcEngine implements EngineApi {
   async removeChild(uuid: string, uri: string) {
     await this.call((c) => c.removeChildNexus(uuid, uri));
   }
-  async resizeNexus(_uuid: string, _size: number): Promise<void> {
-    // The io-engine API has no ResizeNexus: a nexus picks up its children's size when recreated.
-    throw new SvcError(
-      'Unimplemented',
-      'the io-engine cannot resize a live nexus; unpublish, resize, publish again',
-    );
+  async resizeNexus(uuid: string, size: number): Promise<void> {
+    await this.call((c) => c.resizeNexus(uuid, size));
   }
   async createReplicaSnapshot(
     replicaUuid: string,

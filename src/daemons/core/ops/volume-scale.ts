@@ -3,9 +3,9 @@ import { makeEvent } from '../events.js';
 import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../model.js';
 import { replicaOnline } from '../rest/present.js';
 import { placeReplicas } from '../scheduler.js';
-import { SvcError, toSvcError } from '../svc-error.js';
+import { dirty, SvcError, toSvcError } from '../svc-error.js';
 import { childUri } from './nexus-build.js';
-import { rollbackOp, type SpecChange, settleOp } from './settle.js';
+import { markResult, type OpTarget, rollbackOp, type SpecChange, settleOp } from './settle.js';
 import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
 import { checkUsable } from './volume-publish.js';
 
@@ -207,7 +207,19 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
   });
 }
 
-/** PUT /volumes/{id}/size: grow every replica, then the nexus; shrinking is refused (406). */
+/**
+ * PUT /volumes/{id}/size: grow every replica, then the nexus if the volume is published (online
+ * expansion); shrinking is refused (406 VolumeResizeSize).
+ *
+ * Crash safety (§1.5): the volume and every replica carry `{"Resize":size}` before any io-engine
+ * call. Replicas cannot shrink, so a failure after some replicas grew is not undone: the grown
+ * replicas are committed at their new size (their action succeeded: result true), the others and the
+ * volume are rolled back (the volume keeps its size), and the same request again completes the
+ * resize (growing a replica or nexus to the size it already has is a no-op). A crash mid-way rolls
+ * every pending Resize back; the retry then grows what is left and commits all of it.
+ * NBD clients connected to the target keep the old size until they reconnect (NBD has no resize
+ * notification); new connections see the new size.
+ */
 export async function resizeVolume(ctx: CoreContext, uuid: string, size: number): Promise<VolumeSpec> {
   const { registry, engines } = ctx;
   return registry.exclusive('volume', uuid, async () => {
@@ -219,40 +231,65 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
         `new size ${size} must be larger than the current ${volume.size}`,
         'VolumeResizeSize',
       );
-    if (activeNexus(ctx, volume)) {
-      // io-engine nexuses cannot grow live; refuse before any replica is touched.
-      throw new SvcError(
-        'FailedPrecondition',
-        `volume '${uuid}' is published; unpublish it, resize, then publish again`,
-        'VolumeResizePublished',
-      );
-    }
-    const replicas = registry.volumeReplicas(uuid);
+    const replicas = registry.volumeReplicas(uuid).map((r) => structuredClone(r));
     const offline = replicas.filter((r) => !replicaOnline(registry, r));
     if (offline.length)
       throw new SvcError(
         'FailedPrecondition',
         `replica(s) ${offline.map((r) => r.uuid).join(', ')} are not online; resize needs every replica`,
       );
+    const busy = replicas.find((r) => r.operation);
+    if (busy) throw dirty('replica', busy.uuid);
+    const nexus = activeNexus(ctx, volume);
+    // The target's node must be reachable before any replica grows (an online resize ends there).
+    if (nexus) engines.get(nexus.node);
     volume.operation = { operation: { Resize: size }, result: null };
-    await registry.persist({ volumes: [volume] });
+    for (const r of replicas) r.operation = { operation: { Resize: size }, result: null };
+    await registry.persist({ volumes: [volume], replicas });
+    const volumeTarget: OpTarget = { kind: 'volume', id: uuid };
+    const grown: ReplicaSpec[] = [];
     try {
-      for (const r of replicas) await engines.get(registry.replicaNode(r)!).resizeReplica(r.uuid, size);
-      const nexus = activeNexus(ctx, volume);
+      for (const r of replicas) {
+        await engines.get(registry.replicaNode(r)!).resizeReplica(r.uuid, size);
+        grown.push(r);
+        markResult(registry, { kind: 'replica', id: r.uuid }, true);
+      }
       if (nexus) await engines.get(nexus.node).resizeNexus(nexus.uuid, size);
     } catch (err) {
-      volume.operation = null;
-      await rollbackOp(registry, { kind: 'volume', id: uuid }, { volumes: [volume] });
+      // Grown replicas keep their size (they cannot shrink): committed; the rest rolled back.
+      const rest = replicas.filter((r) => !grown.includes(r));
+      await rollbackOp(
+        registry,
+        [volumeTarget, ...rest.map((r) => ({ kind: 'replica' as const, id: r.uuid }))],
+        {
+          volumes: [{ ...volume, operation: null }],
+          replicas: [
+            ...grown.map((r) => ({ ...r, size, operation: null })),
+            ...rest.map((r) => ({ ...r, operation: null })),
+          ],
+          events: grown.length
+            ? [
+                makeEvent(
+                  'volume',
+                  uuid,
+                  'ResizeIncomplete',
+                  `${grown.length}/${replicas.length} replica(s) grown to ${size} bytes${nexus ? ', target not' : ''}; resize again to complete`,
+                ),
+              ]
+            : [],
+        },
+      );
       throw err;
     }
     volume.size = size;
     volume.operation = null;
-    const nexus = activeNexus(ctx, volume);
-    await settleOp(registry, { kind: 'volume', id: uuid }, true, {
+    await settleOp(registry, [volumeTarget, ...replicaTargets(replicas)], true, {
       volumes: [volume],
-      replicas: replicas.map((r) => ({ ...r, size })),
+      replicas: replicas.map((r) => ({ ...r, size, operation: null })),
       nexuses: nexus ? [{ ...nexus, size }] : [],
-      events: [makeEvent('volume', uuid, 'Resized', `to ${size} bytes`)],
+      events: [
+        makeEvent('volume', uuid, 'Resized', `to ${size} bytes${nexus ? ' (online, target grown)' : ''}`),
+      ],
     });
     return volume;
   });
