@@ -208,6 +208,38 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
 }
 
 /**
+ * Grow one replica to `size`; returns its size afterwards. The io-engine refuses to shrink: a replica
+ * its spec records smaller than it is (a crash rolled back its pending Resize after it grew) may
+ * already be larger than `size`, which is fine.
+ */
+async function growReplica(ctx: CoreContext, r: ReplicaSpec, size: number): Promise<number> {
+  const engine = ctx.engines.get(ctx.registry.replicaNode(r)!);
+  try {
+    await engine.resizeReplica(r.uuid, size);
+    return size;
+  } catch (err) {
+    if (toSvcError(err).kind !== 'InvalidArgument') throw err;
+    const actual = (await engine.listReplicas()).find((x) => x.uuid === r.uuid);
+    if (actual && actual.size >= size) return actual.size;
+    throw err;
+  }
+}
+
+/** Grow the live nexus to `size`; one a crashed resize left larger stays so (it cannot shrink). */
+async function growNexus(ctx: CoreContext, nexus: NexusSpec, size: number): Promise<number> {
+  const engine = ctx.engines.get(nexus.node);
+  try {
+    await engine.resizeNexus(nexus.uuid, size);
+    return size;
+  } catch (err) {
+    if (toSvcError(err).kind !== 'InvalidArgument') throw err;
+    const actual = await engine.getNexus(nexus.uuid);
+    if (actual.size >= size) return actual.size;
+    throw err;
+  }
+}
+
+/**
  * PUT /volumes/{id}/size: grow every replica, then the nexus if the volume is published (online
  * expansion); shrinking is refused (406 VolumeResizeSize).
  *
@@ -215,7 +247,8 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
  * call. Replicas cannot shrink, so a failure after some replicas grew is not undone: the grown
  * replicas are committed at their new size (their action succeeded: result true), the others and the
  * volume are rolled back (the volume keeps its size), and the same request again completes the
- * resize (growing a replica or nexus to the size it already has is a no-op). A crash mid-way rolls
+ * resize (growing a replica or nexus to the size it already has is a no-op; one already larger is
+ * left so). A crash mid-way rolls
  * every pending Resize back; the retry then grows what is left and commits all of it.
  * NBD clients connected to the target keep the old size until they reconnect (NBD has no resize
  * notification); new connections see the new size.
@@ -248,13 +281,15 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
     await registry.persist({ volumes: [volume], replicas });
     const volumeTarget: OpTarget = { kind: 'volume', id: uuid };
     const grown: ReplicaSpec[] = [];
+    let nexusSize = size;
     try {
       for (const r of replicas) {
-        await engines.get(registry.replicaNode(r)!).resizeReplica(r.uuid, size);
+        // A replica left larger by an earlier incomplete resize is big enough as it is.
+        if (r.size < size) r.size = await growReplica(ctx, r, size);
         grown.push(r);
         markResult(registry, { kind: 'replica', id: r.uuid }, true);
       }
-      if (nexus) await engines.get(nexus.node).resizeNexus(nexus.uuid, size);
+      if (nexus) nexusSize = await growNexus(ctx, nexus, size);
     } catch (err) {
       // Grown replicas keep their size (they cannot shrink): committed; the rest rolled back.
       const rest = replicas.filter((r) => !grown.includes(r));
@@ -264,7 +299,7 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
         {
           volumes: [{ ...volume, operation: null }],
           replicas: [
-            ...grown.map((r) => ({ ...r, size, operation: null })),
+            ...grown.map((r) => ({ ...r, operation: null })),
             ...rest.map((r) => ({ ...r, operation: null })),
           ],
           events: grown.length
@@ -285,8 +320,8 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
     volume.operation = null;
     await settleOp(registry, [volumeTarget, ...replicaTargets(replicas)], true, {
       volumes: [volume],
-      replicas: replicas.map((r) => ({ ...r, size, operation: null })),
-      nexuses: nexus ? [{ ...nexus, size }] : [],
+      replicas: replicas.map((r) => ({ ...r, operation: null })),
+      nexuses: nexus ? [{ ...nexus, size: nexusSize }] : [],
       events: [
         makeEvent('volume', uuid, 'Resized', `to ${size} bytes${nexus ? ' (online, target grown)' : ''}`),
       ],

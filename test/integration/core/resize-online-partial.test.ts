@@ -1,0 +1,127 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RestError } from '../../../src/lib/rest/errors.js';
+import { waitFor } from '../../helpers/wait.js';
+import { type Backend, newVolumeId, POOL_CAPACITY, TestCluster } from './cluster.js';
+import { qemuIo } from './qemu.js';
+
+const exec = promisify(execFile);
+const MiB = 1 << 20;
+
+async function nbdSize(uri: string): Promise<number> {
+  const { stdout } = await exec('nbdinfo', ['--size', uri], { timeout: 30_000 });
+  return Number(stdout.trim());
+}
+
+interface Specs {
+  volumes: { uuid: string; size: number; operation: unknown }[];
+  replicas: {
+    uuid: string;
+    pool: unknown;
+    size: number;
+    owners: { volume: string | null };
+    operation: unknown;
+  }[];
+  nexuses: { owner: string | null; size: number }[];
+}
+
+/**
+ * An online resize that fails after some replicas grew is not undone (replicas cannot shrink): the
+ * grown replicas are recorded at their new size, the volume keeps its size and stays usable, and a
+ * later resize completes, leaving the already larger replicas as they are.
+ */
+for (const backend of ['embedded', 'etcd'] as Backend[])
+  describe(`an online resize that fails half-way (${backend} store)`, () => {
+    let cluster: TestCluster | undefined;
+    afterEach(async () => {
+      await cluster?.stop();
+      cluster = undefined;
+    });
+
+    it('keeps grown replicas, rolls the volume back, and completes on a later resize', async () => {
+      cluster = await TestCluster.start({ backend, engines: 3, pools: false });
+      const c = cluster;
+      for (const node of ['node-1', 'node-2'])
+        await c.rest.createPool(node, `pool-${node}`, {
+          disks: [join(c.dir, node, 'pool')],
+          capacity: POOL_CAPACITY,
+        });
+      const id = newVolumeId();
+      await c.rest.createVolume(id, {
+        size: 16 * MiB,
+        replicas: 2,
+        thin: true,
+        policy: { self_heal: false },
+      });
+      const published = await c.rest.publishVolume(id, {
+        protocol: 'nbd',
+        publish_context: {},
+        node: 'node-1',
+      });
+      const uri = published.state.target!.deviceUri;
+      await qemuIo(uri, 'write -P 0x3c 0 8M');
+      // The third replica (the last one the resize grows) lands on a 40 MiB pool.
+      await c.rest.createPool('node-3', 'pool-node-3', {
+        disks: [join(c.dir, 'node-3', 'pool')],
+        capacity: 40 * MiB,
+      });
+      await waitFor(
+        async () =>
+          c.rest
+            .scaleVolume(id, 3)
+            .then(() => true)
+            .catch((e: RestError) => (e.kind === 'ResourceExhausted' ? null : Promise.reject(e))),
+        { what: 'scale to 3 (pool-node-3 known to core)', timeoutMs: 15_000 },
+      );
+      await waitFor(
+        async () => {
+          const v = await c.rest.getVolume(id);
+          const kids = v.state.target?.children ?? [];
+          return v.state.status === 'Online' && kids.length === 3 && kids.every((k) => k.state === 'Online');
+        },
+        { what: '3 healthy children', timeoutMs: 30_000 },
+      );
+
+      const failed = (await c.rest.resizeVolume(id, 48 * MiB).catch((e: RestError) => e)) as RestError;
+      expect(failed.kind).toBe('ResourceExhausted');
+      expect(failed.message).toMatch(/pool-node-3/);
+      let specs = await c.rest.call<Specs>('GET', '/specs');
+      const vol = specs.volumes.find((v) => v.uuid === id)!;
+      expect(vol.size).toBe(16 * MiB);
+      expect(vol.operation ?? null).toBeNull();
+      const sizeOf = (s: Specs) =>
+        s.replicas
+          .filter((r) => r.owners.volume === id)
+          .map((r) => ({
+            node3: JSON.stringify(r.pool).includes('node-3'),
+            size: r.size,
+            op: r.operation ?? null,
+          }))
+          .sort((a, b) => Number(a.node3) - Number(b.node3));
+      expect(sizeOf(specs)).toEqual([
+        { node3: false, size: 48 * MiB, op: null },
+        { node3: false, size: 48 * MiB, op: null },
+        { node3: true, size: 16 * MiB, op: null },
+      ]);
+      expect((await c.events()).some((e) => e.includes('"ResizeIncomplete"') && e.includes(id))).toBe(true);
+      // The volume keeps serving at its size.
+      expect(await nbdSize(uri)).toBe(16 * MiB);
+      await qemuIo(uri, 'read -P 0x3c 0 8M', 'write -P 0x4d 15M 1M');
+
+      // A size the small pool can hold completes the resize; the larger replicas stay as they are.
+      const done = await c.rest.resizeVolume(id, 32 * MiB);
+      expect(done.spec.size).toBe(32 * MiB);
+      specs = await c.rest.call<Specs>('GET', '/specs');
+      expect(sizeOf(specs)).toEqual([
+        { node3: false, size: 48 * MiB, op: null },
+        { node3: false, size: 48 * MiB, op: null },
+        { node3: true, size: 32 * MiB, op: null },
+      ]);
+      expect(specs.nexuses.find((n) => n.owner === id)?.size).toBe(32 * MiB);
+      expect(await nbdSize(uri)).toBe(32 * MiB);
+      await qemuIo(uri, 'write -P 0x5e 30M 2M');
+      await qemuIo(uri, 'read -P 0x3c 0 8M', 'read -P 0x4d 15M 1M', 'read -P 0x5e 30M 2M');
+    });
+  });
