@@ -30,44 +30,12 @@ export async function streamSpecs<K extends SpecType>(
     }
   };
   const prefix = typePrefix(space, type);
+  const print = (value: string) => {
+    emit(`${count === 0 ? '[\n' : ',\n'}${value}`);
+    count++;
+  };
   if (format === 'json' && !filter) {
-    // Nothing to filter: values need only validating, which a worker does page by page while this
-    // thread reads the next pages and prints the validated ones, in order.
-    const validator = new PageValidator();
-    const queue: { kvs: KeyValue[]; verdict: Promise<PageVerdict> }[] = [];
-    const printNext = async () => {
-      const { kvs, verdict } = queue.shift()!;
-      const v = await verdict;
-      const skip = new Set(v.skip);
-      errors.push(...verdictErrors(v));
-      for (let i = 0; i < kvs.length; i++) {
-        if (skip.has(i)) continue;
-        emit(`${count === 0 ? '[\n' : ',\n'}${kvs[i].value}`);
-        count++;
-      }
-    };
-    try {
-      let first = true;
-      for await (const kvs of readPrefixPages(store, prefix)) {
-        // A first page short of the limit is the whole listing: not worth a thread.
-        const verdict =
-          first && kvs.length < PAGE_LIMIT
-            ? Promise.resolve(
-                validatePage(
-                  kvs.map((kv) => kv.key),
-                  kvs.map((kv) => kv.value),
-                ),
-              )
-            : validator.check(kvs);
-        verdict.catch(() => {}); // awaited in order by printNext
-        queue.push({ kvs, verdict });
-        first = false;
-        if (queue.length > 2) await printNext();
-      }
-      while (queue.length > 0) await printNext();
-    } finally {
-      await validator.close();
-    }
+    errors.push(...(await printValidatedPages(store, prefix, print)));
   } else {
     for await (const kv of readPrefix(store, prefix)) {
       let value: SpecTypes[K];
@@ -83,13 +51,59 @@ export async function streamSpecs<K extends SpecType>(
         throw err;
       }
       if (filter && !filter(value)) continue;
-      if (format === 'json') emit(`${count === 0 ? '[\n' : ',\n'}${kv.value}`);
-      else emit(`${stringify([codecFor(type).toJson(value)]).trimEnd()}\n`);
-      count++;
+      if (format === 'json') print(kv.value);
+      else {
+        emit(`${stringify([codecFor(type).toJson(value)]).trimEnd()}\n`);
+        count++;
+      }
     }
   }
   if (format === 'json') emit(count === 0 ? '[]\n' : '\n]\n');
   else if (count === 0) emit('[]\n');
   if (chunk) write(chunk);
+  return errors;
+}
+
+/**
+ * JSON with nothing to filter: values need only validating, which a worker does page by page while
+ * this thread reads the next pages and prints the validated ones, in key order. A first page short
+ * of the limit is the whole listing and is validated here (not worth a thread).
+ */
+async function printValidatedPages(
+  store: Store,
+  prefix: string,
+  print: (value: string) => void,
+): Promise<DecodeError[]> {
+  const errors: DecodeError[] = [];
+  const validator = new PageValidator();
+  const queue: { kvs: KeyValue[]; verdict: Promise<PageVerdict> }[] = [];
+  const printNext = async () => {
+    const { kvs, verdict } = queue.shift()!;
+    const v = await verdict;
+    const skip = new Set(v.skip);
+    errors.push(...verdictErrors(v));
+    for (let i = 0; i < kvs.length; i++) if (!skip.has(i)) print(kvs[i].value);
+  };
+  try {
+    let first = true;
+    for await (const kvs of readPrefixPages(store, prefix)) {
+      const verdict =
+        first && kvs.length < PAGE_LIMIT
+          ? Promise.resolve(
+              validatePage(
+                kvs.map((kv) => kv.key),
+                kvs.map((kv) => kv.value),
+              ),
+            )
+          : validator.check(kvs);
+      verdict.catch(() => {}); // awaited in order by printNext
+      queue.push({ kvs, verdict });
+      first = false;
+      if (queue.length > 2) await printNext();
+    }
+    while (queue.length > 0) await printNext();
+  } finally {
+    await validator.close();
+  }
   return errors;
 }
