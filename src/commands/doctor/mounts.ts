@@ -1,11 +1,11 @@
 import { createInterface } from 'node:readline/promises';
 import { Flags } from '@oclif/core';
-import { stringify } from 'yaml';
 import { StorctlCommand } from '../../lib/command.js';
 import { ExitCode, ServiceUnavailableError } from '../../lib/errors.js';
 import { type DoctorReport, diagnoseMounts, fixMounts } from '../../lib/mount/doctor.js';
 import { defaultMounterStateDir } from '../../lib/mount/state-dir.js';
 import { prettyJson, renderTable } from '../../lib/output/render.js';
+import { toYaml } from '../../lib/output/yaml.js';
 import { DEFAULT_SYSTEM_BUS, SystemdClient } from '../../lib/systemd/client.js';
 
 export default class DoctorMounts extends StorctlCommand {
@@ -102,7 +102,7 @@ Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
     const format = this.globals.output;
     if (format === 'json' || format === 'yaml') {
       const value = { ...report, ...(fixed.length || after ? { fixed, after } : {}) };
-      this.log(format === 'json' ? prettyJson(value) : stringify(value).trimEnd());
+      this.log(format === 'json' ? prettyJson(value) : toYaml(value).trimEnd());
       return;
     }
     const s = report.scanned;

@@ -1,6 +1,6 @@
-import { stringify } from 'yaml';
 import { parseJson, stringifyJson } from '../specs/json.js';
 import type { OutputFormat } from './format.js';
+import { toYaml } from './yaml.js';
 
 export const NONE = '<none>';
 
@@ -78,14 +78,14 @@ export function* renderLines<T>(listing: Listing<T>, format: OutputFormat): Gene
   }
   if (format === 'yaml') {
     if (listing.single) {
-      yield stringify(listing.rows.length ? rowObject(listing, listing.rows[0]) : null).trimEnd();
+      yield toYaml(listing.rows.length ? rowObject(listing, listing.rows[0]) : null).trimEnd();
       return;
     }
     if (!listing.rows.length) {
       yield '[]';
       return;
     }
-    for (const row of listing.rows) yield stringify([rowObject(listing, row)]).trimEnd();
+    for (const row of listing.rows) yield toYaml([rowObject(listing, row)]).trimEnd();
     return;
   }
   const columns = listing.columns.filter((c) => format === 'wide' || !c.wide);
