@@ -115,6 +115,7 @@ export abstract class StorctlCommand extends Command {
   protected override async catch(
     err: Error & { exitCode?: number; oclif?: { exit?: number } },
   ): Promise<unknown> {
+    await flushStdout(); // output written before the error must reach a pipe before the exit
     if (!isStorctlError(err)) {
       // oclif's parse errors (unknown flag, bad option value, missing arg) are usage errors: exit 2.
       if ('parse' in err && err.oclif) err.oclif.exit = ExitCode.usage;
@@ -129,4 +130,18 @@ export abstract class StorctlCommand extends Command {
     if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
     this.exit(err.exitCode);
   }
+}
+
+/**
+ * Resolves once everything written to stdout so far is handed to the OS. Writes to a pipe are
+ * asynchronous: exiting with an error code right after a large listing would cut it short.
+ */
+export function flushStdout(): Promise<void> {
+  return new Promise((resolve) => process.stdout.write('', () => resolve()));
+}
+
+/** Write to stdout, waiting when the reader is slower (a pipe into `less`), so memory stays flat. */
+export async function writeStdout(text: string): Promise<void> {
+  if (!process.stdout.write(text))
+    await new Promise<void>((resolve) => process.stdout.once('drain', resolve));
 }

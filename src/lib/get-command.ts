@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
-import { StorctlCommand } from './command.js';
+import { flushStdout, StorctlCommand, writeStdout } from './command.js';
 import { type DecodeError, ExitCode, UsageError } from './errors.js';
 import type { Listing } from './output/render.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
@@ -45,7 +45,7 @@ export abstract class GetCommand extends StorctlCommand {
   ): Promise<void> {
     const state = await withStore(this.globals, (store) => readCluster(store, this.globals.keySpace, types));
     this.print(build(state));
-    this.reportDecodeErrors(state.errors);
+    await this.reportDecodeErrors(state.errors);
   }
 
   /**
@@ -61,13 +61,14 @@ export abstract class GetCommand extends StorctlCommand {
     const format = this.globals.output;
     if (format !== 'json' && format !== 'yaml') return this.show(types, build);
     const errors = await withStore(this.globals, (store) =>
-      streamSpecs(store, this.globals.keySpace, type, format, (text) => process.stdout.write(text), filter),
+      streamSpecs(store, this.globals.keySpace, type, format, writeStdout, filter),
     );
-    this.reportDecodeErrors(errors);
+    await this.reportDecodeErrors(errors);
   }
 
-  private reportDecodeErrors(errors: DecodeError[]): void {
+  private async reportDecodeErrors(errors: DecodeError[]): Promise<void> {
     if (!errors.length) return;
+    await flushStdout();
     for (const err of errors) this.logToStderr(`Error: ${err.message}`);
     this.logToStderr(
       `Try: storctl store dump | grep <key> to inspect the raw value${errors.length > 1 ? 's' : ''}`,

@@ -1,5 +1,5 @@
-import { stringify } from 'yaml';
 import { type DecodeError, isStorctlError } from '../errors.js';
+import { toYaml } from '../output/yaml.js';
 import { codecFor, decodeRecord, type SpecType, type SpecTypes } from '../specs/index.js';
 import { type KeySpace, typePrefix } from '../store/keys.js';
 import type { KeyValue, Store } from '../store/types.js';
@@ -16,7 +16,7 @@ export async function streamSpecs<K extends SpecType>(
   space: KeySpace,
   type: K,
   format: 'json' | 'yaml',
-  write: (text: string) => void,
+  write: (text: string) => Promise<void> | void,
   filter?: (value: SpecTypes[K]) => boolean,
 ): Promise<DecodeError[]> {
   const errors: DecodeError[] = [];
@@ -24,10 +24,16 @@ export async function streamSpecs<K extends SpecType>(
   let chunk = '';
   const emit = (text: string) => {
     chunk += text;
-    if (chunk.length >= 65536) {
-      write(chunk);
-      chunk = '';
-    }
+  };
+  /**
+   * Hand a full chunk to `write`; the promise (when there is one) resolves once the reader took it,
+   * so a slow reader holds up the listing instead of filling memory.
+   */
+  const flush = (): Promise<void> | undefined => {
+    if (chunk.length < 65536) return undefined;
+    const text = chunk;
+    chunk = '';
+    return Promise.resolve(write(text));
   };
   const prefix = typePrefix(space, type);
   const print = (value: string) => {
@@ -35,7 +41,7 @@ export async function streamSpecs<K extends SpecType>(
     count++;
   };
   if (format === 'json' && !filter) {
-    errors.push(...(await printValidatedPages(store, prefix, print)));
+    errors.push(...(await printValidatedPages(store, prefix, print, flush)));
   } else {
     for await (const kv of readPrefix(store, prefix)) {
       let value: SpecTypes[K];
@@ -53,14 +59,16 @@ export async function streamSpecs<K extends SpecType>(
       if (filter && !filter(value)) continue;
       if (format === 'json') print(kv.value);
       else {
-        emit(`${stringify([codecFor(type).toJson(value)]).trimEnd()}\n`);
+        emit(`${toYaml([codecFor(type).toJson(value)]).trimEnd()}\n`);
         count++;
       }
+      const flushed = flush();
+      if (flushed) await flushed;
     }
   }
   if (format === 'json') emit(count === 0 ? '[]\n' : '\n]\n');
   else if (count === 0) emit('[]\n');
-  if (chunk) write(chunk);
+  if (chunk) await write(chunk);
   return errors;
 }
 
@@ -73,6 +81,7 @@ async function printValidatedPages(
   store: Store,
   prefix: string,
   print: (value: string) => void,
+  flush: () => Promise<void> | undefined,
 ): Promise<DecodeError[]> {
   const errors: DecodeError[] = [];
   const validator = new PageValidator();
@@ -82,7 +91,12 @@ async function printValidatedPages(
     const v = await verdict;
     const skip = new Set(v.skip);
     errors.push(...verdictErrors(v));
-    for (let i = 0; i < kvs.length; i++) if (!skip.has(i)) print(kvs[i].value);
+    for (let i = 0; i < kvs.length; i++) {
+      if (skip.has(i)) continue;
+      print(kvs[i].value);
+      const flushed = flush();
+      if (flushed) await flushed;
+    }
   };
   try {
     let first = true;
