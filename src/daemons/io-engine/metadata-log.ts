@@ -145,13 +145,18 @@ export class MetadataLog {
 /**
  * The journal lines of generation `gen`, in order. A last line left incomplete by a crash (its write
  * was never acknowledged) is dropped; an unreadable line followed by readable ones is corruption.
+ * `appendable` is false when the file ends in such a remnant (or belongs to another generation):
+ * appending after it would glue the next line to it, so the next write must be a snapshot.
  */
-export async function readJournal(path: string, gen: number): Promise<unknown[]> {
+export async function readJournal(
+  path: string,
+  gen: number,
+): Promise<{ records: unknown[]; appendable: boolean }> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], appendable: false };
     throw err;
   }
   const lines = text.split('\n');
@@ -170,5 +175,6 @@ export async function readJournal(path: string, gen: number): Promise<unknown[]>
     parsed.push(value);
   }
   const header = parsed.shift() as { gen?: unknown } | undefined;
-  return header?.gen === gen ? parsed : [];
+  if (header?.gen !== gen) return { records: [], appendable: false };
+  return { records: parsed, appendable: torn < 0 && text.endsWith('\n') };
 }

@@ -180,16 +180,16 @@ export class Pool {
       throw precondition(`directory ${disk} holds pool '${meta.name}', not '${expectedName}'`);
     }
     meta.snapshots ??= {};
-    let records: unknown[];
+    let journal: { records: unknown[]; appendable: boolean };
     try {
-      records = await readJournal(join(disk, POOL_JOURNAL_FILE), meta.journalGen ?? 0);
-      for (const rec of records) applyRecord(meta, rec);
+      journal = await readJournal(join(disk, POOL_JOURNAL_FILE), meta.journalGen ?? 0);
+      for (const rec of journal.records) applyRecord(meta, rec);
     } catch (err) {
       throw precondition(
         `pool metadata ${join(disk, POOL_JOURNAL_FILE)} is corrupt: ${(err as Error).message}`,
       );
     }
-    const pool = new Pool(meta, disk, records.length);
+    const pool = new Pool(meta, disk, journal.appendable ? journal.records.length : 0);
     await pool.removeOrphans();
     for (const r of Object.values(meta.replicas)) {
       try {

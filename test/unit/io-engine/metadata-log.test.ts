@@ -33,7 +33,7 @@ describe('pool metadata: snapshot plus journal', () => {
   async function load(): Promise<Map<string, number>> {
     const snap = JSON.parse(await readFile(join(dir, 'snap.json'), 'utf8'));
     const state = new Map(Object.entries(snap.entries as Record<string, number>));
-    for (const rec of (await readJournal(join(dir, 'journal'), snap.gen)) as {
+    for (const rec of (await readJournal(join(dir, 'journal'), snap.gen)).records as {
       k: string;
       v: number | null;
     }[]) {
@@ -64,16 +64,36 @@ describe('pool metadata: snapshot plus journal', () => {
   it('drops a torn last line, refuses an unreadable line followed by good ones, ignores a stale generation', async () => {
     const path = join(dir, 'journal');
     await writeFile(path, '{"gen":3}\n{"k":"a","v":1}\n{"k":"b","v":2}\n');
-    expect(await readJournal(path, 3)).toEqual([
-      { k: 'a', v: 1 },
-      { k: 'b', v: 2 },
-    ]);
-    expect(await readJournal(path, 4)).toEqual([]); // written before the snapshot of gen 4
+    expect(await readJournal(path, 3)).toEqual({
+      records: [
+        { k: 'a', v: 1 },
+        { k: 'b', v: 2 },
+      ],
+      appendable: true,
+    });
+    // written before the snapshot of gen 4
+    expect(await readJournal(path, 4)).toEqual({ records: [], appendable: false });
     await appendFile(path, '{"k":"c","v');
-    expect(await readJournal(path, 3)).toHaveLength(2);
+    expect(await readJournal(path, 3)).toMatchObject({ appendable: false, records: { length: 2 } });
     await appendFile(path, '\n{"k":"d","v":4}\n');
     await expect(readJournal(path, 3)).rejects.toThrow(/line 4 is unreadable but later lines are not/);
-    expect(await readJournal(join(dir, 'missing'), 0)).toEqual([]);
+    expect(await readJournal(join(dir, 'missing'), 0)).toEqual({ records: [], appendable: false });
+  });
+
+  it('a pool whose journal ends in a torn line (a crash mid-append) keeps working across imports', async () => {
+    const uuid = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+    const pool = await Pool.create('p', dir, 1 << 30);
+    await pool.createReplica({ uuid: uuid(1), name: uuid(1), size: 1 << 20, thin: true });
+    await pool.durable();
+    await pool.close();
+    await appendFile(join(dir, POOL_JOURNAL_FILE), '{"r":"00000000-0000-4000-8000-00000000'); // torn
+    const second = await Pool.import(dir, 'p');
+    await second.createReplica({ uuid: uuid(2), name: uuid(2), size: 1 << 20, thin: true });
+    await second.durable();
+    await second.close();
+    const third = await Pool.import(dir, 'p');
+    expect([...third.replicas.keys()].sort()).toEqual([uuid(1), uuid(2)]);
+    await third.close();
   });
 
   it('a pool re-imported after journaled changes holds exactly its replicas', async () => {
