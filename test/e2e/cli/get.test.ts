@@ -16,11 +16,13 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
     let cleanup: () => Promise<void>;
     let store: Store;
     let lease: Lease;
-    const tmp = mkdtempSync(join(tmpdir(), 'storctl-get-'));
+    let tmp: string;
     const storctl = (...args: string[]) =>
       runStorctl([...args, '--store', url, '--cluster-id', space.clusterId, '--namespace', space.namespace]);
 
     beforeAll(async () => {
+      // Made here, not at collection: a filtered run skips this suite's afterAll.
+      tmp = mkdtempSync(join(tmpdir(), 'storctl-get-'));
       ({ url, cleanup } = await setup());
       store = await openStore(url);
       const dump = join(tmp, 'fixture.jsonl');
@@ -37,7 +39,7 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       await lease?.revoke();
       await store?.close();
       await cleanup?.();
-      rmSync(tmp, { recursive: true, force: true });
+      if (tmp) rmSync(tmp, { recursive: true, force: true });
     });
 
     it('lists volumes with status refined by NexusInfo, sizes humanized, <none> for missing values', async () => {
