@@ -2,13 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
-import { call, type Outage, storeOutage } from './store-outage.js';
+import { type Backend, newVolumeId, TestCluster } from './cluster.js';
+import { call, OUTAGE_CORE_FLAGS, type Outage, scaleIntoOutage } from './store-outage.js';
 
 const MiB = 1 << 20;
-
-/** A lease far longer than the store outage below: core must keep its lease through it. */
-const FLAGS = FAST_CORE_FLAGS.map((f, i, a) => (a[i - 1] === '--lease-ttl' ? '120' : f));
 
 /**
  * A spec whose operation is logged but not committed (the commit write failed) is dirty: new
@@ -29,7 +26,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
     });
 
     it('a scale whose commit write fails leaves the volume dirty: 507 with the error body, then recovered', async () => {
-      cluster = await TestCluster.start({ backend, engines: 2, coreFlags: FLAGS });
+      cluster = await TestCluster.start({ backend, engines: 2, coreFlags: OUTAGE_CORE_FLAGS });
       const c = cluster;
       const id = newVolumeId();
       const created = await c.rest.createVolume(id, {
@@ -38,30 +35,14 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         thin: true,
         policy: { self_heal: false },
       });
-      const holder = Object.values(created.state.replica_topology)[0].node;
+      const holder = Object.values(created.state.replica_topology)[0].node!;
       const space = { clusterId: c.clusterId, namespace: 'default' };
       const volumeKey = objectKey(space, 'VolumeSpec', id);
       const store = await openStore(c.storeUrl);
       try {
-        // Pause the io-engine that gets the new replica: the scale stops between intent and commit.
-        const spare = c.engines.find((e) => e.node !== holder)!;
-        spare.proc.child.kill('SIGSTOP');
-        const scale = call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
-        // The intent is stored (operation SetReplica, result null, and the new replica's spec) ...
-        await waitFor(
-          async () => {
-            const v = JSON.parse((await store.get(volumeKey))!.value);
-            const { kvs } = await store.range(objectKey(space, 'ReplicaSpec', ''));
-            return v.operation?.operation?.SetReplica === 2 && kvs.length === 2;
-          },
-          { what: 'scale intent stored', timeoutMs: 10_000 },
-        );
-        // ... then the store fails (embedded: locked by another process; etcd: paused) and the io-engine
-        // goes on: the replica is created, but neither the commit nor the rollback can be written.
-        outage = storeOutage(c, backend);
-        outage.begin();
-        spare.proc.child.kill('SIGCONT');
-        const first = await scale;
+        const into = await scaleIntoOutage(c, backend, store, id, holder);
+        outage = into.outage;
+        const first = await into.scale;
         expect(first.status).toBe(507);
         expect(first.body.kind).toBe('FailedPersist');
 

@@ -2,14 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
+import { type Backend, newVolumeId, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
-import { call, type Outage, storeOutage } from './store-outage.js';
+import { call, OUTAGE_CORE_FLAGS, type Outage, scaleIntoOutage } from './store-outage.js';
 
 const MiB = 1 << 20;
-
-/** A lease far longer than the store outage below: core must keep its lease through it. */
-const FLAGS = FAST_CORE_FLAGS.map((f, i, a) => (a[i - 1] === '--lease-ttl' ? '120' : f));
 
 /**
  * Commit-on-result (reference §1.5): when the io-engine action succeeded but the commit write
@@ -30,7 +27,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
     });
 
     it('a scale whose replica was made but whose commit failed ends with 2 replicas, data intact, no orphan', async () => {
-      cluster = await TestCluster.start({ backend, engines: 2, coreFlags: FLAGS });
+      cluster = await TestCluster.start({ backend, engines: 2, coreFlags: OUTAGE_CORE_FLAGS });
       const c = cluster;
       const id = newVolumeId();
       const created = await c.rest.createVolume(id, {
@@ -49,21 +46,9 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       const volumeKey = objectKey(space, 'VolumeSpec', id);
       const store = await openStore(c.storeUrl);
       try {
-        const spare = c.engines.find((e) => e.node !== holder)!;
-        spare.proc.child.kill('SIGSTOP');
-        const scale = call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
-        await waitFor(
-          async () => {
-            const v = JSON.parse((await store.get(volumeKey))!.value);
-            const { kvs } = await store.range(objectKey(space, 'ReplicaSpec', ''));
-            return v.operation?.operation?.SetReplica === 2 && kvs.length === 2;
-          },
-          { what: 'scale intent stored', timeoutMs: 10_000 },
-        );
-        outage = storeOutage(c, backend);
-        outage.begin();
-        spare.proc.child.kill('SIGCONT');
-        const first = await scale;
+        const into = await scaleIntoOutage(c, backend, store, id, holder);
+        outage = into.outage;
+        const first = await into.scale;
         expect(first.status).toBe(507);
         expect(first.body.kind).toBe('FailedPersist');
 

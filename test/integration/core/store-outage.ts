@@ -1,6 +1,9 @@
 import { request } from 'node:http';
 import Database from 'better-sqlite3';
-import type { Backend, TestCluster } from './cluster.js';
+import { objectKey } from '../../../src/lib/store/keys.js';
+import type { Store } from '../../../src/lib/store/types.js';
+import { waitFor } from '../../helpers/wait.js';
+import { type Backend, FAST_CORE_FLAGS, type TestCluster } from './cluster.js';
 
 /**
  * A raw REST call: status and the JSON body exactly as core answers. One connection per call: while
@@ -54,4 +57,39 @@ export function storeOutage(c: TestCluster, backend: Backend): Outage {
       db = undefined;
     },
   };
+}
+
+/** A lease far longer than a store outage: core must keep its lease through it. */
+export const OUTAGE_CORE_FLAGS = FAST_CORE_FLAGS.map((f, i, a) => (a[i - 1] === '--lease-ttl' ? '120' : f));
+
+/**
+ * Scale volume `id` (1 replica on `holder`) to 2 so that a store outage begins exactly between the
+ * stored intent and the commit: the io-engine that makes the new replica is paused until the intent
+ * (operation SetReplica and the new replica's spec) is stored, the outage begins, then it goes on
+ * and creates the replica, but neither commit nor rollback can be written. `scale` is the REST answer.
+ */
+export async function scaleIntoOutage(
+  c: TestCluster,
+  backend: Backend,
+  store: Store,
+  id: string,
+  holder: string,
+): Promise<{ outage: Outage; scale: ReturnType<typeof call> }> {
+  const space = { clusterId: c.clusterId, namespace: 'default' };
+  const volumeKey = objectKey(space, 'VolumeSpec', id);
+  const spare = c.engines.find((e) => e.node !== holder)!;
+  spare.proc.child.kill('SIGSTOP');
+  const scale = call(c.restUrl, 'PUT', `/volumes/${id}/replica_count/2`);
+  await waitFor(
+    async () => {
+      const v = JSON.parse((await store.get(volumeKey))!.value);
+      const { kvs } = await store.range(objectKey(space, 'ReplicaSpec', ''));
+      return v.operation?.operation?.SetReplica === 2 && kvs.length === 2;
+    },
+    { what: 'scale intent stored', timeoutMs: 10_000 },
+  );
+  const outage = storeOutage(c, backend);
+  outage.begin();
+  spare.proc.child.kill('SIGCONT');
+  return { outage, scale };
 }
