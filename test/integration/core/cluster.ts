@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RestClient } from '../../../src/lib/rest/client.js';
+import type { RestError } from '../../../src/lib/rest/errors.js';
 import { eventsPrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
@@ -172,6 +173,42 @@ export class TestCluster {
     } finally {
       await store.close();
     }
+  }
+
+  /** A thin volume of `size` bytes with `replicas` replicas, published over NBD on `node`. */
+  async createPublished(id: string, o: { size: number; replicas: number; node: string }) {
+    await this.rest.createVolume(id, {
+      size: o.size,
+      replicas: o.replicas,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    return this.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: o.node });
+  }
+
+  /**
+   * Scale a published volume to `replicas` (retried until core knows the pool just created) and
+   * wait until its nexus has that many healthy children.
+   */
+  async scaleToHealthy(id: string, replicas: number): Promise<void> {
+    await waitFor(
+      async () =>
+        this.rest
+          .scaleVolume(id, replicas)
+          .then(() => true)
+          .catch((e: RestError) => (e.kind === 'ResourceExhausted' ? null : Promise.reject(e))),
+      { what: `scale to ${replicas} (the new pool known to core)`, timeoutMs: 15_000 },
+    );
+    await waitFor(
+      async () => {
+        const v = await this.rest.getVolume(id);
+        const kids = v.state.target?.children ?? [];
+        return (
+          v.state.status === 'Online' && kids.length === replicas && kids.every((k) => k.state === 'Online')
+        );
+      },
+      { what: `${replicas} healthy children`, timeoutMs: 30_000 },
+    );
   }
 
   engine(node: string): Engine {

@@ -49,37 +49,12 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       await pool('node-1');
       await pool('node-2');
       const id = newVolumeId();
-      await c.rest.createVolume(id, {
-        size: 16 * MiB,
-        replicas: 2,
-        thin: true,
-        policy: { self_heal: false },
-      });
-      const published = await c.rest.publishVolume(id, {
-        protocol: 'nbd',
-        publish_context: {},
-        node: 'node-1',
-      });
+      const published = await c.createPublished(id, { size: 16 * MiB, replicas: 2, node: 'node-1' });
       const uri = published.state.target!.deviceUri;
       await qemuIo(uri, 'write -P 0x2b 0 8M');
       // The third replica is the last one a resize grows.
       await pool('node-3');
-      await waitFor(
-        async () =>
-          c.rest
-            .scaleVolume(id, 3)
-            .then(() => true)
-            .catch((e: RestError) => (e.kind === 'ResourceExhausted' ? null : Promise.reject(e))),
-        { what: 'scale to 3', timeoutMs: 15_000 },
-      );
-      await waitFor(
-        async () => {
-          const v = await c.rest.getVolume(id);
-          const kids = v.state.target?.children ?? [];
-          return v.state.status === 'Online' && kids.length === 3 && kids.every((k) => k.state === 'Online');
-        },
-        { what: '3 healthy children', timeoutMs: 30_000 },
-      );
+      await c.scaleToHealthy(id, 3);
 
       const node3 = c.engine('node-3');
       node3.proc.child.kill('SIGSTOP');

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RestError } from '../../../src/lib/rest/errors.js';
-import { waitFor } from '../../helpers/wait.js';
 import { type Backend, newVolumeId, POOL_CAPACITY, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
 
@@ -49,17 +48,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
           capacity: POOL_CAPACITY,
         });
       const id = newVolumeId();
-      await c.rest.createVolume(id, {
-        size: 16 * MiB,
-        replicas: 2,
-        thin: true,
-        policy: { self_heal: false },
-      });
-      const published = await c.rest.publishVolume(id, {
-        protocol: 'nbd',
-        publish_context: {},
-        node: 'node-1',
-      });
+      const published = await c.createPublished(id, { size: 16 * MiB, replicas: 2, node: 'node-1' });
       const uri = published.state.target!.deviceUri;
       await qemuIo(uri, 'write -P 0x3c 0 8M');
       // The third replica (the last one the resize grows) lands on a 40 MiB pool.
@@ -67,22 +56,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         disks: [join(c.dir, 'node-3', 'pool')],
         capacity: 40 * MiB,
       });
-      await waitFor(
-        async () =>
-          c.rest
-            .scaleVolume(id, 3)
-            .then(() => true)
-            .catch((e: RestError) => (e.kind === 'ResourceExhausted' ? null : Promise.reject(e))),
-        { what: 'scale to 3 (pool-node-3 known to core)', timeoutMs: 15_000 },
-      );
-      await waitFor(
-        async () => {
-          const v = await c.rest.getVolume(id);
-          const kids = v.state.target?.children ?? [];
-          return v.state.status === 'Online' && kids.length === 3 && kids.every((k) => k.state === 'Online');
-        },
-        { what: '3 healthy children', timeoutMs: 30_000 },
-      );
+      await c.scaleToHealthy(id, 3);
 
       const failed = (await c.rest.resizeVolume(id, 48 * MiB).catch((e: RestError) => e)) as RestError;
       expect(failed.kind).toBe('ResourceExhausted');

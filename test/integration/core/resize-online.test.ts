@@ -39,17 +39,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       cluster = await TestCluster.start({ backend, engines: 3 });
       const c = cluster;
       const id = newVolumeId();
-      await c.rest.createVolume(id, {
-        size: 16 * MiB,
-        replicas: 3,
-        thin: true,
-        policy: { self_heal: false },
-      });
-      const published = await c.rest.publishVolume(id, {
-        protocol: 'nbd',
-        publish_context: {},
-        node: 'node-1',
-      });
+      const published = await c.createPublished(id, { size: 16 * MiB, replicas: 3, node: 'node-1' });
       const uri = published.state.target!.deviceUri;
       await qemuIo(uri, 'write -P 0x5a 0 4M', 'write -P 0x6b 12M 4M');
 

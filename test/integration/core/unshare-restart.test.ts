@@ -23,17 +23,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       cluster = await TestCluster.start({ backend, engines: 2 });
       const c = cluster;
       const id = newVolumeId();
-      await c.rest.createVolume(id, {
-        size: 16 * MiB,
-        replicas: 2,
-        thin: true,
-        policy: { self_heal: false },
-      });
-      const published = await c.rest.publishVolume(id, {
-        protocol: 'nbd',
-        publish_context: {},
-        node: 'node-1',
-      });
+      const published = await c.createPublished(id, { size: 16 * MiB, replicas: 2, node: 'node-1' });
       const uri = published.state.target!.deviceUri;
       const nexusId = published.state.target!.uuid;
       await qemuIo(uri, 'write -P 0x5e 0 2M');
