@@ -109,7 +109,7 @@ export class DecodeError extends StorctlError {
   constructor(
     readonly key: string,
     readonly field: string,
-    detail: string,
+    readonly detail: string,
     options?: StorctlErrorOptions,
   ) {
     super('DECODE_FAILED', `cannot decode ${key}: field '${field}' ${detail}`, ExitCode.corrupt, options);

@@ -20,9 +20,7 @@ export function validatePage(keys: string[], values: string[]): PageVerdict {
     } catch (err) {
       if (!(err instanceof DecodeError)) throw err;
       verdict.skip.push(i);
-      const prefix = `cannot decode ${err.key}: field '${err.field}' `;
-      const detail = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
-      verdict.errors.push({ key: err.key, field: err.field, detail });
+      verdict.errors.push({ key: err.key, field: err.field, detail: err.detail });
     }
   }
   return verdict;
