@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
-import { flushStdout, StorctlCommand, writeStdout } from './command.js';
+import { StorctlCommand, writeStdout } from './command.js';
 import { type DecodeError, ExitCode, UsageError } from './errors.js';
 import type { Listing } from './output/render.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
@@ -45,7 +45,7 @@ export abstract class GetCommand extends StorctlCommand {
   ): Promise<void> {
     const state = await withStore(this.globals, (store) => readCluster(store, this.globals.keySpace, types));
     this.print(build(state));
-    await this.reportDecodeErrors(state.errors);
+    this.reportDecodeErrors(state.errors);
   }
 
   /**
@@ -63,12 +63,11 @@ export abstract class GetCommand extends StorctlCommand {
     const errors = await withStore(this.globals, (store) =>
       streamSpecs(store, this.globals.keySpace, type, format, writeStdout, filter),
     );
-    await this.reportDecodeErrors(errors);
+    this.reportDecodeErrors(errors);
   }
 
-  private async reportDecodeErrors(errors: DecodeError[]): Promise<void> {
+  private reportDecodeErrors(errors: DecodeError[]): void {
     if (!errors.length) return;
-    await flushStdout();
     for (const err of errors) this.logToStderr(`Error: ${err.message}`);
     this.logToStderr(
       `Try: storctl store dump | grep <key> to inspect the raw value${errors.length > 1 ? 's' : ''}`,
