@@ -1,5 +1,6 @@
 import { open, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { BlockDevice as RestBlockDevice } from '../../lib/rest/types.js';
 
 /**
  * The node's block devices as Mayastor's REST BlockDevice reports them (reference §2.2
@@ -7,28 +8,10 @@ import { join } from 'node:path';
  * or partition table on an unmounted device is found by reading its first sectors (needs read
  * access to /dev/<name>; without it only mounted filesystems are seen).
  */
-export interface BlockDevice {
-  devname: string;
+export interface BlockDevice extends Omit<RestBlockDevice, 'devtype' | 'partition' | 'filesystem'> {
   devtype: 'disk' | 'partition';
-  devmajor: number;
-  devminor: number;
-  model: string;
-  devpath: string;
-  devlinks: string[];
-  /** In 512-byte sectors (sysfs `size`). */
-  size: number;
-  partition: {
-    name: string;
-    number: number;
-    parent: string;
-    scheme: string;
-    typeid: string;
-    uuid: string;
-  } | null;
-  filesystem: { fstype: string; label: string; uuid: string; mountpoint: string } | null;
-  available: boolean;
-  connection_type: string;
-  is_rotational: boolean;
+  partition: NonNullable<RestBlockDevice['partition']> | null;
+  filesystem: NonNullable<RestBlockDevice['filesystem']> | null;
 }
 
 export interface BlockDeviceRoots {
