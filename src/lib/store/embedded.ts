@@ -29,8 +29,9 @@ import type {
 import {
   assertKey,
   assertLeaseId,
-  assertRangeBounds,
   assertTtl,
+  checkRange,
+  checkWatch,
   prefixEnd,
   validateTxn,
 } from './validate.js';
@@ -98,11 +99,7 @@ export class EmbeddedStore implements Store {
   }
 
   async range(prefix: string, options: RangeOptions = {}): Promise<RangeResult> {
-    if (typeof prefix !== 'string') throw new UsageError('range prefix must be a string');
-    const limit = options.limit ?? 0;
-    if (!Number.isInteger(limit) || limit < 0)
-      throw new UsageError(`range limit must be a whole number >= 0, got ${limit}`);
-    assertRangeBounds(prefix, options);
+    const limit = checkRange(prefix, options);
     return this.run(() =>
       this.db.transaction(() => {
         const rows = this.st.rangeLive.all({
@@ -183,11 +180,7 @@ export class EmbeddedStore implements Store {
   }
 
   async watch(prefix: string, options: WatchOptions = {}): Promise<Watch> {
-    if (typeof prefix !== 'string') throw new UsageError('watch prefix must be a string');
-    const from = options.fromRevision;
-    if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
-      throw new UsageError(`watch fromRevision must be a whole number >= 1, got ${from}`);
-    }
+    const from = checkWatch(prefix, options);
     const start = from ?? (await this.revision()) + 1;
     const w = new EmbeddedWatch(prefix, prefixEnd(prefix), start, (closed) => {
       this.watches.delete(closed);

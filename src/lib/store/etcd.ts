@@ -26,7 +26,7 @@ import type {
   Watch,
   WatchOptions,
 } from './types.js';
-import { assertKey, assertLeaseId, assertRangeBounds, assertTtl, validateTxn } from './validate.js';
+import { assertKey, assertLeaseId, assertTtl, checkRange, checkWatch, validateTxn } from './validate.js';
 
 export interface EtcdConnectOptions {
   /** `http://h:p` or `https://h:p` URLs. */
@@ -121,11 +121,7 @@ export class EtcdStore implements Store {
   }
 
   async range(prefix: string, options: RangeOptions = {}): Promise<RangeResult> {
-    if (typeof prefix !== 'string') throw new UsageError('range prefix must be a string');
-    const limit = options.limit ?? 0;
-    if (!Number.isInteger(limit) || limit < 0)
-      throw new UsageError(`range limit must be a whole number >= 0, got ${limit}`);
-    assertRangeBounds(prefix, options);
+    const limit = checkRange(prefix, options);
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.pagedRange(prefix, limit, options);
@@ -255,11 +251,7 @@ export class EtcdStore implements Store {
   }
 
   async watch(prefix: string, options: WatchOptions = {}): Promise<Watch> {
-    if (typeof prefix !== 'string') throw new UsageError('watch prefix must be a string');
-    const from = options.fromRevision;
-    if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
-      throw new UsageError(`watch fromRevision must be a whole number >= 1, got ${from}`);
-    }
+    const from = checkWatch(prefix, options);
     // An explicit start revision even for "from now", so resuming never depends on the server's header.
     const start = from ?? (await this.revision()) + 1;
     const { key, range_end } = prefixBounds(prefix);

@@ -1,5 +1,5 @@
 import { UsageError } from '../errors.js';
-import type { Compare, TxnOp, TxnRequest } from './types.js';
+import type { Compare, RangeOptions, TxnOp, TxnRequest, WatchOptions } from './types.js';
 
 /** Input checks shared by both backends, so both reject the same requests the same way. */
 
@@ -97,8 +97,15 @@ function validateOp(op: TxnOp): void {
   }
 }
 
-/** startKey and endKey of a range must lie under its prefix (endKey may be the prefix's end). */
-export function assertRangeBounds(prefix: string, options: { startKey?: string; endKey?: string }): void {
+/**
+ * A range request as both backends accept it: a string prefix, a whole-number limit (returned; 0 =
+ * all), and startKey/endKey under the prefix (endKey may be the prefix's end).
+ */
+export function checkRange(prefix: string, options: RangeOptions): number {
+  if (typeof prefix !== 'string') throw new UsageError('range prefix must be a string');
+  const limit = options.limit ?? 0;
+  if (!Number.isInteger(limit) || limit < 0)
+    throw new UsageError(`range limit must be a whole number >= 0, got ${limit}`);
   const { startKey, endKey } = options;
   if (startKey !== undefined && !startKey.startsWith(prefix)) {
     throw new UsageError(`range start key '${startKey}' does not lie under the prefix '${prefix}'`);
@@ -110,4 +117,15 @@ export function assertRangeBounds(prefix: string, options: { startKey?: string; 
   ) {
     throw new UsageError(`range end key '${endKey}' does not lie under the prefix '${prefix}'`);
   }
+  return limit;
+}
+
+/** A watch request as both backends accept it; returns the start revision asked for, if any. */
+export function checkWatch(prefix: string, options: WatchOptions): number | undefined {
+  if (typeof prefix !== 'string') throw new UsageError('watch prefix must be a string');
+  const from = options.fromRevision;
+  if (from !== undefined && (!Number.isInteger(from) || from < 1)) {
+    throw new UsageError(`watch fromRevision must be a whole number >= 1, got ${from}`);
+  }
+  return from;
 }
