@@ -11,12 +11,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { IoEngineClient } from '../src/lib/io-engine/client.js';
+import { unusedPort } from '../test/helpers/ports.js';
 
 const execFileP = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
@@ -36,14 +36,6 @@ const RAND_COUNT = Number(opts['rand-count']);
 const DEPTH = Number(opts.depth);
 
 const children: ChildProcess[] = [];
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 async function waitUntil<T>(check: () => Promise<T | null>, what: string): Promise<T> {
   const deadline = Date.now() + 30_000;
@@ -157,12 +149,12 @@ async function main(): Promise<void> {
 
     const kitFile = join(dir, 'nbdkit.img');
     await fallocated(kitFile);
-    const kitPort = await freePort();
+    const kitPort = await unusedPort();
     startTool('nbdkit', ['-f', '-p', String(kitPort), '-i', '127.0.0.1', 'file', kitFile]);
     const kitUri = `nbd://127.0.0.1:${kitPort}/`;
     const qFile = join(dir, 'qemu-nbd.img');
     await fallocated(qFile);
-    const qPort = await freePort();
+    const qPort = await unusedPort();
     startTool('qemu-nbd', [
       '-f',
       'raw',

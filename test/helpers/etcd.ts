@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { isAddressInUse, unusedPort } from './ports.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -48,16 +48,6 @@ export function findEtcdBinary(): string {
  */
 export const DEAD_PORT = 1;
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
 export interface EtcdTlsFiles {
   ca: string;
   cert: string;
@@ -69,36 +59,42 @@ export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<E
   const bin = findEtcdBinary();
   const tls = options.tls;
   const dir = mkdtempSync(join(tmpdir(), 'storctl-etcd-'));
-  const [client, peer, metrics] = [await freePort(), await freePort(), await freePort()];
-  const clientUrl = `${tls ? 'https' : 'http'}://127.0.0.1:${client}`;
-  const peerUrl = `http://127.0.0.1:${peer}`;
-  const args = [
-    '--name=test',
-    `--data-dir=${join(dir, 'data')}`,
-    '--logger=zap',
-    '--log-level=error',
-    `--listen-client-urls=${clientUrl}`,
-    `--advertise-client-urls=${clientUrl}`,
-    `--listen-peer-urls=${peerUrl}`,
-    `--initial-advertise-peer-urls=${peerUrl}`,
-    `--initial-cluster=test=${peerUrl}`,
-    '--initial-cluster-state=new',
-    `--listen-metrics-urls=http://127.0.0.1:${metrics}`,
-    '--heartbeat-interval=10',
-    '--election-timeout=100',
-    ...(tls
-      ? [
-          `--cert-file=${tls.cert}`,
-          `--key-file=${tls.key}`,
-          `--trusted-ca-file=${tls.ca}`,
-          '--client-cert-auth',
-        ]
-      : []),
-  ];
   let child: ChildProcess;
   let log = '';
+  let clientUrl = '';
+  let args: string[] = [];
+
+  const choosePorts = async () => {
+    const [client, peer, metrics] = [await unusedPort(), await unusedPort(), await unusedPort()];
+    clientUrl = `${tls ? 'https' : 'http'}://127.0.0.1:${client}`;
+    const peerUrl = `http://127.0.0.1:${peer}`;
+    args = [
+      '--name=test',
+      `--data-dir=${join(dir, 'data')}`,
+      '--logger=zap',
+      '--log-level=error',
+      `--listen-client-urls=${clientUrl}`,
+      `--advertise-client-urls=${clientUrl}`,
+      `--listen-peer-urls=${peerUrl}`,
+      `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=test=${peerUrl}`,
+      '--initial-cluster-state=new',
+      `--listen-metrics-urls=http://127.0.0.1:${metrics}`,
+      '--heartbeat-interval=10',
+      '--election-timeout=100',
+      ...(tls
+        ? [
+            `--cert-file=${tls.cert}`,
+            `--key-file=${tls.key}`,
+            `--trusted-ca-file=${tls.ca}`,
+            '--client-cert-auth',
+          ]
+        : []),
+    ];
+  };
 
   const launch = async () => {
+    log = '';
     child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr?.on('data', (d) => {
       log = (log + d).slice(-4000);
@@ -120,9 +116,22 @@ export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<E
     }
   };
 
-  await launch();
+  // Restarts keep their ports (clients hold the URL); only the first start may move to new ones.
+  for (let attempt = 1; ; attempt++) {
+    await choosePorts();
+    try {
+      await launch();
+      break;
+    } catch (e) {
+      if (attempt >= 5 || !isAddressInUse(log)) {
+        rmSync(dir, { recursive: true, force: true });
+        throw e;
+      }
+      rmSync(join(dir, 'data'), { recursive: true, force: true });
+    }
+  }
   return {
-    url: `${tls ? 'etcd+https' : 'etcd'}://127.0.0.1:${client}`,
+    url: clientUrl.replace(/^https?/, tls ? 'etcd+https' : 'etcd'),
     clientUrl,
     dataDir: dir,
     get pid() {

@@ -1,24 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isAddressInUse, unusedPort } from './ports.js';
 import { waitFor } from './wait.js';
 
 const S3RVER = fileURLToPath(new URL('../../node_modules/s3rver/bin/s3rver.js', import.meta.url));
 
 /** s3rver accepts only this key pair (it checks the access key id, not the signature). */
 export const S3RVER_KEYS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
-
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const port = (srv.address() as { port: number }).port;
-  srv.close();
-  return port;
-}
 
 /** An S3 server (npm s3rver) on a free 127.0.0.1 port with its data in `dir`; stopped by PID. */
 export class S3Server {
@@ -35,24 +26,31 @@ export class S3Server {
   static async start(dir: string, buckets: string[] = []): Promise<S3Server> {
     const dataDir = join(dir, 's3rver-data');
     await mkdir(dataDir, { recursive: true });
-    const port = await freePort();
-    const args = [S3RVER, '-d', dataDir, '-a', '127.0.0.1', '-p', String(port), '--silent'];
-    for (const b of buckets) args.push('--configure-bucket', b);
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr?.on('data', (d) => {
-      stderr += d;
-    });
-    const server = new S3Server(child, port, dataDir);
-    await waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`s3rver exited: ${stderr}`);
-        const res = await fetch(`${server.endpoint}/`).catch(() => undefined);
-        return res !== undefined;
-      },
-      { what: 's3rver to answer', timeoutMs: 15_000 },
-    );
-    return server;
+    for (let attempt = 1; ; attempt++) {
+      const port = await unusedPort();
+      const args = [S3RVER, '-d', dataDir, '-a', '127.0.0.1', '-p', String(port), '--silent'];
+      for (const b of buckets) args.push('--configure-bucket', b);
+      const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr?.on('data', (d) => {
+        stderr += d;
+      });
+      const server = new S3Server(child, port, dataDir);
+      try {
+        await waitFor(
+          async () => {
+            if (child.exitCode !== null) throw new Error(`s3rver exited: ${stderr}`);
+            const res = await fetch(`${server.endpoint}/`).catch(() => undefined);
+            return res !== undefined;
+          },
+          { what: 's3rver to answer', timeoutMs: 15_000 },
+        );
+        return server;
+      } catch (e) {
+        await server.stop();
+        if (attempt >= 5 || !isAddressInUse(stderr)) throw e;
+      }
+    }
   }
 
   /** Create a bucket (s3rver accepts an anonymous PUT /bucket). */

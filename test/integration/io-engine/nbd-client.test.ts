@@ -1,22 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NbdClient, parseNbdUri } from '../../../src/lib/nbd/client.js';
 import { FileBackend } from '../../../src/lib/nbd/file-backend.js';
 import { NbdServer } from '../../../src/lib/nbd/server.js';
+import { unusedPort } from '../../helpers/ports.js';
 import { waitFor } from '../../helpers/wait.js';
 import { startTool } from './nbd-tools.js';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describe('NBD client', () => {
   let dir: string;
@@ -73,7 +65,7 @@ describe('NBD client', () => {
   });
 
   it('interoperates with nbdkit and fails pending I/O when the server dies', async () => {
-    const port = await freePort();
+    const port = await unusedPort();
     const kit = startTool('nbdkit', ['-f', '-p', String(port), '-i', '127.0.0.1', 'memory', '8M']);
     try {
       const c = await waitFor(() => NbdClient.connect(`nbd://127.0.0.1:${port}/`).catch(() => null), {
