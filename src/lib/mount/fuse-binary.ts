@@ -46,6 +46,12 @@ export interface FuseAdapter {
   /** argv[1] is the bucket and argv[2] the target, for every adapter (doctor relies on it). */
   args(inv: FuseInvocation): string[];
   isOurs(entry: MountEntry): boolean;
+  /**
+   * True when the daemon's log (truncated at its start) says its start-up check failed. Read once
+   * the mount answers: a daemon that mounts before checking the bucket can answer requests
+   * between a failed check and its exit.
+   */
+  startupFailed(log: string): boolean;
 }
 
 class S3fsAdapter implements FuseAdapter {
@@ -96,6 +102,15 @@ class S3fsAdapter implements FuseAdapter {
 
   isOurs(entry: MountEntry): boolean {
     return entry.fsType === 'fuse.s3fs';
+  }
+
+  /**
+   * s3fs checks the bucket in its FUSE init, which completes before the kernel lets any request
+   * through, and logs a failed check at [CRT] before it exits the loop. So once the mount has
+   * answered, a failed check is already in the log (its only [CRT] lines at the log level we run).
+   */
+  startupFailed(log: string): boolean {
+    return log.includes('[CRT]');
   }
 }
 
@@ -155,6 +170,11 @@ class MountpointS3Adapter implements FuseAdapter {
 
   isOurs(entry: MountEntry): boolean {
     return entry.source === 'mountpoint-s3';
+  }
+
+  /** mount-s3 checks the bucket before it mounts: a mount that answers has passed its check. */
+  startupFailed(): boolean {
+    return false;
   }
 }
 

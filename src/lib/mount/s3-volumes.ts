@@ -228,7 +228,8 @@ export class S3Volumes {
   /**
    * Mounted = our FUSE entry is in the mount table AND the mount answers statfs/readdir (s3fs
    * mounts first and checks the bucket later, then unmounts and exits 0 on bad credentials), while
-   * the daemon still runs.
+   * the daemon still runs, and its log does not report a failed start-up check (s3fs answers
+   * requests for a moment after its bucket check failed).
    */
   private async waitForMount(target: string, daemon: MountRecord['daemon'], logFile: string): Promise<void> {
     const deadline = Date.now() + this.cfg.mountTimeoutMs;
@@ -237,8 +238,12 @@ export class S3Volumes {
         (await this.ourMountAt(target)) &&
         (await probePath(target, Math.max(50, deadline - Date.now()))).state === 'ok' &&
         (await this.cfg.mounter.isRunning(daemon))
-      )
+      ) {
+        const log = await tail(logFile);
+        if (this.cfg.adapter.startupFailed(log))
+          throw new MountFailedError(`FUSE daemon for ${target} failed its start-up check`, log);
         return;
+      }
       if (i > 0 && !(await this.cfg.mounter.isRunning(daemon))) {
         throw new MountFailedError(`FUSE daemon for ${target} exited without mounting`, await tail(logFile));
       }
