@@ -1,4 +1,7 @@
+import { status } from '@grpc/grpc-js';
+import { CallBatcher } from '../../lib/io-engine/call-batcher.js';
 import {
+  type CreateReplicaOptions,
   IoEngineClient,
   IoEngineError,
   type Nexus,
@@ -43,6 +46,11 @@ const nexus = (n: Nexus): NexusState => ({
  */
 export class GrpcEngine implements EngineApi {
   private readonly client: IoEngineClient;
+  /** Concurrent replica creates for this node go out as one CreateReplicas call. */
+  private readonly creates = new CallBatcher<CreateReplicaOptions, Replica>((items) =>
+    this.sendCreates(items),
+  );
+  private batchCreates = true;
 
   constructor(
     readonly nodeId: string,
@@ -80,7 +88,19 @@ export class GrpcEngine implements EngineApi {
   }
   async createReplica(r: { uuid: string; pool: string; size: number; thin: boolean }) {
     const { uuid, size, thin } = r;
-    return replica(await this.call((c) => c.createReplica({ uuid, name: uuid, pool: r.pool, size, thin })));
+    return replica(await this.call(() => this.creates.call({ uuid, name: uuid, pool: r.pool, size, thin })));
+  }
+  private async sendCreates(items: CreateReplicaOptions[]): Promise<(Replica | Error)[]> {
+    const oneByOne = () => Promise.all(items.map((i) => this.client.createReplica(i).catch((e: Error) => e)));
+    if (items.length === 1 || !this.batchCreates) return oneByOne();
+    try {
+      return await this.client.createReplicas(items);
+    } catch (err) {
+      // An io-engine of an older version: it has only the single create.
+      if (!(err instanceof IoEngineError && err.code === status.UNIMPLEMENTED)) throw err;
+      this.batchCreates = false;
+      return oneByOne();
+    }
   }
   async destroyReplica(uuid: string) {
     await this.call((c) => c.destroyReplica(uuid));

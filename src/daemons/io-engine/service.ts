@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import type * as grpc from '@grpc/grpc-js';
-import { unary } from '../../lib/grpc/status.js';
+import { toServiceError, unary } from '../../lib/grpc/status.js';
 import { listBlockDevices } from './block-devices.js';
 import type { Engine } from './engine.js';
 import { alreadyExists, checkName, checkSize, invalid, notFound } from './errors.js';
@@ -12,6 +12,9 @@ import type { Replica } from './replica.js';
 type Req = Record<string, any>;
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** Items of one CreateReplicas call: bounds the work one request can queue. */
+const MAX_BATCH = 256;
 
 export interface NodeIdentity {
   nodeId: string;
@@ -39,11 +42,13 @@ async function poolMsg(p: Pool) {
 
 /** The IoEngine gRPC service: validates requests, runs them on the engine, renders replies. */
 export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.UntypedServiceImplementation {
-  const replicaMsg = async (r: Replica) => {
-    const allocated = await stat(r.path).then(
-      (s) => s.blocks * 512,
-      () => 0,
-    );
+  const replicaMsg = async (r: Replica, knownAllocated?: number) => {
+    const allocated =
+      knownAllocated ??
+      (await stat(r.path).then(
+        (s) => s.blocks * 512,
+        () => 0,
+      ));
     const pool = engine.pools.get(r.poolName);
     return {
       uuid: r.uuid,
@@ -99,6 +104,19 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     return null;
   };
   const s = <T>(fn: () => Promise<T>) => engine.serial(fn);
+  const createReplica = (r: Req) =>
+    s(async () => {
+      const replica = await engine.createReplica({
+        uuid: str(r.uuid),
+        name: str(r.name),
+        pool: str(r.pool),
+        size: checkSize('replica size', r.size),
+        thin: r.thin === true,
+        share: str(r.share) || 'none',
+      });
+      // A new thin replica has nothing allocated; spares a stat per create.
+      return replicaMsg(replica, replica.meta.thin ? 0 : undefined);
+    });
 
   return {
     GetNodeInfo: unary(async () => ({
@@ -130,20 +148,20 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     GetPool: unary(async (r: Req) => poolMsg(engine.pool(str(r.name)))),
     ListPools: unary(async () => ({ pools: await Promise.all([...engine.pools.values()].map(poolMsg)) })),
 
-    CreateReplica: unary((r: Req) =>
-      s(async () =>
-        replicaMsg(
-          await engine.createReplica({
-            uuid: str(r.uuid),
-            name: str(r.name),
-            pool: str(r.pool),
-            size: checkSize('replica size', r.size),
-            thin: r.thin === true,
-            share: str(r.share) || 'none',
-          }),
-        ),
-      ),
-    ),
+    CreateReplica: unary((r: Req) => createReplica(r)),
+    CreateReplicas: unary(async (r: Req) => {
+      const items: Req[] = Array.isArray(r.replicas) ? r.replicas : [];
+      if (items.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} replicas per CreateReplicas call`);
+      // Each item queues on the control lock on its own; their metadata changes share one commit.
+      const settled = await Promise.allSettled(items.map(createReplica));
+      return {
+        results: settled.map((res) => {
+          if (res.status === 'fulfilled') return { replica: res.value };
+          const e = toServiceError(res.reason);
+          return { error: { code: e.code, message: e.details } };
+        }),
+      };
+    }),
     DestroyReplica: unary((r: Req) =>
       s(async () => {
         await engine.destroyReplica(str(r.uuid));

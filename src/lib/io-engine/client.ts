@@ -96,6 +96,24 @@ const toBlockDevice = (d: Raw): BlockDevice => ({
   is_rotational: !!d.is_rotational,
 });
 
+export interface CreateReplicaOptions {
+  uuid: string;
+  pool: string;
+  size: number;
+  thin?: boolean;
+  share?: 'none' | 'nbd';
+  name?: string;
+}
+
+const createReplicaRequest = (o: CreateReplicaOptions): Raw => ({
+  uuid: o.uuid,
+  pool: o.pool,
+  size: String(o.size),
+  thin: o.thin ?? false,
+  share: o.share ?? 'none',
+  name: o.name ?? '',
+});
+
 let serviceCtor: grpc.ServiceClientConstructor | null = null;
 
 /**
@@ -157,23 +175,24 @@ export class IoEngineClient {
     return ((await this.call('ListPools', {})).pools ?? []).map(toPool);
   }
 
-  async createReplica(o: {
-    uuid: string;
-    pool: string;
-    size: number;
-    thin?: boolean;
-    share?: 'none' | 'nbd';
-    name?: string;
-  }): Promise<Replica> {
-    return toReplica(
-      await this.call('CreateReplica', {
-        uuid: o.uuid,
-        pool: o.pool,
-        size: String(o.size),
-        thin: o.thin ?? false,
-        share: o.share ?? 'none',
-        name: o.name ?? '',
-      }),
+  async createReplica(o: CreateReplicaOptions): Promise<Replica> {
+    return toReplica(await this.call('CreateReplica', createReplicaRequest(o)));
+  }
+  /**
+   * Several creates in one call; each result is the Replica or the IoEngineError its own
+   * CreateReplica would have given. The call itself rejects only as a whole (deadline, transport).
+   */
+  async createReplicas(items: CreateReplicaOptions[]): Promise<(Replica | IoEngineError)[]> {
+    const res = await this.call('CreateReplicas', { replicas: items.map(createReplicaRequest) });
+    return (res.results ?? []).map((r: Raw) =>
+      r.replica
+        ? toReplica(r.replica)
+        : new IoEngineError(
+            r.error?.code ?? grpc.status.UNKNOWN,
+            r.error?.message ?? '',
+            this.endpoint,
+            'CreateReplica',
+          ),
     );
   }
   async destroyReplica(uuid: string): Promise<void> {
