@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { closeSync, ftruncateSync, openSync, unlinkSync } from 'node:fs';
 import {
   constants,
   copyFile,
@@ -342,24 +343,33 @@ export class Pool {
     if (this.replicas.has(opts.uuid)) throw alreadyExists('replica', opts.uuid, `in pool '${this.name}'`);
     await this.checkSpace(`replica '${opts.uuid}'`, opts.size, opts.thin);
     const path = this.replicaPath(opts.uuid);
-    // Read-write: the handle that creates the file serves the replica's I/O afterwards.
-    const fh = await open(path, 'wx+', 0o600);
+    // Created and sized synchronously: microseconds of local metadata work, where the same steps
+    // through the thread pool cost about ten times the CPU (the io-engine's main cost per create).
+    // Durability comes from the metadata commit the create waits for, which stays asynchronous.
+    const fd = openSync(path, 'wx', 0o600);
     this.dirtyDirs.add(join(this.disk, 'replicas'));
     try {
-      await fh.truncate(opts.size);
-      if (!opts.thin) await execFileP('fallocate', ['-l', String(opts.size), path]);
+      ftruncateSync(fd, opts.size);
     } catch (err) {
-      await fh.close();
-      await unlink(path).catch(() => {});
+      closeSync(fd);
+      unlinkSync(path);
       throw exhausted(
         `cannot allocate replica '${opts.uuid}' in pool '${this.name}': ${(err as Error).message}`,
       );
     }
+    closeSync(fd);
+    if (!opts.thin) {
+      try {
+        await execFileP('fallocate', ['-l', String(opts.size), path]);
+      } catch (err) {
+        await unlink(path).catch(() => {});
+        throw exhausted(
+          `cannot allocate replica '${opts.uuid}' in pool '${this.name}': ${(err as Error).message}`,
+        );
+      }
+    }
     const meta: ReplicaMeta = { ...opts, share: 'none', createdAt: new Date().toISOString() };
-    return this.addReplica(
-      meta,
-      new Replica(meta, this.name, path, FileBackend.fromHandle(fh, opts.size, path)),
-    );
+    return this.addReplica(meta, new Replica(meta, this.name, path, FileBackend.onFirstUse(path, opts.size)));
   }
 
   private async addReplica(meta: ReplicaMeta, opened?: Replica): Promise<Replica> {

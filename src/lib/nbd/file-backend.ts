@@ -6,15 +6,23 @@ import { type BlockBackend, checkRange, ZERO_CHUNK } from './backend.js';
  * explicit positions, so several requests may be in flight at once; FUA becomes a datasync.
  */
 export class FileBackend implements BlockBackend {
+  private fh: Promise<FileHandle> | null;
+  private closed = false;
+
   private constructor(
-    private readonly fh: FileHandle,
+    fh: FileHandle | null,
     public size: number,
     readonly path: string,
-  ) {}
+  ) {
+    this.fh = fh ? Promise.resolve(fh) : null;
+  }
 
-  /** A backend over a handle the caller opened read-write (e.g. while creating the file). */
-  static fromHandle(fh: FileHandle, size: number, path: string): FileBackend {
-    return new FileBackend(fh, size, path);
+  /**
+   * A backend over a file the caller just created, opened read-write on its first I/O: most new
+   * replicas wait a while for a nexus, and the open then costs a thread-pool round trip only once.
+   */
+  static onFirstUse(path: string, size: number): FileBackend {
+    return new FileBackend(null, size, path);
   }
 
   static async open(path: string, size?: number): Promise<FileBackend> {
@@ -23,11 +31,23 @@ export class FileBackend implements BlockBackend {
     return new FileBackend(fh, actual, path);
   }
 
+  /** The open handle; a failed open is retried by the next I/O rather than remembered. */
+  private handle(): Promise<FileHandle> {
+    if (this.closed)
+      return Promise.reject(Object.assign(new Error(`${this.path} is closed`), { code: 'EBADF' }));
+    this.fh ??= open(this.path, constants.O_RDWR).catch((err) => {
+      this.fh = null;
+      throw err;
+    });
+    return this.fh;
+  }
+
   async read(buf: Buffer, offset: number): Promise<void> {
     checkRange(this.size, offset, buf.length);
+    const fh = await this.handle();
     let done = 0;
     while (done < buf.length) {
-      const { bytesRead } = await this.fh.read(buf, done, buf.length - done, offset + done);
+      const { bytesRead } = await fh.read(buf, done, buf.length - done, offset + done);
       if (bytesRead === 0) {
         buf.fill(0, done); // past EOF of a file shorter than its declared size
         return;
@@ -38,16 +58,17 @@ export class FileBackend implements BlockBackend {
 
   async write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
     checkRange(this.size, offset, buf.length);
+    const fh = await this.handle();
     let done = 0;
     while (done < buf.length) {
-      const { bytesWritten } = await this.fh.write(buf, done, buf.length - done, offset + done);
+      const { bytesWritten } = await fh.write(buf, done, buf.length - done, offset + done);
       done += bytesWritten;
     }
-    if (fua) await this.fh.datasync();
+    if (fua) await fh.datasync();
   }
 
   async flush(): Promise<void> {
-    await this.fh.datasync();
+    await (await this.handle()).datasync();
   }
 
   async trim(offset: number, length: number): Promise<void> {
@@ -64,10 +85,13 @@ export class FileBackend implements BlockBackend {
       await this.write(ZERO_CHUNK.subarray(0, n), pos, false);
       pos += n;
     }
-    if (fua) await this.fh.datasync();
+    if (fua) await this.flush();
   }
 
   async close(): Promise<void> {
-    await this.fh.close().catch(() => {});
+    const fh = this.fh;
+    this.closed = true;
+    this.fh = null;
+    if (fh) await fh.then((h) => h.close()).catch(() => {});
   }
 }
