@@ -1,6 +1,8 @@
 /**
  * Core agent benchmark. Prints JSON. Run after `npm run build`:
- *   npx tsx bench/core.ts [volumes-per-run] [concurrency] [recovery-volumes]
+ *   npx tsx bench/core.ts [volumes-per-run] [concurrency] [recovery-volumes] [--dedicated-fs]
+ * With --dedicated-fs (root) the store and the pools live on a fresh ext4 on a loop device, as on
+ * a node with its own disk for them; otherwise in the temp dir (its file system is reported).
  * 1. The store's transaction rates measured in the same run next to the same store file: raw
  *    SQLite (one durable commit per one-put transaction, what the engine does without storctl) and
  *    the storctl store (lease-guarded one-put txns, same concurrency as the creates), and how many
@@ -9,8 +11,11 @@
  * 3. Restart recovery with N volumes (default 10k): core start until specs are loaded, pending
  *    operations recovered and the first reconcile pass is done.
  */
+
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { VolumeSpec } from '../src/daemons/core/model.js';
@@ -21,9 +26,11 @@ import { openStore } from '../src/lib/store/open.js';
 import type { Store } from '../src/lib/store/types.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 
-const perRun = Number(process.argv[2] ?? 300);
-const concurrency = Number(process.argv[3] ?? 16);
-const recoveryVolumes = Number(process.argv[4] ?? 10_000);
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const dedicatedFs = process.argv.includes('--dedicated-fs');
+const perRun = Number(positional[0] ?? 300);
+const concurrency = Number(positional[1] ?? 16);
+const recoveryVolumes = Number(positional[2] ?? 10_000);
 const MiB = 1 << 20;
 
 const quantile = (xs: number[], q: number) => {
@@ -244,9 +251,54 @@ async function recoveryRun(backend: 'embedded' | 'etcd') {
   }
 }
 
+/** The file system a path is on, as findmnt reports it. */
+function fileSystemOf(path: string) {
+  const [type, source, options] = execFileSync(
+    'findmnt',
+    ['-n', '-o', 'FSTYPE,SOURCE,OPTIONS', '--target', path],
+    {
+      encoding: 'utf8',
+    },
+  )
+    .trim()
+    .split(/\s+/);
+  return { type, source, options };
+}
+
+/**
+ * Run `fn` with TMPDIR on a fresh ext4 (journal on, mkfs defaults) on a loop device of our own;
+ * unmounted, detached and removed afterwards.
+ */
+async function onDedicatedFs<T>(fn: () => Promise<T>): Promise<T> {
+  if (process.getuid?.() !== 0) throw new Error('--dedicated-fs needs root (it mounts a loop device)');
+  const base = mkdtempSync(join(tmpdir(), 'storctl-bench-fs-'));
+  const image = join(base, 'disk.img');
+  const mnt = join(base, 'mnt');
+  mkdirSync(mnt);
+  execFileSync('truncate', ['-s', '16G', image]);
+  execFileSync('mkfs.ext4', ['-q', '-F', image]);
+  const device = execFileSync('losetup', ['-f', '--show', image], { encoding: 'utf8' }).trim();
+  const savedTmp = process.env.TMPDIR;
+  try {
+    execFileSync('mount', [device, mnt]);
+    chmodSync(mnt, 0o1777);
+    process.env.TMPDIR = mnt;
+    return await fn();
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = savedTmp;
+    try {
+      execFileSync('umount', [mnt]);
+    } finally {
+      execFileSync('losetup', ['-d', device]);
+      rmSync(base, { recursive: true, force: true });
+    }
+  }
+}
+
 async function main() {
   const results: Record<string, unknown> = {
-    command: `npx tsx bench/core.ts ${perRun} ${concurrency} ${recoveryVolumes}`,
+    command: `npx tsx bench/core.ts ${perRun} ${concurrency} ${recoveryVolumes}${dedicatedFs ? ' --dedicated-fs' : ''}`,
   };
   // Production periods (core's defaults): the test suite's fast reconcile/poll periods would make
   // every engine list all its replicas three times a second.
@@ -279,6 +331,7 @@ async function main() {
     const three = await createPublishRun(cluster, 3);
     results.store = {
       backend: 'embedded',
+      file_system: { dedicated: dedicatedFs, ...fileSystemOf(cluster.dir) },
       raw_sqlite_txn_per_s: rawSqlite,
       storctl_store_txn_per_s: raw,
       concurrency,
@@ -305,7 +358,7 @@ async function main() {
   console.log(JSON.stringify(results, null, 2));
 }
 
-main().catch((err) => {
+(dedicatedFs ? onDedicatedFs(main) : main()).catch((err) => {
   console.error(err);
   process.exit(1);
 });
