@@ -23,6 +23,8 @@ export interface NodeLive {
   nbdEndpoint: string | null;
   /** When the node was last seen going offline (ms epoch); core start for nodes never seen. */
   offlineSince: number;
+  /** The io-engine process's start time from its liveness record: a new one means a restart. */
+  startedAt: string | null;
 }
 
 const PAGE = 500;
@@ -171,20 +173,26 @@ export class Registry {
   }
 
   private setLive(node: string, value: string): void {
-    let v: { grpcEndpoint?: string; nbdEndpoint?: string } = {};
+    let v: { grpcEndpoint?: string; nbdEndpoint?: string; startedAt?: string } = {};
     try {
       v = JSON.parse(value);
     } catch {
       // a liveness key with an unreadable value still says the node is alive
     }
-    const was = this.nodeLive.get(node)?.online;
+    const prev = this.nodeLive.get(node);
+    const startedAt = v.startedAt ?? null;
+    // A restarted io-engine (seen offline first, or re-registered with a new start time) has none
+    // of the state polled from the previous process.
+    const restarted = !prev?.online || (!!prev.startedAt && !!startedAt && prev.startedAt !== startedAt);
+    if (restarted) this.forgetPolled(node);
     this.nodeLive.set(node, {
       online: true,
       grpcEndpoint: v.grpcEndpoint ?? null,
       nbdEndpoint: v.nbdEndpoint ?? null,
       offlineSince: 0,
+      startedAt,
     });
-    if (!was) this.onNodeChange(node, true);
+    if (restarted) this.onNodeChange(node, true);
   }
 
   private setOffline(node: string): void {
@@ -194,8 +202,24 @@ export class Registry {
       grpcEndpoint: prev?.grpcEndpoint ?? null,
       nbdEndpoint: prev?.nbdEndpoint ?? null,
       offlineSince: Date.now(),
+      startedAt: prev?.startedAt ?? null,
     });
-    if (prev?.online) this.onNodeChange(node, false);
+    if (prev?.online) {
+      this.forgetPolled(node);
+      this.onNodeChange(node, false);
+    }
+  }
+
+  /**
+   * Drop a node's polled replica, nexus and pool-presence state at once, rather than at the next
+   * poll: until then a target on a dead or restarted io-engine would still read Online (and a
+   * reconciler would not see its nexus missing). A poll already under way is discarded too.
+   */
+  private forgetPolled(node: string): void {
+    this.touch(node);
+    this.replicaStates.delete(node);
+    this.nexusStates.delete(node);
+    this.polledPools.delete(node);
   }
 
   isOnline(node: string): boolean {

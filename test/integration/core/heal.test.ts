@@ -94,6 +94,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         what: 'node-1 Offline',
         timeoutMs: 15_000,
       });
+      // What was polled from the dead io-engine is gone with it: its targets do not read Online.
+      for (const id of ids) expect((await c.rest.getVolume(id)).state.status).toBe('Unknown');
       // Same ports, as a restarted node would have: the target URIs stay valid.
       await c.startEngine('node-1', { grpc: host.grpc, nbd: host.nbd });
 
@@ -101,7 +103,10 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         const v = await waitFor(
           async () => {
             const vol = await c.rest.getVolume(id);
-            return vol.state.status === 'Online' && vol.state.target?.children.length === 3 ? vol : null;
+            const t = vol.state.target;
+            return vol.state.status === 'Online' && t?.children.length === 3 && t.deviceUri === uris[i]
+              ? vol
+              : null;
           },
           { what: `volume ${i} target recreated and rebuilt`, timeoutMs: 45_000, intervalMs: 250 },
         );
