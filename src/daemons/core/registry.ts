@@ -279,14 +279,20 @@ export class Registry {
     deletePrefixes?: string[];
     events?: CoreEvent[];
   }): Promise<void> {
-    const puts: { key: string; value: unknown }[] = [];
-    for (const v of change.volumes ?? []) puts.push({ key: this.key('VolumeSpec', v.uuid), value: v });
-    for (const r of change.replicas ?? []) puts.push({ key: this.key('ReplicaSpec', r.uuid), value: r });
-    for (const p of change.pools ?? []) puts.push({ key: this.key('PoolSpec', p.id), value: p });
-    for (const n of change.nexuses ?? []) puts.push({ key: this.key('NexusSpec', n.uuid), value: n });
-    for (const n of change.nodes ?? []) puts.push({ key: this.key('NodeSpec', n.id), value: n });
-    for (const s of change.snapshots ?? [])
-      puts.push({ key: this.key('VolumeSnapshot', s.spec.uuid), value: s });
+    // Each object is serialized once: the string is written, and parsed back as the cached copy
+    // (callers keep mutating their working copy; the cache then equals what a restart would load).
+    const puts: { key: string; value: string }[] = [];
+    const json = <T>(type: string, id: string, v: T) => {
+      const value = JSON.stringify(v);
+      puts.push({ key: this.key(type, id), value });
+      return () => JSON.parse(value) as T;
+    };
+    const volumes = (change.volumes ?? []).map((v) => json('VolumeSpec', v.uuid, v));
+    const replicas = (change.replicas ?? []).map((r) => json('ReplicaSpec', r.uuid, r));
+    const pools = (change.pools ?? []).map((p) => json('PoolSpec', p.id, p));
+    const nexuses = (change.nexuses ?? []).map((n) => json('NexusSpec', n.uuid, n));
+    const nodes = (change.nodes ?? []).map((n) => json('NodeSpec', n.id, n));
+    const snapshots = (change.snapshots ?? []).map((s) => json('VolumeSnapshot', s.spec.uuid, s));
     const deletes = [
       ...(change.deleteVolumes ?? []).map((id) => this.key('VolumeSpec', id)),
       ...(change.deleteReplicas ?? []).map((id) => this.key('ReplicaSpec', id)),
@@ -295,16 +301,14 @@ export class Registry {
       ...(change.deleteSnapshots ?? []).map((id) => this.key('VolumeSnapshot', id)),
       ...(change.deleteKeys ?? []),
     ];
-    for (const e of change.events ?? []) puts.push({ key: eventKey(this.space), value: e });
+    for (const e of change.events ?? []) puts.push({ key: eventKey(this.space), value: JSON.stringify(e) });
     await this.writer.write(puts, deletes, change.deletePrefixes);
-    // Store the written objects as copies: callers keep mutating their working copy.
-    const copy = <T>(v: T): T => structuredClone(v);
-    for (const v of change.volumes ?? []) this.volumes.set(v.uuid, copy(v));
-    for (const r of change.replicas ?? []) this.setReplica(copy(r));
-    for (const p of change.pools ?? []) this.pools.set(p.id, copy(p));
-    for (const n of change.nexuses ?? []) this.nexuses.set(n.uuid, copy(n));
-    for (const n of change.nodes ?? []) this.nodes.set(n.id, copy(n));
-    for (const s of change.snapshots ?? []) this.snapshots.set(s.spec.uuid, copy(s));
+    for (const v of volumes.map((c) => c())) this.volumes.set(v.uuid, v);
+    for (const r of replicas.map((c) => c())) this.setReplica(r);
+    for (const p of pools.map((c) => c())) this.pools.set(p.id, p);
+    for (const n of nexuses.map((c) => c())) this.nexuses.set(n.uuid, n);
+    for (const n of nodes.map((c) => c())) this.nodes.set(n.id, n);
+    for (const s of snapshots.map((c) => c())) this.snapshots.set(s.spec.uuid, s);
     for (const id of change.deleteVolumes ?? []) this.volumes.delete(id);
     for (const id of change.deleteReplicas ?? []) this.deleteReplica(id);
     for (const id of change.deletePools ?? []) this.pools.delete(id);
