@@ -352,7 +352,11 @@ export class Pool {
       ftruncateSync(fd, opts.size);
     } catch (err) {
       closeSync(fd);
-      unlinkSync(path);
+      try {
+        unlinkSync(path);
+      } catch {
+        // left for the orphan sweep at the next import; the allocation error is what matters
+      }
       throw exhausted(
         `cannot allocate replica '${opts.uuid}' in pool '${this.name}': ${(err as Error).message}`,
       );
