@@ -343,6 +343,8 @@ export class Pool {
     if (this.replicas.has(opts.uuid)) throw alreadyExists('replica', opts.uuid, `in pool '${this.name}'`);
     await this.checkSpace(`replica '${opts.uuid}'`, opts.size, opts.thin);
     const path = this.replicaPath(opts.uuid);
+    const allocationFailed = (err: unknown) =>
+      exhausted(`cannot allocate replica '${opts.uuid}' in pool '${this.name}': ${(err as Error).message}`);
     // Created and sized synchronously: microseconds of local metadata work, where the same steps
     // through the thread pool cost about ten times the CPU (the io-engine's main cost per create).
     // Durability comes from the metadata commit the create waits for, which stays asynchronous.
@@ -357,9 +359,7 @@ export class Pool {
       } catch {
         // left for the orphan sweep at the next import; the allocation error is what matters
       }
-      throw exhausted(
-        `cannot allocate replica '${opts.uuid}' in pool '${this.name}': ${(err as Error).message}`,
-      );
+      throw allocationFailed(err);
     }
     closeSync(fd);
     if (!opts.thin) {
@@ -367,9 +367,7 @@ export class Pool {
         await execFileP('fallocate', ['-l', String(opts.size), path]);
       } catch (err) {
         await unlink(path).catch(() => {});
-        throw exhausted(
-          `cannot allocate replica '${opts.uuid}' in pool '${this.name}': ${(err as Error).message}`,
-        );
+        throw allocationFailed(err);
       }
     }
     const meta: ReplicaMeta = { ...opts, share: 'none', createdAt: new Date().toISOString() };
