@@ -94,7 +94,7 @@ export class TestCluster {
       for (const e of c.engines)
         await c.rest.createPool(e.node, `pool-${e.node}`, {
           disks: [join(dir, e.node, 'pool')],
-          capacity: POOL_CAPACITY,
+          capacity: opts.poolCapacity ?? POOL_CAPACITY,
         });
     }
     return c;
