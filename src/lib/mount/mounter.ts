@@ -1,6 +1,8 @@
+import { constants } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import type { DaemonRef, MounterKind } from './state.js';
 
-/** One FUSE daemon to run in the foreground; its output goes to `logFile`. */
+/** One FUSE daemon to run in the foreground; its output goes to `logFile` (see openDaemonLog). */
 export interface DaemonSpec {
   id: string;
   target: string;
@@ -37,4 +39,15 @@ export interface Mounter {
   /** Every daemon of this mounter on the node. */
   list(): Promise<DaemonInfo[]>;
   close(): Promise<void>;
+}
+
+/**
+ * Empty the daemon's log and open it for its stdout and stderr in append mode. s3fs writes its log
+ * lines through its own `logfile=` handle and buffers its stdout until exit; without O_APPEND that
+ * last flush lands at offset 0, over the first log lines, and can erase the [CRT] line of a failed
+ * bucket check while the mounter is still reading it.
+ */
+export function openDaemonLog(path: string): Promise<FileHandle> {
+  const { O_WRONLY, O_CREAT, O_TRUNC, O_APPEND } = constants;
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0o600);
 }

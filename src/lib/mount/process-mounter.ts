@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { open } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
-import type { DaemonInfo, DaemonSpec, Mounter } from './mounter.js';
+import { type DaemonInfo, type DaemonSpec, type Mounter, openDaemonLog } from './mounter.js';
 import { waitUntilGone } from './poll.js';
 import { isSameProcessAlive, listFuseProcesses, procStat } from './processes.js';
 import type { DaemonRef } from './state.js';
@@ -17,7 +16,7 @@ export class ProcessMounter implements Mounter {
   constructor(private readonly log?: Logger) {}
 
   async start(spec: DaemonSpec): Promise<DaemonRef> {
-    const out = await open(spec.logFile, 'w', 0o600);
+    const out = await openDaemonLog(spec.logFile);
     try {
       const child = spawn(spec.argv[0], spec.argv.slice(1), {
         detached: true,

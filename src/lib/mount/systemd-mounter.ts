@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import { SystemdCallError, type SystemdClient, Variant } from '../systemd/client.js';
-import type { DaemonInfo, DaemonSpec, Mounter } from './mounter.js';
+import { type DaemonInfo, type DaemonSpec, type Mounter, openDaemonLog } from './mounter.js';
 import { sleep, waitUntilGone } from './poll.js';
 import type { DaemonRef } from './state.js';
 import { parseUnitName, targetId, UNIT_PREFIX, unitNameFor } from './unit-name.js';
@@ -32,12 +32,14 @@ export class SystemdMounter implements Mounter {
     const unit = this.unitFor(spec.target);
     // A unit of this name still loaded (a daemon left over a corrupted mount, or failed): clear it.
     if (await this.systemd.getUnit(unit)) await this.stopUnit(unit);
+    // Emptied (created 0600) here and appended to by the unit: see openDaemonLog.
+    await (await openDaemonLog(spec.logFile)).close();
     const props: [string, InstanceType<typeof Variant>][] = [
       ['Description', new Variant('s', spec.description)],
       ['ExecStart', new Variant('a(sasb)', [[spec.argv[0], spec.argv, false]])],
       ['Type', new Variant('s', 'simple')],
       ['CollectMode', new Variant('s', 'inactive-or-failed')],
-      ['StandardOutputFileToTruncate', new Variant('s', spec.logFile)],
+      ['StandardOutputFileToAppend', new Variant('s', spec.logFile)],
       ['StandardError', new Variant('s', 'inherit')],
       ['KillMode', new Variant('s', 'control-group')],
       ['TimeoutStopUSec', new Variant('t', 10_000_000n)],

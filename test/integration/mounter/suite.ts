@@ -149,7 +149,8 @@ export function mounterSuite(title: string, ctx: () => SuiteContext) {
     });
 
     // Repeated: s3fs mounts before its bucket check and may answer a probe between the failed check
-    // and its exit; CI once saw that window taken for a successful mount.
+    // and its exit; CI saw that window taken for a successful mount twice, the second time because
+    // s3fs's stdout, flushed at exit, overwrote the [CRT] line at the start of the log.
     it('a failing mount returns INTERNAL with the FUSE daemon output, and leaves nothing behind', async () => {
       for (let i = 0; i < 10; i++) {
         const target = targetPath(c().env, `pod-f${i}`, `pv-f${i}`);
@@ -164,6 +165,11 @@ export function mounterSuite(title: string, ctx: () => SuiteContext) {
         expect(existsSync(target)).toBe(false);
         expect(await readdir(join(c().env.stateDir, 'credentials'))).toEqual([]);
         expect(await fuseMountsBelow(c().env.root)).toEqual([]);
+        // The daemon's log file and its stdout append to one file: every line whole, none lost.
+        const log = await readFile(join(c().env.stateDir, 'logs', `${targetId(target)}.log`), 'utf8');
+        expect(log).toContain('[CRT]');
+        for (const line of log.split('\n').filter(Boolean))
+          expect(line).toMatch(/^\d{4}-\d\d-\d\dT\S+ \[[A-Z]{3}\] /);
       }
     });
 

@@ -76,11 +76,14 @@ describe('systemd mounter specifics', () => {
     expect(exec[0].argv.slice(1, 4)).toEqual([BUCKET, target, '-f']);
     expect(exec[0].argv.join(' ')).not.toContain('S3RVER:');
     const log = join(env.stateDir, 'logs', `${targetId(target)}.log`);
-    // Output goes to the unit's own log file (there is no journald to rely on).
+    // Output goes to the unit's own log file (there is no journald to rely on), appended to the
+    // lines s3fs writes there itself; the file is private to root.
     expect(await systemd.getProperty(path, 'org.freedesktop.systemd1.Service', 'StandardOutput')).toBe(
-      'truncate',
+      'append',
     );
-    expect((await stat(log)).isFile()).toBe(true);
+    const logStat = await stat(log);
+    expect(logStat.isFile()).toBe(true);
+    expect(logStat.mode & 0o777).toBe(0o600);
     await csi.node('NodeUnpublishVolume', { volume_id: 'pv-u', target_path: target });
     expect(await unitsOf(target)).toEqual([]);
   });
