@@ -27,6 +27,7 @@ import { IoEngineClient } from '../src/lib/io-engine/client.js';
 import { typePrefix } from '../src/lib/store/keys.js';
 import { openStore } from '../src/lib/store/open.js';
 import type { Store } from '../src/lib/store/types.js';
+import { waitFor } from '../test/helpers/wait.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
@@ -40,9 +41,11 @@ const MiB = 1 << 20;
 /** Create-only batches per replica count; their median rate is compared with the bar. */
 const CREATE_BATCHES = 3;
 
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
-  return Math.round(s[Math.min(s.length - 1, Math.floor(q * s.length))] * 10) / 10;
+  return round1(s[Math.min(s.length - 1, Math.floor(q * s.length))]);
 };
 
 async function pool<T>(n: number, width: number, fn: (i: number) => Promise<T>): Promise<T[]> {
@@ -116,11 +119,8 @@ async function createPublishRun(cluster: TestCluster, replicas: number) {
   }
 }
 
-const createVolume = (cluster: TestCluster, replicas: number) =>
-  cluster.rest.createVolume(randomUUID(), { size: MiB, replicas, thin: true, policy: { self_heal: true } });
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const round1 = (x: number) => Math.round(x * 10) / 10;
+const createVolume = (cluster: TestCluster, replicas: number, id = randomUUID()) =>
+  cluster.rest.createVolume(id, { size: MiB, replicas, thin: true, policy: { self_heal: true } });
 
 async function measureCreates(cluster: TestCluster, store: Store, replicas: number) {
   const rev0 = await store.revision();
@@ -129,7 +129,7 @@ async function measureCreates(cluster: TestCluster, store: Store, replicas: numb
   await pool(perRun, concurrency, async () => {
     const id = randomUUID();
     const t0 = performance.now();
-    await cluster.rest.createVolume(id, { size: MiB, replicas, thin: true, policy: { self_heal: true } });
+    await createVolume(cluster, replicas, id);
     await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
     bothMs.push(performance.now() - t0);
   });
@@ -172,7 +172,7 @@ async function measureCreates(cluster: TestCluster, store: Store, replicas: numb
     create_publish_per_s: round1(perRun / secs),
     create_publish_p50_ms: quantile(bothMs, 0.5),
     create_publish_p99_ms: quantile(bothMs, 0.99),
-    create_per_s: median(batchRates),
+    create_per_s: quantile(batchRates, 0.5),
     create_per_s_batches: batchRates,
     create_p50_ms: quantile(onlyMs, 0.5),
     create_p99_ms: quantile(onlyMs, 0.99),
@@ -256,7 +256,7 @@ async function recoveryRun(backend: 'embedded' | 'etcd') {
     return {
       backend,
       volumes: recoveryVolumes,
-      seed_s: Math.round(seedSecs * 10) / 10,
+      seed_s: round1(seedSecs),
       start_to_ready_ms: Math.round(wall),
       core_timings_ms: timings,
       volumes_after: vols.entries.length,
@@ -308,23 +308,17 @@ async function onDedicatedFs<T>(fn: () => Promise<T>): Promise<T> {
     if (savedTmp === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = savedTmp;
     try {
-      await unmountWhenFree(mnt);
+      // Processes that are exiting may hold the file system for a moment.
+      await waitFor(
+        () => {
+          execFileSync('umount', [mnt], { stdio: 'pipe' });
+          return true;
+        },
+        { timeoutMs: 10_000, intervalMs: 100, what: `${mnt} to unmount` },
+      );
     } finally {
       execFileSync('losetup', ['-d', device], { stdio: 'ignore' });
       rmSync(base, { recursive: true, force: true });
-    }
-  }
-}
-
-/** Unmount, waiting up to 10 s for processes that are exiting to let go of the file system. */
-async function unmountWhenFree(mnt: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      execFileSync('umount', [mnt], { stdio: 'pipe' });
-      return;
-    } catch (err) {
-      if (attempt >= 100) throw err;
-      await new Promise((r) => setTimeout(r, 100));
     }
   }
 }
@@ -380,7 +374,7 @@ async function main() {
     };
     results.io_engines_direct_create_replica_per_s = engineRate;
     results.create_publish = [one, three];
-    const bar = (rate: number, writes: number) => Math.round((rate / writes / 3) * 10) / 10;
+    const bar = (rate: number, writes: number) => round1(rate / writes / 3);
     results.bar = [one, three].map((r) => ({
       replicas: r.replicas,
       create_per_s: r.create_per_s,
