@@ -21,7 +21,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { VolumeSpec } from '../src/daemons/core/model.js';
+import type { VolumeSpec } from '../src/lib/specs/index.js';
 import { newReplicaSpec } from '../src/daemons/core/ops/volume-create.js';
 import { IoEngineClient } from '../src/lib/io-engine/client.js';
 import { typePrefix } from '../src/lib/store/keys.js';

@@ -1,4 +1,5 @@
 import type { Logger } from '../../lib/logger.js';
+import { storeLeaseOwner } from '../../lib/specs/index.js';
 import { type KeySpace, typePrefix } from '../../lib/store/keys.js';
 import type { Lease, Store } from '../../lib/store/types.js';
 
@@ -57,7 +58,7 @@ export async function acquireLeaseLock(
   const owner = { kind: SERVICE_KIND, lease_id: lease.id, instance_name: opts.instanceName };
   const res = await store.txn({
     compare: [{ key: lockKey, target: 'lease', op: '==', value: lease.id }],
-    success: [{ type: 'put', key: ownerKey, value: JSON.stringify(owner) }],
+    success: [{ type: 'put', key: ownerKey, value: storeLeaseOwner.encode(owner) }],
   });
   if (!res.succeeded) throw new Error('lost the core lock before recording the lease owner');
   opts.log.info({ lease: lease.id }, 'holding the core lease (single writer)');

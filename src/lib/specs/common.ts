@@ -48,6 +48,15 @@ export function isCreated(status: SpecStatus<unknown>): boolean {
   return typeof status === 'object' && status !== null;
 }
 
+/**
+ * The name REST shows for an operation of any record: the variant name (`{"SetReplica":3}` →
+ * `SetReplica`), with the volume's `Publish2` (and legacy `Publish`) shown as `Publish`.
+ */
+export function operationName(op: string | object): string {
+  const name = variantName(op);
+  return name === 'Publish2' ? 'Publish' : name;
+}
+
 /** Mayastor's VolumeStatus / NexusStatus (no serde rename). */
 export const nexusStatuses = [
   'Unknown',

@@ -189,4 +189,12 @@ export const fixtures: Fixture[] = [
     key: key('AppNodeSpec', 'worker-2'),
     json: `{"id":"worker-2","endpoint":"10.0.0.12:50055","labels":{"topology.kubernetes.io/zone":"a"}}`,
   },
+  {
+    // Upstream's camelCase WatchCfg (mayastor-control-plane core agent, watcher/watch.rs).
+    name: 'WatchConfig of a volume',
+    type: 'WatchConfig',
+    key: key('WatchConfig', `volumes/${ids.volume}`),
+    json: `{"watchId":{"id":{"Volume":"${ids.volume}"}},"watches":[{"params":{"callback":{"Uri":"http://10.0.0.9:8080/notify"},"type":"Actual"}}]}`,
+    reference: true,
+  },
 ];

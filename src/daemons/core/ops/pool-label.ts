@@ -1,6 +1,6 @@
+import { cloneSpec, type PoolSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { PoolSpec } from '../model.js';
 import { dirty, SvcError } from '../svc-error.js';
 
 /**
@@ -20,7 +20,7 @@ async function editPool(
     const cached = registry.pools.get(id);
     if (!cached) throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
     if (cached.operation) throw dirty('pool', id);
-    const spec = structuredClone(cached);
+    const spec = cloneSpec(cached);
     if (!edit(spec)) return spec;
     await registry.persist({
       pools: [spec],
@@ -46,7 +46,7 @@ export function labelPool(ctx: CoreContext, id: string, key: string, value: stri
       p.labels = { ...labels, [key]: value };
       return true;
     },
-    () => `Labelled ${key}=${value}`,
+    () => `LabelledTopology ${key}=${value}`,
   );
 }
 

@@ -1,3 +1,4 @@
+import { cloneSpec } from '../../../lib/specs/index.js';
 import type { Registry } from '../registry.js';
 
 /** One store write of core: what `registry.persist` takes. */
@@ -74,7 +75,7 @@ export async function settleOp(
     for (const t of targets) pending.delete(keyOf(t));
   } catch (err) {
     // Every spec of the operation leads to the same write: whichever the reconciler meets first.
-    const kept = { result, change: structuredClone(change) };
+    const kept = { result, change: cloneSpec(change) };
     for (const t of targets) pending.set(keyOf(t), kept);
     throw err;
   }

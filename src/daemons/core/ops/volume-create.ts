@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { ReplicaSpec, VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { ReplicaSpec, VolumeSpec } from '../model.js';
 import type { Registry } from '../registry.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { placeReplicas } from '../scheduler.js';

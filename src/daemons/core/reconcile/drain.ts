@@ -1,6 +1,6 @@
+import { isCreated, type NodeSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { isCreated, type NodeSpec, type VolumeSpec } from '../model.js';
 import { addDrainingVolumes, markDrained, removeDrainingVolumes } from '../ops/pool-node.js';
 import { publishVolume } from '../ops/volume-publish.js';
 import { chooseTargetNode } from '../scheduler.js';
@@ -78,7 +78,8 @@ async function drainOneNode(ctx: CoreContext, n: NodeSpec): Promise<void> {
     reportedBlocked.delete(`${n.id}/${v.uuid}`);
     try {
       const moved = await publishVolume(ctx, v.uuid, {
-        protocol: v.target!.protocol ?? 'nbd',
+        // storctl io-engines serve NBD only, whatever protocol the stored target names.
+        protocol: 'nbd',
         publish_context: v.publish_context ?? {},
         republish: true,
       });

@@ -1,5 +1,5 @@
+import type { VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
-import type { VolumeSpec } from '../model.js';
 import { createCloneVolume } from '../ops/clone.js';
 import { createSnapshot, deleteSnapshot } from '../ops/snapshot.js';
 import { createVolume } from '../ops/volume-create.js';
