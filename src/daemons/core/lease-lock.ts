@@ -4,7 +4,7 @@ import { type KeySpace, typePrefix } from '../../lib/store/keys.js';
 import type { Lease, Store } from '../../lib/store/types.js';
 
 /**
- * The single-writer lease (reference §4.4): grant a lease, queue on the lock
+ * The single-writer lease (docs/mayastor-compat.md §4.4): grant a lease, queue on the lock
  * `StoreLeaseLock/CoreAgent` the way etcd's lock API does (one key per contender,
  * `<lock>/<lease-hex>`, lowest create revision owns it), then record StoreLeaseOwner. Every write
  * core makes is a transaction guarded on its lock key still carrying its lease, so a core that lost

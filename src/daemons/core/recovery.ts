@@ -13,7 +13,7 @@ import { retrySettle } from './ops/settle.js';
 import { dirty as storeDirty } from './svc-error.js';
 
 /**
- * handle_incomplete_ops (reference §1.5): a spec with a pending operation is completed or rolled back.
+ * handle_incomplete_ops (docs/mayastor-compat.md §1.5): a spec with a pending operation is completed or rolled back.
  * - result true (the io-engine action succeeded; only the commit write failed) → the operation's
  *   effect is committed, a Creating spec becomes Created;
  * - result false, or null ("we must have crashed": assume failure) → rolled back: a Creating spec

@@ -283,7 +283,7 @@ export class Engine {
       key,
       o.volumeId ? volumeNexusInfoPrefix(this.ctx.keySpace, o.volumeId) : null,
     );
-    // Which children may serve I/O right away, which are rebuilt (reference §3.6).
+    // Which children may serve I/O right away, which are rebuilt (docs/mayastor-compat.md §3.6).
     let online = o.children;
     let rebuild: string[] = [];
     if (previous) {

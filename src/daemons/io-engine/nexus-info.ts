@@ -6,7 +6,7 @@ export type { NexusInfo };
 
 /**
  * Writes one nexus's NexusInfo, one write at a time and in order, retrying like the io-engine does
- * (reference §3.6). Resolves only once the record is stored, so callers can hold I/O until then.
+ * (docs/mayastor-compat.md §3.6). Resolves only once the record is stored, so callers can hold I/O until then.
  */
 export class NexusInfoWriter {
   private chain: Promise<unknown> = Promise.resolve();

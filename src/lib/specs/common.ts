@@ -1,5 +1,5 @@
 /**
- * Pieces shared by several Mayastor records (reference mayastor.md §1.4–1.5): SpecStatus, the
+ * Pieces shared by several Mayastor records (docs/mayastor-compat.md §1.4–1.5): SpecStatus, the
  * crash-safe operation record, labels, share protocols, the NVMe-oF target config, label operations,
  * and `specCodec`, which turns a struct codec into the key-aware codec every record type exposes.
  */

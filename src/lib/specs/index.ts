@@ -1,5 +1,5 @@
 /**
- * Typed codecs of every Mayastor record storctl reads or writes (reference mayastor.md §1), and the
+ * Typed codecs of every Mayastor record storctl reads or writes (docs/mayastor-compat.md §1), and the
  * registry `store load` and the `get` commands use: record type (the key segment, or `NexusInfo`)
  * → codec.
  */

@@ -1,5 +1,5 @@
 /**
- * NexusSpec, key `NexusSpec/<nexus-uuid>` (reference mayastor.md §1.9). The status field is named
+ * NexusSpec, key `NexusSpec/<nexus-uuid>` (docs/mayastor-compat.md §1.9). The status field is named
  * `spec_status` here (not `status`); children are `{"Replica":{uuid, share_uri}}` or `{"Uri": uri}`.
  */
 import { localReplicaUri, replicaUuidOfUri } from '../child-uri.js';

@@ -1,5 +1,5 @@
 /**
- * VolumeSnapshot, key `VolumeSnapshot/<snapshot-uuid>` (reference mayastor.md §1.11). The replica
+ * VolumeSnapshot, key `VolumeSnapshot/<snapshot-uuid>` (docs/mayastor-compat.md §1.11). The replica
  * snapshots of each creation attempt (transaction) live inside it, not under keys of their own.
  * Status is `SpecStatus<()>`: `{"Created":null}` when created.
  */

@@ -1,5 +1,5 @@
 /**
- * VolumeSpec, key `VolumeSpec/<volume-uuid>` (reference mayastor.md §1.6).
+ * VolumeSpec, key `VolumeSpec/<volume-uuid>` (docs/mayastor-compat.md §1.6).
  * Status `{"Created":"Online"}` (VolumeStatus, no rename); optional tail fields `content_source`,
  * `metadata`, `max_snapshots` are left out when none, as Mayastor does.
  */

@@ -14,7 +14,7 @@ import {
 } from '../../../src/lib/specs/index.js';
 
 /**
- * The recovery decision table (reference §1.5 handle_incomplete_ops): result true → the operation's
+ * The recovery decision table (docs/mayastor-compat.md §1.5 handle_incomplete_ops): result true → the operation's
  * effect is committed; false, or null ("we must have crashed") → rolled back.
  */
 const X1 = '00000000-0000-4000-8000-000000000001';

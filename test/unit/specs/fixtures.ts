@@ -1,5 +1,5 @@
 /**
- * Stored values from reference mayastor.md §1, as Mayastor writes them (compact JSON, its key order),
+ * Stored values from docs/mayastor-compat.md §1, as Mayastor writes them (compact JSON, its key order),
  * with the ids the reference elides (`…`) completed by real uuids. `reference` entries are the
  * reference's examples verbatim apart from those ids; the others exercise the remaining fields.
  */

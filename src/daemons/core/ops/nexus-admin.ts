@@ -16,7 +16,7 @@ import { rollbackOp, settleOp } from './settle.js';
 /**
  * Nexuses made and changed by an operator through REST (`/nodes/{node}/nexuses/{id}`,
  * `/nexuses/{id}/children/{uri}`, `.../share/{protocol}`), as Mayastor's nexus endpoints do: the spec
- * is unmanaged with no owner, each step logged before the io-engine acts (reference §1.5).
+ * is unmanaged with no owner, each step logged before the io-engine acts (docs/mayastor-compat.md §1.5).
  *
  * A nexus owned by a volume (its target, or one left for the nexus GC) is refused with InUse (409),
  * as Mayastor refuses to destroy an owned resource without disowning it (`start_destroy_by`): the

@@ -29,7 +29,7 @@ export async function readNexusInfo(
 }
 
 /**
- * Replicas a new nexus may use (reference §3.6): created replicas on online nodes; when the previous
+ * Replicas a new nexus may use (docs/mayastor-compat.md §3.6): created replicas on online nodes; when the previous
  * nexus left a NexusInfo, only its healthy children, and only one of them after an unclean shutdown
  * (the others are rebuilt from it afterwards).
  */

@@ -5,7 +5,7 @@ import { dirty, SvcError } from '../svc-error.js';
 
 /**
  * Pool labels (`PUT /pools/{id}/label/{key}={value}`, `DELETE /pools/{id}/label/{key}`). Pool
- * operations are stored after the change (reference §1.5, log_op (false, true)). As Mayastor's
+ * operations are stored after the change (docs/mayastor-compat.md §1.5, log_op (false, true)). As Mayastor's
  * pool-label feature tests expect: a key held with another value and no overwrite, or an unlabel
  * of an absent key, is FailedPrecondition (412); the same label again changes nothing.
  */

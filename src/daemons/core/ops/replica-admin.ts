@@ -17,7 +17,7 @@ import { rollbackOp, settleOp } from './settle.js';
 /**
  * Replicas made and destroyed by an operator through REST (`/pools/{pool}/replicas/{replica}`), as
  * Mayastor's replica endpoints do: unmanaged specs (no volume owns them, the replica GC leaves them
- * alone), every step logged in the spec before the io-engine acts (reference §1.5).
+ * alone), every step logged in the spec before the io-engine acts (docs/mayastor-compat.md §1.5).
  */
 
 export interface ReplicaRef {

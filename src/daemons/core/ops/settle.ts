@@ -46,7 +46,7 @@ function cachedOperation(registry: Registry, t: OpTarget): { result: boolean | n
 }
 
 /**
- * Record the io-engine action's outcome in the cached spec's pending operation (reference §1.5:
+ * Record the io-engine action's outcome in the cached spec's pending operation (docs/mayastor-compat.md §1.5:
  * `result` true = the action succeeded, false = it failed). Only in memory: if the commit or
  * rollback write then fails, the spec stays dirty with a known result, and the dirty-spec reconciler
  * completes a `true` instead of rolling it back.

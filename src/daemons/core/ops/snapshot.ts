@@ -13,7 +13,7 @@ import { rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
 
 /**
- * Volume snapshot (reference §1.11): one replica snapshot per online replica, named
+ * Volume snapshot (docs/mayastor-compat.md §1.11): one replica snapshot per online replica, named
  * `<snapshot-uuid>/<txn_id>` on the io-engine; the VolumeSnapshot record is logged Creating first and
  * left Creating on failure (LeaveAsIs: a retry with the same id is allowed).
  */

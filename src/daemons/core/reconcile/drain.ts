@@ -12,7 +12,7 @@ const targetsOn = (ctx: CoreContext, node: string): VolumeSpec[] =>
   );
 
 /**
- * Node drain (reference §4.3 NodeNexusReconciler): for each Draining node, the volumes whose target
+ * Node drain (docs/mayastor-compat.md §4.3 NodeNexusReconciler): for each Draining node, the volumes whose target
  * (nexus) runs there are recorded in the NodeSpec's `draining_volumes` first (AddDrainingVolumes),
  * each is republished on another node, then removed from the list (RemoveDrainingVolumes); a node
  * with no target left and an empty list becomes Drained (SetDrained). A crash in between leaves the

@@ -89,7 +89,7 @@ export async function collectNexuses(ctx: CoreContext): Promise<void> {
 }
 
 /**
- * Replica GC (reference §4.3 ReplicaReconciler): destroy Deleting replicas; destroy managed replicas
+ * Replica GC (docs/mayastor-compat.md §4.3 ReplicaReconciler): destroy Deleting replicas; destroy managed replicas
  * whose owner is gone after a grace period; destroy replicas an io-engine holds without any spec.
  */
 export async function collectReplicas(ctx: CoreContext): Promise<void> {

@@ -69,7 +69,7 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
 }
 
 /**
- * Self-heal (HotSpare, reference §4.3): a replica on a node offline past the deadline is removed; a
+ * Self-heal (HotSpare, docs/mayastor-compat.md §4.3): a replica on a node offline past the deadline is removed; a
  * replica whose nexus child is Faulted while its io-engine still answers (an I/O error, a child
  * faulted through the io-engine) is removed at once — waiting for a node deadline would leave the
  * volume Degraded for nothing. Replacements are then created where the scheduler places them (the

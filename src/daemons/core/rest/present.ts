@@ -15,7 +15,7 @@ import {
 import type { NexusState } from '../engine-api.js';
 import type { Registry } from '../registry.js';
 
-/** Stored specs + live state → REST v0 bodies (reference §2.1–2.2). */
+/** Stored specs + live state → REST v0 bodies (docs/mayastor-compat.md §2.1–2.2). */
 
 const op = (o: { operation: string | object; result: boolean | null } | null | undefined) =>
   o ? { operation: operationName(o.operation), result: o.result ?? undefined } : undefined;

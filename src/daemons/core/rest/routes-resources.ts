@@ -19,7 +19,7 @@ import { replicaRoutes } from './routes-replicas.js';
 import { createPoolBody, labelParam, nameParam, uuidParam } from './validate.js';
 import { boolQuery } from './validate-resources.js';
 
-/** Pools, nodes, replicas, nexuses, block devices, app nodes and /specs (reference §2.2). */
+/** Pools, nodes, replicas, nexuses, block devices, app nodes and /specs (docs/mayastor-compat.md §2.2). */
 export function resourceRoutes(router: Router, ctx: CoreContext): void {
   replicaRoutes(router, ctx);
   nexusRoutes(router, ctx);
