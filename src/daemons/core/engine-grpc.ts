@@ -65,9 +65,14 @@ export class GrpcEngine implements EngineApi {
     try {
       return await request(this.client);
     } catch (err) {
-      // toSvcError maps an error with a numeric gRPC `code` and string `details` to its REST kind.
+      // The message names the node: the REST answer (toSvcError) and logs show which io-engine said it.
       if (err instanceof IoEngineError)
-        Object.assign(err, { details: `io-engine ${this.nodeId}: ${err.message}` });
+        throw new IoEngineError(
+          err.code,
+          `io-engine ${this.nodeId}: ${err.message}`,
+          err.endpoint,
+          err.method,
+        );
       throw err;
     }
   }

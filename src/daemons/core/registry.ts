@@ -23,7 +23,7 @@ import type { NexusState, PoolState, ReplicaState } from './engine-api.js';
 import { type CoreEvent, eventKey } from './events.js';
 import type { GuardedWriter } from './persist.js';
 import type { NodeView, PoolView } from './scheduler.js';
-import { busy, SvcError } from './svc-error.js';
+import { busy, notFound, SvcError } from './svc-error.js';
 
 export interface NodeLive {
   online: boolean;
@@ -391,7 +391,7 @@ export class Registry {
 
   volume(id: string): VolumeSpec {
     const v = this.volumes.get(id);
-    if (!v) throw new SvcError('NotFound', `volume '${id}' not found`, `The volume '${id}' was not found`);
+    if (!v) throw notFound('volume', id);
     return cloneSpec(v);
   }
 

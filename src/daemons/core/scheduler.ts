@@ -1,5 +1,5 @@
 import type { LabelledTopology, Topology } from '../../lib/specs/index.js';
-import { SvcError } from './svc-error.js';
+import { notFound, SvcError } from './svc-error.js';
 
 /** What the scheduler knows about a pool: spec labels plus the last state its io-engine reported. */
 export interface PoolView {
@@ -128,7 +128,7 @@ export function chooseTargetNode(
   const byId = new Map(nodes.map((n) => [n.id, n]));
   if (requested) {
     const n = byId.get(requested);
-    if (!n) throw new SvcError('NotFound', `node '${requested}' not found`);
+    if (!n) throw notFound('node', requested);
     if (!n.online) throw new SvcError('FailedPrecondition', `node '${requested}' is not online`);
     return requested;
   }

@@ -2,7 +2,7 @@ import { isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
-import { SvcError, toSvcError } from '../svc-error.js';
+import { notFound, SvcError, toSvcError } from '../svc-error.js';
 import { rollbackOp } from './settle.js';
 import { commitCreated, newReplicaSpec, newVolumeSpec } from './volume-create.js';
 
@@ -19,7 +19,7 @@ export async function createCloneVolume(
 ): Promise<VolumeSpec> {
   const { registry, engines } = ctx;
   const snap = registry.snapshots.get(snapId);
-  if (!snap) throw new SvcError('NotFound', `snapshot '${snapId}' not found`);
+  if (!snap) throw notFound('snapshot', snapId);
   if (!isCreated(snap.status))
     throw new SvcError('FailedPrecondition', `snapshot '${snapId}' is not ready as a source`);
   if (body.size !== snap.metadata.spec_size) {

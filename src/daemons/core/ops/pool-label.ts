@@ -1,7 +1,7 @@
 import { cloneSpec, type PoolSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { dirty, SvcError } from '../svc-error.js';
+import { dirty, notFound, SvcError } from '../svc-error.js';
 
 /**
  * Pool labels (`PUT /pools/{id}/label/{key}={value}`, `DELETE /pools/{id}/label/{key}`). Pool
@@ -18,7 +18,7 @@ async function editPool(
   const { registry } = ctx;
   return registry.exclusive('pool', id, async () => {
     const cached = registry.pools.get(id);
-    if (!cached) throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
+    if (!cached) throw notFound('pool', id, 'Pool');
     if (cached.operation) throw dirty('pool', id);
     const spec = cloneSpec(cached);
     if (!edit(spec)) return spec;

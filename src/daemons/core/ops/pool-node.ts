@@ -3,7 +3,7 @@ import { cloneSpec, poolRefName } from '../../../lib/specs/index.js';
 import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
 import { eventKey, makeEvent } from '../events.js';
-import { SvcError, toSvcError } from '../svc-error.js';
+import { notFound, SvcError, toSvcError } from '../svc-error.js';
 
 /** Create a pool on a node's io-engine, then record it (pool ops are stored after acting, §1.5). */
 export async function createPool(
@@ -35,8 +35,7 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
   const { registry, engines } = ctx;
   return registry.exclusive('pool', id, async () => {
     const spec = registry.pools.get(id);
-    if (!spec || (node && spec.node !== node))
-      throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
+    if (!spec || (node && spec.node !== node)) throw notFound('pool', id, 'Pool');
     const users = [...registry.replicas.values()].filter((r) => poolRefName(r.pool) === id);
     if (users.length)
       throw new SvcError(
@@ -85,7 +84,7 @@ async function updateNode(
       } catch (err) {
         throw new SvcError('Internal', `stored NodeSpec of '${id}' is invalid: ${(err as Error).message}`);
       }
-      if (!spec) throw new SvcError('NotFound', `node '${id}' not found`, `The node '${id}' was not found`);
+      if (!spec) throw notFound('node', id);
       if (edit(spec) === false) {
         registry.nodes.set(id, cloneSpec(spec));
         return spec;

@@ -8,7 +8,7 @@ import {
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../rest/present.js';
-import { SvcError } from '../svc-error.js';
+import { notFound, SvcError } from '../svc-error.js';
 import { rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
 
@@ -116,8 +116,7 @@ export async function deleteSnapshot(
 ): Promise<void> {
   const { registry, engines } = ctx;
   const snap = registry.snapshots.get(snapId);
-  if (!snap || (volumeId && snap.spec.source_id !== volumeId))
-    throw new SvcError('NotFound', `snapshot '${snapId}' not found`);
+  if (!snap || (volumeId && snap.spec.source_id !== volumeId)) throw notFound('snapshot', snapId);
   if ([...registry.volumes.values()].some((v) => v.content_source?.Snapshot[0] === snapId)) {
     throw new SvcError('InUse', `snapshot '${snapId}' is the source of a volume; delete the clone first`);
   }

@@ -10,7 +10,7 @@ import {
   uncordonNode,
   unlabelNode,
 } from '../ops/pool-node.js';
-import { SvcError } from '../svc-error.js';
+import { notFound } from '../svc-error.js';
 import { nexusOut, nodeOut, poolOut, replicaOut } from './present.js';
 import type { Router } from './router.js';
 import { appNodeRoutes } from './routes-app-nodes.js';
@@ -27,14 +27,12 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
   const reg = ctx.registry;
   const allNodeIds = () => [...new Set([...reg.nodes.keys(), ...reg.nodeLive.keys()])].sort();
   const node = (id: string) => {
-    if (!reg.nodes.has(id) && !reg.nodeLive.has(id))
-      throw new SvcError('NotFound', `node '${id}' not found`, `The node '${id}' was not found`);
+    if (!reg.nodes.has(id) && !reg.nodeLive.has(id)) throw notFound('node', id);
     return nodeOut(reg, id, reg.nodes.get(id));
   };
   const pool = (id: string, nodeId?: string) => {
     const p = reg.pools.get(id);
-    if (!p || (nodeId && p.node !== nodeId))
-      throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
+    if (!p || (nodeId && p.node !== nodeId)) throw notFound('pool', id, 'Pool');
     return p;
   };
   const overwrite = (q: URLSearchParams) => q.get('overwrite') === 'true';
@@ -153,7 +151,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     }))
     .add('GET', '/replicas/:id', async (req) => {
       const r = reg.replicas.get(uuidParam(req.params.id, 'id'));
-      if (!r) throw new SvcError('NotFound', `replica '${req.params.id}' not found`);
+      if (!r) throw notFound('replica', req.params.id);
       return { status: 200, body: replicaOut(reg, r) };
     })
     .add('GET', '/nodes/:node_id/replicas', async (req) => ({
@@ -174,7 +172,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     }))
     .add('GET', '/nexuses/:nexus_id', async (req) => {
       const n = reg.nexuses.get(uuidParam(req.params.nexus_id, 'nexus_id'));
-      if (!n) throw new SvcError('NotFound', `nexus '${req.params.nexus_id}' not found`);
+      if (!n) throw notFound('nexus', req.params.nexus_id);
       return { status: 200, body: nexusOut(reg, n) };
     })
     .add('GET', '/nodes/:node_id/nexuses', async (req) => ({

@@ -10,7 +10,7 @@ import { resizeVolume, scaleVolume } from '../ops/volume-scale.js';
 import { shareProtocol, shareVolume, unshareVolume } from '../ops/volume-share.js';
 import { shutdownStaleTargets } from '../ops/volume-targets.js';
 import type { RebuildHistory } from '../rebuild-history.js';
-import { SvcError } from '../svc-error.js';
+import { notFound, SvcError } from '../svc-error.js';
 import { snapshotOut, volumeOut } from './present.js';
 import type { RestRequest, Router } from './router.js';
 import {
@@ -154,7 +154,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
     })
     .add('GET', '/volumes/snapshots/:snapshot_id', async (req) => {
       const s = reg.snapshots.get(uuidParam(req.params.snapshot_id, 'snapshot_id'));
-      if (!s) throw new SvcError('NotFound', `snapshot '${req.params.snapshot_id}' not found`);
+      if (!s) throw notFound('snapshot', req.params.snapshot_id);
       return { status: 200, body: snapshotOut(reg, s) };
     })
     .add('DELETE', '/volumes/snapshots/:snapshot_id', async (req) => {
@@ -174,8 +174,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
     })
     .add('GET', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {
       const s = reg.snapshots.get(uuidParam(req.params.snapshot_id, 'snapshot_id'));
-      if (!s || s.spec.source_id !== vid(req))
-        throw new SvcError('NotFound', `snapshot '${req.params.snapshot_id}' not found`);
+      if (!s || s.spec.source_id !== vid(req)) throw notFound('snapshot', req.params.snapshot_id);
       return { status: 200, body: snapshotOut(reg, s) };
     })
     .add('PUT', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {
