@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { nodeListing, restClient, restFlags, waitDrained } from '../../lib/rest/cli.js';
+import { nodeListing, waitDrained } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class NodeDrain extends StorctlCommand {
+export default class NodeDrain extends RestCommand {
   static override description =
     'drain a node: cordon it and move every volume target off it (progress on stderr with --wait)';
   static override examples = [
@@ -11,7 +11,6 @@ export default class NodeDrain extends StorctlCommand {
   ];
   static override args = { node: Args.string({ description: 'node id', required: true }) };
   static override flags = {
-    ...restFlags,
     label: Flags.string({
       description: 'drain label (uncordon with it to cancel)',
       default: 'storctl-drain',
@@ -22,18 +21,13 @@ export default class NodeDrain extends StorctlCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeDrain);
-    const client = restClient(flags.rest);
-    try {
-      let node = await client.drainNode(args.node, flags.label);
-      if (flags.wait) {
-        node = await waitDrained(client, args.node, node, flags.timeout, (left) =>
-          this.logToStderr(`draining ${args.node}: ${left} volume target(s) left to move`),
-        );
-        this.logToStderr(`node ${args.node} drained`);
-      }
-      this.print(nodeListing([node]));
-    } finally {
-      await client.close();
+    let node = await this.client.drainNode(args.node, flags.label);
+    if (flags.wait) {
+      node = await waitDrained(this.client, args.node, node, flags.timeout, (left) =>
+        this.logToStderr(`draining ${args.node}: ${left} volume target(s) left to move`),
+      );
+      this.logToStderr(`node ${args.node} drained`);
     }
+    this.print(nodeListing([node]));
   }
 }

@@ -1,10 +1,11 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
-import { nodeListing, restClient, restFlags } from '../../lib/rest/cli.js';
+import { nodeListing } from '../../lib/rest/cli.js';
 import { RestError } from '../../lib/rest/errors.js';
+import type { Node } from '../../lib/rest/types.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class NodeLabel extends StorctlCommand {
+export default class NodeLabel extends RestCommand {
   static override description = 'set (KEY=VALUE) or remove (KEY-) a node label used by volume topology';
   static override examples = [
     '<%= config.bin %> node label node-1 zone=a',
@@ -16,25 +17,23 @@ export default class NodeLabel extends StorctlCommand {
     label: Args.string({ description: 'KEY=VALUE to set, KEY- to remove', required: true }),
   };
   static override flags = {
-    ...restFlags,
     overwrite: Flags.boolean({ description: 'replace an existing value', default: false }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeLabel);
-    const client = restClient(flags.rest);
     const eq = args.label.indexOf('=');
     try {
-      let node: Awaited<ReturnType<typeof client.getNode>>;
+      let node: Node;
       if (eq > 0)
-        node = await client.labelNode(
+        node = await this.client.labelNode(
           args.node,
           args.label.slice(0, eq),
           args.label.slice(eq + 1),
           flags.overwrite,
         );
       else if (args.label.endsWith('-') && args.label.length > 1)
-        node = await client.unlabelNode(args.node, args.label.slice(0, -1));
+        node = await this.client.unlabelNode(args.node, args.label.slice(0, -1));
       else throw new UsageError(`label '${args.label}' is neither KEY=VALUE nor KEY-`);
       this.print(nodeListing([node]));
     } catch (err) {
@@ -54,8 +53,6 @@ export default class NodeLabel extends StorctlCommand {
         );
       }
       throw err;
-    } finally {
-      await client.close();
     }
   }
 }

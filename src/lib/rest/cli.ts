@@ -1,23 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Flags } from '@oclif/core';
 import { TimeoutError, UsageError } from '../errors.js';
 import { humanizeBytes, parseBytes } from '../output/humanize.js';
 import type { Column, Listing } from '../output/render.js';
-import { RestClient } from './client.js';
-import { resolveRestUrl } from './endpoint.js';
+import type { RestClient } from './client.js';
 import type { Node, Pool, Volume } from './types.js';
-
-/** The flag every operator command that talks to core takes. */
-export const restFlags = {
-  rest: Flags.string({
-    description: 'core REST URL (default: the cluster `storctl up` started, else http://127.0.0.1:8081)',
-    env: 'STORCTL_REST',
-  }),
-};
-
-export function restClient(flag: string | undefined, timeoutMs?: number): RestClient {
-  return new RestClient(resolveRestUrl(flag), { timeoutMs });
-}
 
 export function sizeArg(flag: string, text: string): number {
   const n = parseBytes(text);
