@@ -1,5 +1,13 @@
 import { UsageError } from './errors.js';
 
+/*
+ * Parsers of flag and argument values shared by the commands. Each one either returns the value or
+ * throws a UsageError (exit code 2) that names the flag or argument, quotes the input and shows a
+ * valid example.
+ */
+
+// ---- durations --------------------------------------------------------------------------------
+
 /** `30s`, `500ms`, `2m`, or a bare number of seconds → milliseconds; undefined when malformed. */
 export function parseDuration(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
@@ -14,6 +22,72 @@ export function durationFlag(flag: string, value: string): number {
   if (ms === undefined) throw new UsageError(`--${flag} '${value}' is not a duration (e.g. 500ms, 10s, 2m)`);
   return ms;
 }
+
+// ---- labels -----------------------------------------------------------------------------------
+
+/** One label edit, as `node label` and `pool label` take it (kubectl's syntax). */
+export type LabelEdit = { op: 'set'; key: string; value: string } | { op: 'remove'; key: string };
+
+/** `KEY=VALUE` split at its first `=` (the value may be empty or hold more `=`); undefined otherwise. */
+function splitLabel(text: string): { key: string; value: string } | undefined {
+  const eq = text.indexOf('=');
+  return eq > 0 ? { key: text.slice(0, eq), value: text.slice(eq + 1) } : undefined;
+}
+
+/**
+ * `KEY=VALUE` (set) or `KEY-` (remove). Keys and values are not checked here: core checks them by
+ * kubectl-mayastor's rules, and its error names the rule.
+ */
+export function parseLabelEdit(text: string): LabelEdit {
+  const set = splitLabel(text);
+  if (set) return { op: 'set', ...set };
+  if (!text.includes('=') && text.length > 1 && text.endsWith('-'))
+    return { op: 'remove', key: text.slice(0, -1) };
+  throw new UsageError(`label '${text}' is neither KEY=VALUE nor KEY-`);
+}
+
+/**
+ * Repeated `--<flag> KEY=VALUE` flags as a label map (undefined when none was given, so a request
+ * can leave labels out); a later value of a key wins.
+ */
+export function parseLabels(
+  values: string[] | undefined,
+  flag = 'label',
+): Record<string, string> | undefined {
+  if (!values) return undefined;
+  const labels: Record<string, string> = {};
+  for (const text of values) {
+    const label = splitLabel(text);
+    if (!label) throw new UsageError(`--${flag} '${text}' is not KEY=VALUE`);
+    labels[label.key] = label.value;
+  }
+  return labels;
+}
+
+/** A label key part or value by kubectl-mayastor's rules: alphanumeric edges, `[-._]` inside, ≤ 63 chars. */
+const LABEL_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** A `--selector k=v,k2=v2` (a key may hold one `/` prefix); undefined when none was given. */
+export function parseSelector(text: string | undefined): Record<string, string> | undefined {
+  if (!text) return undefined;
+  const out: Record<string, string> = {};
+  for (const part of text.split(',')) {
+    const [key, value, ...rest] = part.split('=');
+    const keyOk = key?.split('/').length <= 2 && key.split('/').every((p) => LABEL_PART.test(p));
+    if (rest.length || value === undefined || !keyOk || !LABEL_PART.test(value)) {
+      throw new UsageError(
+        `invalid selector '${part}': expected key=value (alphanumeric edges, [-._] inside, ≤63 chars)`,
+        {
+          suggestions: ['storctl get pools --selector openebs.io/created-by=operator-diskpool'],
+        },
+      );
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+// ---- endpoints --------------------------------------------------------------------------------
 
 /**
  * The value of `--<flag>` as HOST:PORT (IPv6 hosts in brackets, port 0–65535); a UsageError naming the

@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
-import { labelsArg, poolListing, sizeArg } from '../../lib/rest/cli.js';
+import { parseLabels } from '../../lib/cli-args.js';
+import { poolListing, sizeArg } from '../../lib/rest/cli.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
 export default class PoolCreate extends RestCommand {
@@ -24,11 +25,11 @@ export default class PoolCreate extends RestCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PoolCreate);
-    const labels = labelsArg(flags.label ?? []);
+    const labels = parseLabels(flags.label);
     const p = await this.client.createPool(args.node, args.id, {
       disks: [flags.disk],
       capacity: sizeArg('capacity', flags.capacity),
-      ...(flags.label ? { labels } : {}),
+      ...(labels ? { labels } : {}),
     });
     this.print(poolListing([p]));
   }

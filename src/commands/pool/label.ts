@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { UsageError } from '../../lib/errors.js';
+import { parseLabelEdit } from '../../lib/cli-args.js';
 import { poolListing } from '../../lib/rest/cli.js';
 import type { Pool } from '../../lib/rest/types.js';
 import { RestCommand } from '../../lib/rest-command.js';
@@ -26,21 +26,14 @@ export default class PoolLabel extends RestCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PoolLabel);
-    const eq = args.label.indexOf('=');
-    const removing = eq < 0 && args.label.endsWith('-') && args.label.length > 1;
-    if (eq <= 0 && !removing) throw new UsageError(`label '${args.label}' is neither KEY=VALUE nor KEY-`);
-    const pool = encodeURIComponent(args.pool);
-    const out = removing
-      ? await this.client.call<Pool>(
-          'DELETE',
-          `/pools/${pool}/label/${encodeURIComponent(args.label.slice(0, -1))}`,
-        )
-      : await this.client.call<Pool>(
-          'PUT',
-          `/pools/${pool}/label/${encodeURIComponent(args.label.slice(0, eq))}=${encodeURIComponent(args.label.slice(eq + 1))}`,
-          undefined,
-          { overwrite: flags.overwrite },
-        );
+    const label = parseLabelEdit(args.label);
+    const path = `/pools/${encodeURIComponent(args.pool)}/label/${encodeURIComponent(label.key)}`;
+    const out =
+      label.op === 'set'
+        ? await this.client.call<Pool>('PUT', `${path}=${encodeURIComponent(label.value)}`, undefined, {
+            overwrite: flags.overwrite,
+          })
+        : await this.client.call<Pool>('DELETE', path);
     const listing = poolListing([out]);
     listing.columns.push({
       header: 'LABELS',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Args, Flags } from '@oclif/core';
-import { labelsArg, sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { parseLabels } from '../../lib/cli-args.js';
+import { sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
 export default class VolumeCreate extends RestCommand {
@@ -25,13 +26,13 @@ export default class VolumeCreate extends RestCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeCreate);
     const id = args.id ? uuidArg('volume id', args.id) : randomUUID();
-    const labels = labelsArg(flags.label ?? []);
+    const labels = parseLabels(flags.label);
     const v = await this.client.createVolume(id, {
       size: sizeArg('size', flags.size),
       replicas: flags.replicas,
       thin: flags.thin,
       policy: { self_heal: !flags['no-self-heal'] },
-      ...(flags.label ? { labels } : {}),
+      ...(labels ? { labels } : {}),
     });
     this.print(volumeListing([v]));
   }

@@ -12,17 +12,6 @@ export function sizeArg(flag: string, text: string): number {
   return n;
 }
 
-/** Repeated `--label KEY=VALUE` flags as a label map. */
-export function labelsArg(flags: string[]): Record<string, string> {
-  const labels: Record<string, string> = {};
-  for (const l of flags) {
-    const eq = l.indexOf('=');
-    if (eq <= 0) throw new UsageError(`--label '${l}' is not KEY=VALUE`);
-    labels[l.slice(0, eq)] = l.slice(eq + 1);
-  }
-  return labels;
-}
-
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function uuidArg(what: string, text: string): string {
   if (!UUID_RE.test(text))
