@@ -1,3 +1,5 @@
+import { Flags } from '@oclif/core';
+import type { OptionFlag } from '@oclif/core/interfaces';
 import { UsageError } from './errors.js';
 
 /*
@@ -8,19 +10,64 @@ import { UsageError } from './errors.js';
 
 // ---- durations --------------------------------------------------------------------------------
 
-/** `30s`, `500ms`, `2m`, or a bare number of seconds → milliseconds; undefined when malformed. */
+const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
+const DURATION_EXAMPLES = 'e.g. 500ms, 10s, 2m';
+
+/** `30s`, `500ms`, `2m`, `1h`, `1.5s`, or a bare number of seconds → milliseconds; undefined when malformed. */
 export function parseDuration(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
   if (!m) return undefined;
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return Math.round(Number(m[1]) * unit);
+  return Math.round(Number(m[1]) * DURATION_UNITS[(m[2] ?? 's') as keyof typeof DURATION_UNITS]);
+}
+
+/** Milliseconds as the shortest exact duration text: 300000 → `5m`, 1500 → `1500ms`, 0 → `0s`. */
+export function formatDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  for (const unit of ['h', 'm', 's'] as const)
+    if (ms % DURATION_UNITS[unit] === 0) return `${ms / DURATION_UNITS[unit]}${unit}`;
+  return `${ms}ms`;
 }
 
 /** The value of `--<flag>` as milliseconds; a UsageError naming the flag when it is not a duration. */
-export function durationFlag(flag: string, value: string): number {
+export function durationArg(flag: string, value: string, { positive = false } = {}): number {
   const ms = parseDuration(value);
-  if (ms === undefined) throw new UsageError(`--${flag} '${value}' is not a duration (e.g. 500ms, 10s, 2m)`);
+  if (ms === undefined) throw new UsageError(`--${flag} '${value}' is not a duration (${DURATION_EXAMPLES})`);
+  if (positive && ms <= 0)
+    throw new UsageError(`--${flag} '${value}' must be longer than 0 (${DURATION_EXAMPLES})`);
   return ms;
+}
+
+interface DurationFlagOptions {
+  description: string;
+  env?: string;
+  /** Refuse 0 (a timeout or a wait, where 0 would mean "give up at once"). */
+  positive?: boolean;
+}
+
+/**
+ * The one duration flag: `--timeout 90s`, `--node-deadline 500ms`, `--wait 2m`, or a bare number of
+ * seconds (so `--timeout 300` keeps meaning 300 s). Its value is milliseconds, and so is `default`,
+ * which help shows as a duration at the end of the description: `(default 5m)`.
+ */
+export function durationFlag(options: DurationFlagOptions & { default: number }): OptionFlag<number>;
+export function durationFlag(options: DurationFlagOptions): OptionFlag<number | undefined>;
+export function durationFlag(
+  options: DurationFlagOptions & { default?: number },
+): OptionFlag<number> | OptionFlag<number | undefined> {
+  const { positive, default: def, description, ...rest } = options;
+  return Flags.custom<number>({
+    ...rest,
+    parse: async (input, _context, flag) => durationArg(flag.name, input, { positive }),
+    ...(def === undefined
+      ? { description }
+      : {
+          description: `${description} (default ${formatDuration(def)})`,
+          default: def,
+          // The manifest (and so help) would show the default in milliseconds, and a defaultHelp
+          // function makes oclif load the command's code for every --help: the description says it.
+          noCacheDefault: true,
+        }),
+  })();
 }
 
 // ---- labels -----------------------------------------------------------------------------------

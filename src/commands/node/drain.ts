@@ -1,4 +1,5 @@
 import { Args, Flags } from '@oclif/core';
+import { durationFlag } from '../../lib/cli-args.js';
 import { nodeListing, waitDrained } from '../../lib/rest/cli.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
@@ -16,7 +17,10 @@ export default class NodeDrain extends RestCommand {
       default: 'storctl-drain',
     }),
     wait: Flags.boolean({ description: 'wait until the node is drained', default: false }),
-    timeout: Flags.integer({ description: 'seconds to wait with --wait', default: 300 }),
+    timeout: durationFlag({
+      description: 'how long to wait with --wait, e.g. 90s or 10m (a bare number is seconds)',
+      default: 300_000,
+    }),
   };
 
   async run(): Promise<void> {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
+import { durationFlag, formatDuration } from '../../lib/cli-args.js';
 import { TimeoutError } from '../../lib/errors.js';
 import { rebuildProgress, uuidArg, volumeListing } from '../../lib/rest/cli.js';
 import { RestCommand } from '../../lib/rest-command.js';
@@ -15,7 +16,10 @@ export default class VolumeScale extends RestCommand {
   static override flags = {
     replicas: Flags.integer({ description: 'new replica count', required: true, min: 1, max: 255 }),
     wait: Flags.boolean({ description: 'wait until rebuilds finish', default: true, allowNo: true }),
-    timeout: Flags.integer({ description: 'seconds to wait for rebuilds', default: 600 }),
+    timeout: durationFlag({
+      description: 'how long to wait for rebuilds, e.g. 90s or 10m (a bare number is seconds)',
+      default: 600_000,
+    }),
   };
 
   async run(): Promise<void> {
@@ -23,7 +27,7 @@ export default class VolumeScale extends RestCommand {
     const id = uuidArg('volume id', args.id);
     let v = await this.client.scaleVolume(id, flags.replicas);
     if (flags.wait && v.state.target) {
-      const deadline = Date.now() + flags.timeout * 1000;
+      const deadline = Date.now() + flags.timeout;
       let last = -1;
       for (;;) {
         v = await this.client.getVolume(id);
@@ -32,7 +36,7 @@ export default class VolumeScale extends RestCommand {
         if (percent !== last) this.logToStderr(`rebuilding ${rebuilding} replica(s): ${percent}%`);
         last = percent;
         if (Date.now() > deadline)
-          throw new TimeoutError(`volume ${id} still rebuilding after ${flags.timeout}s`, {
+          throw new TimeoutError(`volume ${id} still rebuilding after ${formatDuration(flags.timeout)}`, {
             suggestions: [
               `watch it with \`storctl volume scale ${id} --replicas ${flags.replicas}\` or \`storctl events --watch\``,
             ],

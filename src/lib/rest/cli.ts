@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { formatDuration } from '../cli-args.js';
 import { TimeoutError, UsageError } from '../errors.js';
 import { humanizeBytes, parseBytes } from '../output/humanize.js';
 import type { Column, Listing } from '../output/render.js';
@@ -90,25 +91,28 @@ export function rebuildProgress(v: Volume): { rebuilding: number; percent: numbe
 
 /**
  * Poll node `nodeId` (last seen as `node`) every 500 ms until core reports it drained, reporting how
- * many volume targets are still on it whenever that number changes; a TimeoutError after `timeoutSeconds`.
+ * many volume targets are still on it whenever that number changes; a TimeoutError after `timeoutMs`.
  */
 export async function waitDrained(
   client: RestClient,
   nodeId: string,
   node: Node,
-  timeoutSeconds: number,
+  timeoutMs: number,
   progress: (targetsLeft: number) => void,
 ): Promise<Node> {
-  const deadline = Date.now() + timeoutSeconds * 1000;
+  const deadline = Date.now() + timeoutMs;
   let last = -1;
   while (!node.spec?.cordondrainstate?.drainedstate) {
     const left = (await client.listVolumes()).filter((v) => v.spec.target?.node === nodeId).length;
     if (left !== last) progress(left);
     last = left;
     if (Date.now() > deadline)
-      throw new TimeoutError(`node ${nodeId} not drained after ${timeoutSeconds}s (${left} target(s) left)`, {
-        suggestions: ['see why with `storctl events`'],
-      });
+      throw new TimeoutError(
+        `node ${nodeId} not drained after ${formatDuration(timeoutMs)} (${left} target(s) left)`,
+        {
+          suggestions: ['see why with `storctl events`'],
+        },
+      );
     await sleep(500);
     node = await client.getNode(nodeId);
   }
