@@ -45,9 +45,9 @@ interface DurationFlagOptions {
 }
 
 /**
- * The one duration flag: `--timeout 90s`, `--node-deadline 500ms`, `--wait 2m`, or a bare number of
- * seconds (so `--timeout 300` keeps meaning 300 s). Its value is milliseconds, and so is `default`,
- * which help shows as a duration at the end of the description: `(default 5m)`.
+ * The one duration flag: `--timeout 90s`, `--node-deadline 500ms`, `--mount-timeout 2m`, or a bare
+ * number of seconds (so `--timeout 300` keeps meaning 300 s). Its value is milliseconds, and so is
+ * `default`, which help shows as a duration at the end of the description: `(default 5m)`.
  */
 export function durationFlag(options: DurationFlagOptions & { default: number }): OptionFlag<number>;
 export function durationFlag(options: DurationFlagOptions): OptionFlag<number | undefined>;
