@@ -21,9 +21,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { VolumeSpec } from '../src/daemons/core/model.js';
 import { newReplicaSpec } from '../src/daemons/core/ops/volume-create.js';
 import { IoEngineClient } from '../src/lib/io-engine/client.js';
+import { replicaSpec, type VolumeSpec, volumeSpec } from '../src/lib/specs/index.js';
 import { typePrefix } from '../src/lib/store/keys.js';
 import { openStore } from '../src/lib/store/open.js';
 import type { Store } from '../src/lib/store/types.js';
@@ -228,8 +228,8 @@ async function seed(cluster: TestCluster, n: number): Promise<void> {
       r.operation = null;
     }
     await engines[e].createReplica({ uuid: r.uuid, pool: r.pool as string, size: MiB, thin: true });
-    batch.push({ key: `${typePrefix(space, 'VolumeSpec')}${v.uuid}`, value: JSON.stringify(v) });
-    batch.push({ key: `${typePrefix(space, 'ReplicaSpec')}${r.uuid}`, value: JSON.stringify(r) });
+    batch.push({ key: `${typePrefix(space, 'VolumeSpec')}${v.uuid}`, value: volumeSpec.encode(v) });
+    batch.push({ key: `${typePrefix(space, 'ReplicaSpec')}${r.uuid}`, value: replicaSpec.encode(r) });
     if (batch.length >= 2000) await flush();
   });
   await flush();

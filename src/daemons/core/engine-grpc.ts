@@ -13,6 +13,7 @@ import type { EngineFactory } from './engines.js';
 
 const pool = (p: Pool): PoolState => ({
   id: p.name,
+  uuid: p.uuid,
   disk: p.disk,
   capacity: p.capacity,
   used: p.used,
@@ -110,9 +111,6 @@ export class GrpcEngine implements EngineApi {
   }
   async unshareReplica(uuid: string) {
     await this.call((c) => c.unshareReplica(uuid));
-  }
-  localReplicaUri(uuid: string) {
-    return `bdev:///${uuid}?uuid=${uuid}`;
   }
   async resizeReplica(uuid: string, size: number) {
     await this.call((c) => c.resizeReplica(uuid, size));

@@ -1,4 +1,4 @@
-import type { Labelled, Topology } from './model.js';
+import type { LabelledTopology, Topology } from '../../lib/specs/index.js';
 import { SvcError } from './svc-error.js';
 
 /** What the scheduler knows about a pool: spec labels plus the last state its io-engine reported. */
@@ -34,7 +34,7 @@ export interface PlacementRequest {
   volumeCommitmentPercent?: number;
 }
 
-const matchesLabels = (labels: Record<string, string>, l: Labelled | undefined): boolean => {
+const matchesLabels = (labels: Record<string, string>, l: LabelledTopology | undefined): boolean => {
   if (!l) return true;
   for (const [k, v] of Object.entries(l.inclusion ?? {}))
     if (labels[k] !== v && !(v === '' && k in labels)) return false;

@@ -1,7 +1,7 @@
 import { StorctlError } from '../../lib/errors.js';
 
 /**
- * Mayastor's REST error kinds (reference §2.3) and the HTTP status each maps to. Core code throws
+ * Mayastor's REST error kinds (docs/mayastor-compat.md §2.3) and the HTTP status each maps to. Core code throws
  * SvcError with one of these kinds; the REST boundary turns it into `{details, message, kind}`.
  */
 export const KIND_STATUS = {

@@ -1,4 +1,4 @@
-/** REST v0 bodies as core answers them (reference §2), the parts clients read. */
+/** REST v0 bodies as core answers them (docs/mayastor-compat.md §2), the parts clients read. */
 
 export interface Volume {
   spec: {

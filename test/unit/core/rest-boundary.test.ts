@@ -61,7 +61,7 @@ describe('REST body validation names the field', () => {
 });
 
 describe('error model', () => {
-  it('maps kinds to the HTTP status of reference §2.3', () => {
+  it('maps kinds to the HTTP status of docs/mayastor-compat.md §2.3', () => {
     expect(KIND_STATUS.NotFound).toBe(404);
     expect(KIND_STATUS.AlreadyExists).toBe(422);
     expect(KIND_STATUS.FailedPersist).toBe(507);

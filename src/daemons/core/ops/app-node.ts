@@ -4,7 +4,7 @@ import type { CoreContext } from '../context.js';
 import { SvcError } from '../svc-error.js';
 
 /**
- * App nodes (reference §1.14): CSI nodes register themselves every few minutes, so the records are
+ * App nodes (docs/mayastor-compat.md §1.14): CSI nodes register themselves every few minutes, so the records are
  * read from the store on request rather than cached, and registrations write no event (they would
  * flood the bounded log). Writes go through the lease-guarded writer like every core write.
  */

@@ -1,6 +1,6 @@
+import { isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { isCreated, type VolumeSpec } from '../model.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import { rollbackOp } from './settle.js';
@@ -44,11 +44,13 @@ export async function createCloneVolume(
     const chosen = records
       .filter((r) => registry.pools.has(r.spec.source_id.pool_id))
       .slice(0, body.replicas);
-    const replicas = chosen.map((r) => ({
-      ...newReplicaSpec(volume, r.spec.source_id.pool_id),
-      thin: true,
-      kind: 'snapshotClone',
-    }));
+    const replicas = chosen.map(
+      (r): ReplicaSpec => ({
+        ...newReplicaSpec(volume, r.spec.source_id.pool_id),
+        thin: true,
+        kind: 'snapshotClone',
+      }),
+    );
     await registry.persist({ volumes: [volume], replicas });
     const made: typeof replicas = [];
     try {

@@ -1,7 +1,7 @@
+import { cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { ReplicaSpec, VolumeSpec } from '../model.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
 import { settleOp } from './settle.js';
 import { destroyReplicasQuietly } from './volume-create.js';
@@ -24,7 +24,7 @@ export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void
         `volume '${uuid}' has snapshots; delete them first (storctl snapshot delete)`,
       );
     }
-    await finishVolumeDelete(ctx, structuredClone(volume));
+    await finishVolumeDelete(ctx, cloneSpec(volume));
   });
 }
 

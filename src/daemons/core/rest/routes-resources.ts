@@ -1,5 +1,5 @@
+import { poolRefName } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
-import { poolName } from '../model.js';
 import { labelPool, unlabelPool } from '../ops/pool-label.js';
 import {
   cordonNode,
@@ -19,7 +19,7 @@ import { replicaRoutes } from './routes-replicas.js';
 import { createPoolBody, labelParam, nameParam, uuidParam } from './validate.js';
 import { boolQuery } from './validate-resources.js';
 
-/** Pools, nodes, replicas, nexuses, block devices, app nodes and /specs (reference §2.2). */
+/** Pools, nodes, replicas, nexuses, block devices, app nodes and /specs (docs/mayastor-compat.md §2.2). */
 export function resourceRoutes(router: Router, ctx: CoreContext): void {
   replicaRoutes(router, ctx);
   nexusRoutes(router, ctx);
@@ -86,7 +86,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     })
     .add('GET', '/pools', async (req) => {
       const vol = req.query.get('volume_id');
-      const used = vol ? new Set(reg.volumeReplicas(vol).map((r) => poolName(r.pool))) : null;
+      const used = vol ? new Set(reg.volumeReplicas(vol).map((r) => poolRefName(r.pool))) : null;
       return {
         status: 200,
         body: [...reg.pools.values()].filter((p) => !used || used.has(p.id)).map((p) => poolOut(reg, p)),
@@ -165,7 +165,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     .add('GET', '/nodes/:node_id/pools/:pool_id/replicas', async (req) => ({
       status: 200,
       body: [...reg.replicas.values()]
-        .filter((r) => poolName(r.pool) === pool(req.params.pool_id, req.params.node_id).id)
+        .filter((r) => poolRefName(r.pool) === pool(req.params.pool_id, req.params.node_id).id)
         .map((r) => replicaOut(reg, r)),
     }))
     .add('GET', '/nexuses', async () => ({

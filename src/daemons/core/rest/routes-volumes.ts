@@ -1,5 +1,5 @@
+import type { VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
-import type { VolumeSpec } from '../model.js';
 import { createCloneVolume } from '../ops/clone.js';
 import { createSnapshot, deleteSnapshot } from '../ops/snapshot.js';
 import { createVolume } from '../ops/volume-create.js';
@@ -23,7 +23,7 @@ import {
   uuidParam,
 } from './validate.js';
 
-/** Offset pagination over the insertion-ordered spec map (reference §2.1). */
+/** Offset pagination over the insertion-ordered spec map (docs/mayastor-compat.md §2.1). */
 export function paginate<T>(items: T[], q: URLSearchParams): { entries: T[]; next_token?: number } {
   const max = q.get('max_entries');
   if (max === null)
