@@ -38,13 +38,18 @@ const LISTING_BAR = { volumes: 100_000, wall_ms: 3000, peak_rss_mb: 500 };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-/** Median rate over `rounds` runs; sides measured in the same round run back to back. */
+/**
+ * Median rate over `rounds` runs; sides measured in the same round run back to back, in reverse
+ * order every other round (a peer is not always the one measured first).
+ */
 async function medianRates(
   sides: Record<string, () => Promise<RateResult>>,
 ): Promise<Record<string, number>> {
   const seen: Record<string, number[]> = {};
   for (let r = 0; r < rounds; r++) {
-    for (const [name, run] of Object.entries(sides)) {
+    const order = Object.entries(sides);
+    if (r % 2 === 1) order.reverse();
+    for (const [name, run] of order) {
       seen[name] = [...(seen[name] ?? []), (await run()).perSecond];
     }
   }
@@ -67,16 +72,17 @@ async function main() {
     await raw.delete().prefix(prefix).exec();
     return r;
   };
+  // One raw database for the whole run, as the embedded store is one file; emptied after each round.
+  const rawDb = await RawSqlite.open(join(dir, 'raw.db'));
   const rawSqlite = (op: 'put' | 'cas', inFlight: number) => async () => {
-    const db = await RawSqlite.open(join(dir, `raw-${round++}.db`));
     try {
       return await measureRate(count, inFlight, async (i) => {
-        if (op === 'put') return db.put(`/storctl-bench/raw/${i}`, value);
-        if (!(await db.createIfAbsent(`/storctl-bench/raw/${i}`, value)))
+        if (op === 'put') return rawDb.put(`/storctl-bench/raw/${i}`, value);
+        if (!(await rawDb.createIfAbsent(`/storctl-bench/raw/${i}`, value)))
           throw new Error(`raw SQLite create-if-absent of fresh key ${i} failed`);
       });
     } finally {
-      await db.close();
+      rawDb.clear();
     }
   };
   try {
@@ -174,6 +180,7 @@ async function main() {
     );
   } finally {
     raw.close();
+    await rawDb.close();
     await etcd.stop();
     rmSync(dir, { recursive: true, force: true });
   }
