@@ -27,7 +27,7 @@ function blockDeviceListing(rows: BlockDevice[]): Listing<BlockDevice> {
 
 export default class GetBlockDevices extends RestCommand {
   static override description =
-    "list a node's block devices as its io-engine sees them (usable ones unless --all): not mounted, no filesystem, no partitions, writable";
+    "list a node's block devices as its io-engine sees them, through core's REST API (core must run: unlike the other get commands it does not read the store); usable ones unless --all: not mounted, no filesystem, no partitions, writable";
   static override examples = [
     '<%= config.bin %> <%= command.id %> node-1',
     '<%= config.bin %> <%= command.id %> node-1 --all -o wide',
