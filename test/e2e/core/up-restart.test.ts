@@ -81,7 +81,6 @@ describe('storctl up: a clean stop and a restart rebuild nothing (built CLI)', (
     }
 
     up = await start();
-    const ready = Date.now();
     rest = new RestClient(endpoints().rest);
     try {
       await waitFor(
@@ -99,8 +98,6 @@ describe('storctl up: a clean stop and a restart rebuild nothing (built CLI)', (
         },
         { what: 'every volume Online at its old URI', timeoutMs: 30_000 },
       );
-      const secs = (Date.now() - ready) / 1000;
-      expect(secs, 'seconds from ready until every volume is Online again').toBeLessThan(30);
       let i = 0;
       for (const uri of uris.values()) await qemuIo(uri, `read -P ${++i} 0 1M`);
       for (const id of uris.keys()) {
