@@ -117,7 +117,7 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(JSON.parse(cordon.stdout).state.cordoned).toBe(true);
     // Cordoned node-1 is skipped: a 3-replica volume no longer fits on 3 nodes.
     const tooMany = await cli('volume', 'create', '--size', '8MiB', '--replicas', '3');
-    expect(tooMany.code).toBe(1);
+    expect(tooMany.code).toBe(4);
     expect(tooMany.stderr).toMatch(/ResourceExhausted: .*node cordoned/);
     expect((await cli('node', 'uncordon', 'node-1')).code).toBe(0);
 
