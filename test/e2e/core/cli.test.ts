@@ -75,11 +75,16 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     await qemuIo(uri, 'write -P 0x42 0 2M');
     await qemuIo(uri, 'read -P 0x42 0 2M');
 
-    // An error from core: the REST kind, its message and a next step; exit code 4 (conflict).
+    // Publishing again where it is published answers the current target, exit 0.
     const again = await cli('volume', 'publish', id);
-    expect(again.code).toBe(4);
-    expect(again.stderr).toContain('AlreadyPublished');
-    expect(again.stderr).toContain('Try: unpublish it first');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout.trim()).toBe(uri);
+    const node = JSON.parse((await cli('volume', 'publish', id, '-o', 'json')).stdout).spec.target.node;
+    // Elsewhere, it is an error from core: the REST kind, its message and a next step; exit 4.
+    const elsewhere = await cli('volume', 'publish', id, '--node', node === 'node-1' ? 'node-2' : 'node-1');
+    expect(elsewhere.code).toBe(4);
+    expect(elsewhere.stderr).toContain('AlreadyPublished');
+    expect(elsewhere.stderr).toContain('Try: unpublish it first');
 
     const scaled = await cli('volume', 'scale', id, '--replicas', '2', '-o', 'json');
     expect(scaled.code, scaled.stderr).toBe(0);
@@ -90,6 +95,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(grown.code, grown.stderr).toBe(0);
     expect(grown.stderr).toContain('rebuild complete');
     await qemuIo(uri, 'read -P 0x42 0 2M');
+    // Scaling to the count it has is a no-op, not a conflict.
+    const same = await cli('volume', 'scale', id, '--replicas', '3', '-o', 'json');
+    expect(same.code, same.stderr).toBe(0);
+    expect(JSON.parse(same.stdout).spec.num_replicas).toBe(3);
 
     const snap = await cli('snapshot', 'create', id, '-o', 'json');
     expect(snap.code, snap.stderr).toBe(0);
@@ -137,7 +146,15 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
       `${JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).rest}/v0/volumes/${v}`,
     ).then((r) => r.json() as Promise<{ spec: { target: { node: string } } }>);
     expect(vol.spec.target.node).not.toBe('node-3');
-    expect((await cli('node', 'uncordon', 'node-3', '--label', 'storctl-drain')).code).toBe(0);
+    // Without --label, uncordon removes the node's one label: here the drain's.
+    const wide = await cli('get', 'nodes', '-o', 'wide');
+    expect(wide.stdout).toMatch(/DRAIN LABELS/);
+    expect(wide.stdout).toMatch(/node-3 .*storctl-drain/);
+    const uncordoned = await cli('node', 'uncordon', 'node-3');
+    expect(uncordoned.code, uncordoned.stderr).toBe(0);
+    const notCordoned = await cli('node', 'uncordon', 'node-3');
+    expect(notCordoned.code).toBe(4);
+    expect(notCordoned.stderr).toContain("node 'node-3' is not cordoned or draining");
 
     const pools = await cli('pool', 'delete', 'pool-node-1');
     expect(pools.code).toBe(4);
