@@ -75,6 +75,14 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     await qemuIo(uri, 'write -P 0x42 0 2M');
     await qemuIo(uri, 'read -P 0x42 0 2M');
 
+    // With core up, get tables join its live state: pool capacity and usage, target URIs.
+    const pools = await cli('get', 'pools');
+    expect(pools.stderr).toBe('');
+    expect(pools.stdout).toMatch(/^\s*pool-node-1 .* 1GiB /m);
+    expect(pools.stdout).not.toContain('<none>');
+    expect((await cli('get', 'volume', id, '-o', 'wide')).stdout).toContain(uri);
+    expect((await cli('get', 'nexuses', '-o', 'wide')).stdout).toContain(uri);
+
     // Publishing again where it is published answers the current target, exit 0.
     const again = await cli('volume', 'publish', id);
     expect(again.code, again.stderr).toBe(0);
@@ -195,5 +203,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     const after = await cli('volume', 'create', '--size', '1MiB');
     expect(after.code).toBe(6);
     expect(after.stderr).toContain('storctl up');
+    // get still answers from the store, and says what it cannot show.
+    const stored = await cli('get', 'pools');
+    expect(stored.code).toBe(0);
+    expect(stored.stdout).toMatch(/^\s*pool-node-1 /m);
+    expect(stored.stderr).toContain('showing stored specs only');
   });
 });
