@@ -4,7 +4,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isAddressInUse, unusedPort } from './ports.js';
-import { waitFor } from './wait.js';
+import { failIfExited, waitFor } from './wait.js';
 
 const S3RVER = fileURLToPath(new URL('../../node_modules/s3rver/bin/s3rver.js', import.meta.url));
 
@@ -39,7 +39,7 @@ export class S3Server {
       try {
         await waitFor(
           async () => {
-            if (child.exitCode !== null) throw new Error(`s3rver exited: ${stderr}`);
+            await failIfExited(child, 's3rver', () => stderr);
             const res = await fetch(`${server.endpoint}/`).catch(() => undefined);
             return res !== undefined;
           },
