@@ -99,10 +99,14 @@ export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<E
     child.stderr?.on('data', (d) => {
       log = (log + d).slice(-4000);
     });
+    // A health request to a port some other process holds may hang: the exit ends it too.
+    const exited = once(child, 'exit').then(() => '');
     await waitFor(
       async () => {
         await failIfExited(child, 'etcd', () => log);
-        return (await health(clientUrl, tls)).includes('"health":"true"');
+        const body = await Promise.race([health(clientUrl, tls), exited]);
+        await failIfExited(child, 'etcd', () => log);
+        return body.includes('"health":"true"');
       },
       { timeoutMs: 20_000, intervalMs: 20, what: `etcd /health on ${clientUrl}` },
     );

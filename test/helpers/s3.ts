@@ -36,11 +36,17 @@ export class S3Server {
         stderr += d;
       });
       const server = new S3Server(child, port, dataDir);
+      // A request to a port some other process holds may hang: the exit ends it too.
+      const exited = once(child, 'exit').then(() => undefined);
       try {
         await waitFor(
           async () => {
             await failIfExited(child, 's3rver', () => stderr);
-            const res = await fetch(`${server.endpoint}/`).catch(() => undefined);
+            const res = await Promise.race([
+              fetch(`${server.endpoint}/`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined),
+              exited,
+            ]);
+            await failIfExited(child, 's3rver', () => stderr);
             return res !== undefined;
           },
           { what: 's3rver to answer', timeoutMs: 15_000 },
