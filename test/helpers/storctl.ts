@@ -66,7 +66,7 @@ export class StorctlProcess {
    * In a `waitFor` check: fails the wait at once (a FatalWaitError with the tail of the output) when
    * the process has exited, e.g. a daemon that died at start.
    */
-  failIfExited(what = `storctl ${this.child.spawnargs.slice(2, 4).join(' ')}`): Promise<void> {
+  failIfExited(what = `storctl ${this.child.spawnargs.slice(2, 4).join(' ')}`): Promise<null> {
     return failIfExited(this.child, what, () => this.output);
   }
 

@@ -21,10 +21,11 @@ export function tail(log: string, lines = 40): string {
 
 /**
  * In a `waitFor` check: once `child` has exited, wait for its output streams to close (so the log
- * is complete) and fail the wait at once with the exit status and the tail of `log()`.
+ * is complete) and fail the wait at once with the exit status and the tail of `log()`. While the
+ * child runs it resolves null ("not yet"), so it composes: `found ?? (await failIfExited(…))`.
  */
-export async function failIfExited(child: ChildProcess, what: string, log: () => string): Promise<void> {
-  if (child.exitCode === null && child.signalCode === null) return;
+export async function failIfExited(child: ChildProcess, what: string, log: () => string): Promise<null> {
+  if (child.exitCode === null && child.signalCode === null) return null;
   // 'close' follows 'exit' once stdout/stderr have ended; it may already have been emitted.
   if ([child.stdout, child.stderr].some((s) => s && !s.closed))
     await Promise.race([once(child, 'close'), new Promise((r) => setTimeout(r, 1000))]);

@@ -158,14 +158,19 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
       const created = await cli('volume', 'create', '--size', '4MiB', '-o', 'json');
       const id = JSON.parse(created.stdout).spec.uuid as string;
       const line = await waitFor(
-        () => watcher.output.split('\n').find((l) => l.includes(id) && l.includes('"Created"')),
+        async () =>
+          watcher.output.split('\n').find((l) => l.includes(id) && l.includes('"Created"')) ??
+          (await watcher.failIfExited('storctl events --watch')),
         { what: 'the create event on the watch' },
       );
       expect(JSON.parse(line)).toMatchObject({ resource: 'volume', id, action: 'Created' });
       await cli('volume', 'delete', id);
-      await waitFor(() => watcher.output.split('\n').some((l) => l.includes(id) && l.includes('"Deleted"')), {
-        what: 'the delete event',
-      });
+      await waitFor(
+        async () =>
+          watcher.output.split('\n').some((l) => l.includes(id) && l.includes('"Deleted"')) ||
+          (await watcher.failIfExited('storctl events --watch')),
+        { what: 'the delete event' },
+      );
     } finally {
       expect(await watcher.kill('SIGINT')).toBe(0);
     }

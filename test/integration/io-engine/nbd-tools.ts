@@ -42,7 +42,7 @@ export function startTool(cmd: string, args: string[]) {
       return output;
     },
     /** In a `waitFor` check: fails the wait at once, with the tail of the output, once the tool exited. */
-    failIfExited(): Promise<void> {
+    failIfExited(): Promise<null> {
       return failIfExited(child, cmd, () => output);
     },
     kill(signal: NodeJS.Signals = 'SIGTERM') {
