@@ -1,0 +1,459 @@
+import { mkdir, open, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { GrpcError } from '../../lib/grpc/status.js';
+import type { Logger } from '../../lib/logger.js';
+import { probePath } from '../../lib/mount/health.js';
+import { uuidV5 } from '../../lib/mount/unit-name.js';
+import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
+import type { Attacher } from './attacher.js';
+import { attacherFor } from './attacher-kernel-nbd.js';
+import {
+  bindMount,
+  deviceSize,
+  type FsType,
+  freezeFs,
+  fsTypeOf,
+  fsUsage,
+  growFs,
+  mkfs,
+  mountFs,
+  thawFs,
+} from './fs-ops.js';
+import { type ProxyRef, proxyStatus, refreshProxy, repointProxy, startProxy, stopProxy } from './proxy.js';
+import type { NodeState, StagedVolume } from './state.js';
+
+export interface StageRequest {
+  volumeId: string;
+  stagingPath: string;
+  target: string;
+  block: boolean;
+  fsType: FsType;
+  mountFlags: string[];
+  accessMode: string;
+}
+
+export interface PublishRequest {
+  volumeId: string;
+  stagingPath: string;
+  targetPath: string;
+  block: boolean;
+  readonly: boolean;
+}
+
+export interface VolumeHealth {
+  abnormal: boolean;
+  message: string;
+}
+
+const failedPrecondition = (m: string) => new GrpcError(status.FAILED_PRECONDITION, m);
+const notFound = (m: string) => new GrpcError(status.NOT_FOUND, m);
+const alreadyExists = (m: string) => new GrpcError(status.ALREADY_EXISTS, m);
+
+/** Default self-thaw of a frozen filesystem when the freezer names no timeout. */
+export const DEFAULT_FREEZE_TIMEOUT_MS = 60_000;
+
+/**
+ * Every block volume staged on this node: proxy → block device → filesystem → bind mounts, each
+ * step recorded in the state file as it is made so that a restart (or a failure half-way) can find
+ * and undo it. One operation per volume at a time (a second concurrent one is ABORTED).
+ */
+export class BlockVolumes {
+  private readonly busy = new Set<string>();
+  private readonly thawTimers = new Map<string, NodeJS.Timeout>();
+
+  constructor(
+    private readonly cfg: {
+      stateDir: string;
+      state: NodeState;
+      attacher: Attacher;
+      log: Logger;
+      pathTimeoutMs: number;
+    },
+  ) {}
+
+  private get state() {
+    return this.cfg.state;
+  }
+
+  /** After a restart: log what was found, and re-arm (or carry out) the self-thaw of frozen filesystems. */
+  async adopt(): Promise<{ volumes: number; healthy: number }> {
+    let healthy = 0;
+    const all = this.state.all();
+    for (const v of all) {
+      const h = await this.health(v);
+      if (!h.abnormal) healthy++;
+      this.cfg.log.info({ volumeId: v.volumeId, staged: v.staged, ...h }, 'found staged volume');
+      if (v.frozenUntil) this.armThaw(v.volumeId, v.frozenUntil - Date.now());
+    }
+    return { volumes: all.length, healthy };
+  }
+
+  /** Run `fn` as the only operation on `volumeId`; another one in flight answers ABORTED. */
+  async exclusive<T>(volumeId: string, fn: () => Promise<T>): Promise<T> {
+    if (this.busy.has(volumeId))
+      throw new GrpcError(status.ABORTED, `an operation on volume ${volumeId} is already in progress`);
+    this.busy.add(volumeId);
+    try {
+      return await fn();
+    } finally {
+      this.busy.delete(volumeId);
+    }
+  }
+
+  get(volumeId: string): StagedVolume | undefined {
+    return this.state.get(volumeId);
+  }
+
+  /** What is wrong with a staged volume's path (proxy, device, mount), if anything. */
+  async health(v: StagedVolume): Promise<VolumeHealth> {
+    if (!v.proxy) return { abnormal: true, message: 'staging did not finish: no path proxy' };
+    const st = await proxyStatus(v.proxy);
+    if (!st) return { abnormal: true, message: `the path proxy (pid ${v.proxy.pid}) is gone` };
+    if (!v.device) return { abnormal: true, message: 'staging did not finish: no block device' };
+    const problem = await (await attacherFor(v.device)).problem(v.device);
+    if (problem) return { abnormal: true, message: problem };
+    if (!v.block) {
+      if (!(await isMountPoint(v.stagingPath)))
+        return { abnormal: true, message: `nothing is mounted at ${v.stagingPath}` };
+      const p = await probePath(v.stagingPath);
+      if (p.state !== 'ok')
+        return {
+          abnormal: true,
+          message: `${v.stagingPath} does not answer (${'code' in p ? p.code : p.state})`,
+        };
+    }
+    if (!st.connected)
+      return {
+        abnormal: true,
+        message: `no path to ${st.target}: ${st.lastError ?? 'disconnected'} (reconnecting)`,
+      };
+    return { abnormal: false, message: `served through ${st.target}` };
+  }
+
+  async stage(r: StageRequest): Promise<void> {
+    const existing = this.state.get(r.volumeId);
+    if (existing) {
+      if (existing.stagingPath !== r.stagingPath)
+        throw alreadyExists(
+          `volume ${r.volumeId} is staged at ${existing.stagingPath}, not at ${r.stagingPath}`,
+        );
+      if (existing.block !== r.block)
+        throw alreadyExists(
+          `volume ${r.volumeId} is staged as ${existing.block ? 'a raw block device' : 'a filesystem'}; the request asks for ${r.block ? 'block' : 'mount'} access`,
+        );
+      if (!r.block && existing.fsType !== r.fsType)
+        throw alreadyExists(`volume ${r.volumeId} is staged with ${existing.fsType}, not ${r.fsType}`);
+      if (existing.staged) {
+        const h = await this.health(existing);
+        if (!h.abnormal || /reconnecting/.test(h.message)) {
+          if (existing.target !== r.target && existing.proxy) {
+            await repointProxy(existing.proxy, r.target);
+            await this.state.put({ ...existing, target: r.target });
+            this.cfg.log.info({ volumeId: r.volumeId, target: r.target }, 're-pointed on repeated stage');
+          }
+          return;
+        }
+        this.cfg.log.warn(
+          { volumeId: r.volumeId, problem: h.message },
+          'staged volume is broken: staging it again',
+        );
+      }
+      await this.teardown(existing, { force: true });
+    }
+    await this.stageFresh(r);
+  }
+
+  private async stageFresh(r: StageRequest): Promise<void> {
+    const dir = join(this.cfg.stateDir, 'v', uuidV5(r.volumeId));
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const v: StagedVolume = {
+      volumeId: r.volumeId,
+      dir,
+      stagingPath: r.stagingPath,
+      target: r.target,
+      block: r.block,
+      fsType: r.block ? undefined : r.fsType,
+      mountFlags: r.mountFlags,
+      accessMode: r.accessMode,
+      size: 0,
+      staged: false,
+      publishes: {},
+      stagedAt: new Date().toISOString(),
+    };
+    await this.state.put(v);
+    try {
+      let proxy: ProxyRef;
+      try {
+        proxy = await startProxy({
+          dir,
+          target: r.target,
+          advertisedSize: this.cfg.attacher.advertisedSize(0),
+          pathTimeoutMs: this.cfg.pathTimeoutMs,
+        });
+      } catch (err) {
+        // The target does not answer or has no such export: the volume is not reachable from here.
+        throw notFound(`volume ${r.volumeId}: ${(err as Error).message}`);
+      }
+      v.proxy = proxy;
+      const st = await proxyStatus(proxy);
+      v.size = st?.size ?? 0;
+      await this.state.put(v);
+      v.device = await this.cfg.attacher.attach({ dir, proxy, size: v.size });
+      await this.state.put(v);
+      if (!r.block) {
+        const found = await fsTypeOf(v.device.device);
+        if (!found) {
+          this.cfg.log.info(
+            { volumeId: r.volumeId, device: v.device.device, fsType: r.fsType },
+            'formatting',
+          );
+          await mkfs(v.device.device, r.fsType);
+        } else if (found !== r.fsType) {
+          throw failedPrecondition(
+            `volume ${r.volumeId} already holds a ${found} filesystem; the request asks for ${r.fsType}`,
+          );
+        }
+        await mkdir(r.stagingPath, { recursive: true, mode: 0o750 });
+        await mountFs(v.device.device, r.stagingPath, r.fsType, r.mountFlags);
+      }
+      v.staged = true;
+      await this.state.put(v);
+      this.cfg.log.info(
+        {
+          volumeId: r.volumeId,
+          device: v.device.device,
+          staging: r.stagingPath,
+          target: r.target,
+          size: v.size,
+        },
+        'staged',
+      );
+    } catch (err) {
+      await this.teardown(v, { force: true }).catch((e) =>
+        this.cfg.log.warn(
+          { volumeId: r.volumeId, err: (e as Error).message },
+          'cleanup after a failed stage failed',
+        ),
+      );
+      throw err;
+    }
+  }
+
+  /** Undo everything staged for `v`: mounts, device, proxy, its directory and its record. */
+  private async teardown(v: StagedVolume, { force }: { force: boolean }): Promise<void> {
+    this.clearThaw(v.volumeId);
+    if (v.frozenUntil && !v.block) await thawFs(v.stagingPath).catch(() => false);
+    if (force) for (const t of Object.keys(v.publishes)) await unmountAll(t).catch(() => {});
+    if (!v.block) await unmountAll(v.stagingPath);
+    if (v.device) await (await attacherFor(v.device)).detach(v.device);
+    if (v.proxy) await stopProxy(v.proxy);
+    await rm(v.dir, { recursive: true, force: true });
+    await this.state.delete(v.volumeId);
+  }
+
+  async unstage(volumeId: string, stagingPath: string): Promise<void> {
+    const v = this.state.get(volumeId);
+    if (!v || v.stagingPath !== stagingPath) return; // not staged there: nothing to do (spec: OK)
+    for (const t of Object.keys(v.publishes)) {
+      if (await isMountPoint(t))
+        throw failedPrecondition(`volume ${volumeId} is still published at ${t}; unpublish it first`);
+    }
+    await this.teardown(v, { force: false });
+    this.cfg.log.info({ volumeId, staging: stagingPath }, 'unstaged');
+  }
+
+  async publish(r: PublishRequest): Promise<void> {
+    const v = this.state.get(r.volumeId);
+    if (!v?.staged)
+      throw failedPrecondition(`volume ${r.volumeId} is not staged on this node (NodeStageVolume first)`);
+    if (v.stagingPath !== r.stagingPath)
+      throw failedPrecondition(`volume ${r.volumeId} is staged at ${v.stagingPath}, not at ${r.stagingPath}`);
+    if (v.block !== r.block)
+      throw failedPrecondition(
+        `volume ${r.volumeId} is staged for ${v.block ? 'block' : 'mount'} access; the request asks for ${r.block ? 'block' : 'mount'}`,
+      );
+    const h = await this.health(v);
+    if (h.abnormal && !/reconnecting/.test(h.message))
+      throw new GrpcError(
+        status.UNAVAILABLE,
+        `volume ${r.volumeId} is staged but broken (${h.message}); stage it again`,
+      );
+    const prev = v.publishes[r.targetPath];
+    if (prev && prev.readonly !== r.readonly)
+      throw alreadyExists(
+        `volume ${r.volumeId} is published at ${r.targetPath} ${prev.readonly ? 'read-only' : 'read-write'}`,
+      );
+    if (await isMountPoint(r.targetPath)) {
+      const p = await probePath(r.targetPath);
+      if (prev && (p.state === 'ok' || (r.block && p.state !== 'corrupted'))) return;
+      // A dead or foreign layer: peel it off and bind again.
+      if (prev || p.state === 'corrupted') await unmountAll(r.targetPath);
+      else throw alreadyExists(`${r.targetPath} is already a mount point of something else`);
+    }
+    const source = v.block ? v.device!.device : v.stagingPath;
+    if (v.block) {
+      await mkdir(dirname(r.targetPath), { recursive: true, mode: 0o750 });
+      await (await open(r.targetPath, 'a', 0o600)).close();
+    } else {
+      await mkdir(r.targetPath, { recursive: true, mode: 0o750 });
+    }
+    await bindMount(source, r.targetPath, r.readonly);
+    v.publishes[r.targetPath] = { readonly: r.readonly, block: r.block };
+    await this.state.put(v);
+    this.cfg.log.info({ volumeId: r.volumeId, target: r.targetPath, readonly: r.readonly }, 'published');
+  }
+
+  async unpublish(volumeId: string, targetPath: string): Promise<void> {
+    const v = this.state.get(volumeId);
+    const rec = v?.publishes[targetPath];
+    await unmountAll(targetPath);
+    // Remove what we created at the target: an empty directory, or the empty file of a block publish.
+    try {
+      const s = await stat(targetPath);
+      if (s.isDirectory()) await rmdir(targetPath);
+      else if (rec?.block && s.isFile() && s.size === 0) await unlink(targetPath);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') this.cfg.log.warn({ targetPath, code }, 'target left in place');
+    }
+    if (v && rec) {
+      delete v.publishes[targetPath];
+      await this.state.put(v);
+    }
+    this.cfg.log.info({ volumeId, target: targetPath }, 'unpublished');
+  }
+
+  /** The staged volume whose staging path or a published target is `path`; NOT_FOUND otherwise. */
+  located(volumeId: string, path: string): StagedVolume {
+    const v = this.state.get(volumeId);
+    if (!v) throw notFound(`volume ${volumeId} is not staged on this node`);
+    if (v.stagingPath !== path && !v.publishes[path])
+      throw notFound(`volume ${volumeId} is neither staged nor published at ${path}`);
+    return v;
+  }
+
+  async stats(volumeId: string, path: string) {
+    const v = this.located(volumeId, path);
+    const h = await this.health(v);
+    const condition = { abnormal: h.abnormal, message: h.message };
+    if (v.block || v.publishes[path]?.block) {
+      const total = v.device ? await deviceSize(v.device.device).catch(() => v.size) : v.size;
+      return { usage: [{ unit: 'BYTES', total: String(total) }], volume_condition: condition };
+    }
+    try {
+      const u = await fsUsage(path);
+      return {
+        usage: [
+          {
+            unit: 'BYTES',
+            total: String(u.totalBytes),
+            available: String(u.availableBytes),
+            used: String(u.usedBytes),
+          },
+          {
+            unit: 'INODES',
+            total: String(u.totalInodes),
+            available: String(u.freeInodes),
+            used: String(u.usedInodes),
+          },
+        ],
+        volume_condition: condition,
+      };
+    } catch (err) {
+      return {
+        usage: [],
+        volume_condition: {
+          abnormal: true,
+          message: `${path}: ${(err as NodeJS.ErrnoException).code ?? err}`,
+        },
+      };
+    }
+  }
+
+  /** Grow the device to the target's current size, then the filesystem; returns the device's bytes. */
+  async expand(volumeId: string, path: string, requiredBytes: number): Promise<number> {
+    const v = this.located(volumeId, path);
+    if (!v.proxy || !v.device) throw failedPrecondition(`volume ${volumeId} is not fully staged`);
+    const st = await refreshProxy(v.proxy);
+    if (requiredBytes > st.size)
+      throw new GrpcError(
+        status.OUT_OF_RANGE,
+        `volume ${volumeId} is ${st.size} bytes at its target; ${requiredBytes} were asked for (ControllerExpandVolume first)`,
+      );
+    const attacher = await attacherFor(v.device);
+    if ((await deviceSize(v.device.device)) < st.size) await attacher.grow(v.device, st.size);
+    v.size = st.size;
+    await this.state.put(v);
+    if (!v.block) {
+      try {
+        await growFs(v.fsType!, v.device.device, v.stagingPath);
+      } catch (err) {
+        const msg = (err as Error).message;
+        const hint = /Permission denied/.test(msg)
+          ? ' (online ext4 growth needs CAP_SYS_RESOURCE, which this process lacks)'
+          : '';
+        throw new GrpcError(status.INTERNAL, `growing the filesystem of ${volumeId} failed: ${msg}${hint}`);
+      }
+    }
+    this.cfg.log.info({ volumeId, size: st.size }, 'expanded');
+    return st.size;
+  }
+
+  // --- freeze ---------------------------------------------------------------------------------------
+
+  async freeze(volumeId: string, timeoutMs: number): Promise<void> {
+    const v = this.state.get(volumeId);
+    if (!v?.staged) throw notFound(`volume ${volumeId} is not staged on this node`);
+    if (v.block)
+      throw failedPrecondition(`volume ${volumeId} is staged as a raw block device: no filesystem to freeze`);
+    await freezeFs(v.stagingPath);
+    v.frozenUntil = Date.now() + timeoutMs;
+    await this.state.put(v);
+    this.armThaw(volumeId, timeoutMs);
+    this.cfg.log.info({ volumeId, timeoutMs }, 'frozen');
+  }
+
+  async unfreeze(volumeId: string): Promise<boolean> {
+    const v = this.state.get(volumeId);
+    if (!v?.staged) throw notFound(`volume ${volumeId} is not staged on this node`);
+    if (v.block)
+      throw failedPrecondition(`volume ${volumeId} is staged as a raw block device: nothing is frozen`);
+    this.clearThaw(volumeId);
+    const was = await thawFs(v.stagingPath);
+    if (v.frozenUntil) {
+      delete v.frozenUntil;
+      await this.state.put(v);
+    }
+    this.cfg.log.info({ volumeId, wasFrozen: was }, 'thawed');
+    return was;
+  }
+
+  private armThaw(volumeId: string, inMs: number): void {
+    this.clearThaw(volumeId);
+    const t = setTimeout(
+      () => {
+        this.thawTimers.delete(volumeId);
+        this.cfg.log.warn({ volumeId }, 'no Unfreeze within the freeze timeout: thawing by ourselves');
+        void this.unfreeze(volumeId).catch((err) =>
+          this.cfg.log.error({ volumeId, err: (err as Error).message }, 'self-thaw failed'),
+        );
+      },
+      Math.max(0, inMs),
+    );
+    t.unref();
+    this.thawTimers.set(volumeId, t);
+  }
+
+  private clearThaw(volumeId: string): void {
+    const t = this.thawTimers.get(volumeId);
+    if (t) clearTimeout(t);
+    this.thawTimers.delete(volumeId);
+  }
+
+  close(): void {
+    for (const t of this.thawTimers.values()) clearTimeout(t);
+    this.thawTimers.clear();
+  }
+}
