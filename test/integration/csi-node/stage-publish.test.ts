@@ -1,0 +1,176 @@
+import { readFile, stat, statfs, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stageRequest } from '../../helpers/csi-client.js';
+import { waitFor } from '../../helpers/wait.js';
+import { newVolumeId, TestCluster } from '../core/cluster.js';
+import { CsiNodeFixture } from './fixture.js';
+
+const MiB = 1 << 20;
+
+const publishRequest = (o: {
+  volumeId: string;
+  staging: string;
+  target: string;
+  readonly?: boolean;
+  fsType?: string;
+}) => ({
+  volume_id: o.volumeId,
+  staging_target_path: o.staging,
+  target_path: o.target,
+  readonly: o.readonly ?? false,
+  volume_capability: {
+    mount: { fs_type: o.fsType ?? 'ext4', mount_flags: [] },
+    access_mode: { mode: 'SINGLE_NODE_WRITER' },
+  },
+  publish_context: {},
+  volume_context: {},
+  secrets: {},
+});
+
+interface Stats {
+  usage: { unit: string; total: string; available: string; used: string }[];
+  volume_condition: { abnormal: boolean; message: string };
+}
+
+/**
+ * The csi-node end to end on real mounts: a volume of a real cluster (io-engine NBD target) staged
+ * through the path proxy → nbdfuse → loop device → ext4 / xfs, bind-published, written, unstaged,
+ * staged again and read back, frozen, grown online; nothing of ours is left afterwards.
+ */
+describe('csi-node stage / publish on real filesystems', () => {
+  let cluster: TestCluster | undefined;
+  let node: CsiNodeFixture | undefined;
+  afterEach(async () => {
+    if (node) {
+      await node.stop();
+      await node.forceCleanup();
+      await node.remove();
+    }
+    await cluster?.stop();
+    node = undefined;
+    cluster = undefined;
+  });
+
+  it('stages, publishes, writes, unstages, stages again and reads back; freeze; stats; nothing left', {
+    timeout: 120_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1 });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const csi = node.csi!;
+
+    // Registered with core as an app node, with its NodeFs endpoint.
+    const app = await waitFor(
+      () =>
+        cluster!.rest.call<{ spec: { endpoint: string } }>('GET', '/app-nodes/csi-node-1').catch(() => null),
+      { what: 'app node registered' },
+    );
+    expect(app.spec.endpoint).toBe(node.ready.fsEndpoint);
+    const info = await csi.node<{ node_id: string; max_volumes_per_node: string }>('NodeGetInfo');
+    expect(info.node_id).toBe('csi-node-1');
+    const caps = await csi.node<{ capabilities: { rpc: { type: string } }[] }>('NodeGetCapabilities');
+    expect(caps.capabilities.map((c) => c.rpc.type).sort()).toEqual([
+      'EXPAND_VOLUME',
+      'GET_VOLUME_STATS',
+      'STAGE_UNSTAGE_VOLUME',
+      'VOLUME_CONDITION',
+    ]);
+
+    const id = newVolumeId();
+    const published = await cluster.createPublished(id, { size: 64 * MiB, replicas: 1, node: 'node-1' });
+    const uri = published.state.target!.deviceUri;
+    const staging = join(node.root, 'plugins', id, 'globalmount');
+    const target = join(node.root, 'pods', 'pod-1', 'volumes', id, 'mount');
+
+    await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+    await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri })); // idempotent
+    await expect(
+      csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri, fsType: 'xfs' })),
+    ).rejects.toMatchObject({ code: 6 }); // ALREADY_EXISTS: staged with ext4
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target })); // idempotent
+    await writeFile(join(target, 'hello.txt'), 'written through proxy, nbdfuse, loop and ext4\n');
+
+    const stats = await csi.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+    expect(stats.volume_condition.abnormal).toBe(false);
+    const bytes = stats.usage.find((u) => u.unit === 'BYTES')!;
+    expect(Number(bytes.total)).toBeGreaterThan(40 * MiB);
+    expect(Number(bytes.total)).toBeLessThanOrEqual(64 * MiB);
+    expect(stats.usage.find((u) => u.unit === 'INODES')).toBeDefined();
+
+    // Freeze through NodeFs; Unfreeze reports it was frozen; a forgotten freeze thaws by itself.
+    await node.fs!.call('Freeze', { volume_id: id, timeout_ms: 30_000 });
+    expect(await node.fs!.call('Unfreeze', { volume_id: id })).toEqual({ was_frozen: true });
+    await node.fs!.call('Freeze', { volume_id: id, timeout_ms: 300 });
+    await waitFor(
+      async () =>
+        (await readFile(join(node!.stateDir, 'state.json'), 'utf8')).includes('frozenUntil') === false,
+      {
+        what: 'self-thaw',
+      },
+    );
+    expect(await node.fs!.call('Unfreeze', { volume_id: id })).toEqual({ was_frozen: false });
+    await expect(node.fs!.call('Freeze', { volume_id: newVolumeId() })).rejects.toMatchObject({ code: 5 });
+
+    await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
+    await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target }); // idempotent
+    await expect(stat(target)).rejects.toMatchObject({ code: 'ENOENT' });
+    await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging }); // idempotent
+    expect(await node.leftovers()).toEqual([]);
+
+    // Stage again: the filesystem is found (not formatted again) and the file is there; read-only publish.
+    await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target, readonly: true }));
+    expect(await readFile(join(target, 'hello.txt'), 'utf8')).toContain('written through proxy');
+    await expect(writeFile(join(target, 'nope.txt'), 'x')).rejects.toMatchObject({ code: 'EROFS' });
+    await expect(
+      csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target, readonly: false })),
+    ).rejects.toMatchObject({ code: 6 });
+    await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
+    await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    expect(await node.leftovers()).toEqual([]);
+  });
+
+  it('grows an xfs volume online: the device sees the new size without unstaging, data kept', {
+    timeout: 120_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1, poolCapacity: 2048 * MiB });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const csi = node.csi!;
+    const id = newVolumeId();
+    const published = await cluster.createPublished(id, { size: 320 * MiB, replicas: 1, node: 'node-1' });
+    const uri = published.state.target!.deviceUri;
+    const staging = join(node.root, 'plugins', id, 'globalmount');
+    await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri, fsType: 'xfs' }));
+    await writeFile(join(staging, 'keep.txt'), 'kept across growth\n');
+    const before = await statfs(staging);
+
+    await cluster.rest.resizeVolume(id, 512 * MiB);
+    await waitFor(async () => (await cluster!.rest.getVolume(id)).state.target?.size === 512 * MiB, {
+      what: 'target at 512 MiB',
+    });
+    const res = await csi.node<{ capacity_bytes: string }>('NodeExpandVolume', {
+      volume_id: id,
+      volume_path: staging,
+      capacity_range: { required_bytes: String(512 * MiB) },
+    });
+    expect(Number(res.capacity_bytes)).toBe(512 * MiB);
+    const after = await statfs(staging);
+    expect(after.blocks * after.bsize).toBeGreaterThan(before.blocks * before.bsize + 150 * MiB);
+    expect(await readFile(join(staging, 'keep.txt'), 'utf8')).toBe('kept across growth\n');
+    // Asking for more than the target has is OUT_OF_RANGE (the controller expands first).
+    await expect(
+      csi.node('NodeExpandVolume', {
+        volume_id: id,
+        volume_path: staging,
+        capacity_range: { required_bytes: String(1024 * MiB) },
+      }),
+    ).rejects.toMatchObject({ code: 11 });
+
+    await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    expect(await node.leftovers()).toEqual([]);
+  });
+});
