@@ -34,7 +34,7 @@ export class KernelNbdAttacher implements Attacher {
       const device = `/dev/${name}`;
       if (await nbdInUse(device)) continue;
       try {
-        await run(['nbd-client', '-unix', o.proxy.socketPath, device, '-N', PROXY_EXPORT, '-b', '4096']);
+        await run(['nbd-client', '-u', o.proxy.socketPath, device, '-N', PROXY_EXPORT, '-b', '4096']);
         return { kind: this.kind, device };
       } catch (err) {
         // Taken by someone else between the check and the connect: try the next device.
@@ -57,15 +57,4 @@ export class KernelNbdAttacher implements Attacher {
       `${d.device}: the kernel NBD client learns the size at connect; growing it online needs a reconnect (not supported yet: unstage and stage again)`,
     );
   }
-}
-
-export async function selectAttacher(choice: 'auto' | 'kernel-nbd' | 'nbdfuse-loop'): Promise<Attacher> {
-  const { NbdfuseLoopAttacher } = await import('./attacher-nbdfuse.js');
-  if (choice === 'kernel-nbd' || (choice === 'auto' && kernelNbdAvailable())) return new KernelNbdAttacher();
-  return new NbdfuseLoopAttacher();
-}
-
-/** The attacher that made a recorded device (the choice may differ after a restart). */
-export async function attacherFor(d: AttachedDevice): Promise<Attacher> {
-  return selectAttacher(d.kind);
 }

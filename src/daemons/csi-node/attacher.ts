@@ -1,3 +1,5 @@
+import { KernelNbdAttacher, kernelNbdAvailable } from './attacher-kernel-nbd.js';
+import { NbdfuseLoopAttacher } from './attacher-nbdfuse.js';
 import type { ProxyRef } from './proxy.js';
 
 /** A block device made from a volume's proxy socket, as the state file records it. */
@@ -28,3 +30,12 @@ export interface Attacher {
   /** Make the device show `size` bytes (the proxy already knows the new size). */
   grow(d: AttachedDevice, size: number): Promise<void>;
 }
+
+/** auto: the kernel NBD client where the nbd module exists, else nbdfuse + loop. */
+export function selectAttacher(choice: 'auto' | AttachedDevice['kind']): Attacher {
+  if (choice === 'kernel-nbd' || (choice === 'auto' && kernelNbdAvailable())) return new KernelNbdAttacher();
+  return new NbdfuseLoopAttacher();
+}
+
+/** The attacher that made a recorded device (the configured choice may differ after a restart). */
+export const attacherFor = (d: AttachedDevice): Attacher => selectAttacher(d.kind);

@@ -7,7 +7,7 @@ import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { unary } from '../../lib/grpc/status.js';
 import { createLogger } from '../../lib/logger.js';
 import { RestClient } from '../../lib/rest/client.js';
-import { selectAttacher } from './attacher-kernel-nbd.js';
+import { selectAttacher } from './attacher.js';
 import type { CsiNodeConfig } from './config.js';
 import { nodeFsService } from './node-fs-service.js';
 import { nodeService } from './node-service.js';
@@ -37,7 +37,7 @@ export async function start(config: CsiNodeConfig): Promise<CsiNodeDaemon> {
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
   await chmod(config.stateDir, 0o700);
   const state = await NodeState.load(join(config.stateDir, 'state.json'));
-  const attacher = await selectAttacher(config.attacher);
+  const attacher = selectAttacher(config.attacher);
   const volumes = new BlockVolumes({
     stateDir: config.stateDir,
     state,
