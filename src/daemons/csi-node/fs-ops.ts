@@ -37,6 +37,21 @@ export async function growFs(fsType: string, device: string, mountPath: string):
   else await run(['resize2fs', device], { timeoutMs: 300_000 });
 }
 
+/**
+ * Grow an unmounted ext4 filesystem to its device (a volume grown while it was not staged, or
+ * whose online growth this process may not do): fsck first, as resize2fs requires.
+ */
+export async function growExt4Offline(device: string): Promise<boolean> {
+  const { stdout } = await run(['dumpe2fs', '-h', device], { timeoutMs: 60_000 });
+  const count = Number(/^Block count:\s+(\d+)/m.exec(stdout)?.[1]);
+  const size = Number(/^Block size:\s+(\d+)/m.exec(stdout)?.[1]);
+  if (!count || !size || count * size + size > (await deviceSize(device))) return false;
+  // e2fsck -p exits 1 when it fixed something: that is fine.
+  await run(['e2fsck', '-f', '-p', device], { timeoutMs: 300_000, okCodes: [0, 1] });
+  await run(['resize2fs', device], { timeoutMs: 300_000 });
+  return true;
+}
+
 export const deviceSize = async (device: string) =>
   Number((await run(['blockdev', '--getsize64', device])).stdout.trim());
 

@@ -6,8 +6,7 @@ import type { Logger } from '../../lib/logger.js';
 import { probePath } from '../../lib/mount/health.js';
 import { uuidV5 } from '../../lib/mount/unit-name.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
-import type { Attacher } from './attacher.js';
-import { attacherFor } from './attacher-kernel-nbd.js';
+import { type Attacher, attacherFor } from './attacher.js';
 import {
   bindMount,
   deviceSize,
@@ -15,6 +14,7 @@ import {
   freezeFs,
   fsTypeOf,
   fsUsage,
+  growExt4Offline,
   growFs,
   mkfs,
   mountFs,
@@ -111,7 +111,7 @@ export class BlockVolumes {
     const st = await proxyStatus(v.proxy);
     if (!st) return { abnormal: true, message: `the path proxy (pid ${v.proxy.pid}) is gone` };
     if (!v.device) return { abnormal: true, message: 'staging did not finish: no block device' };
-    const problem = await (await attacherFor(v.device)).problem(v.device);
+    const problem = await attacherFor(v.device).problem(v.device);
     if (problem) return { abnormal: true, message: problem };
     if (!v.block) {
       if (!(await isMountPoint(v.stagingPath)))
@@ -215,8 +215,12 @@ export class BlockVolumes {
             `volume ${r.volumeId} already holds a ${found} filesystem; the request asks for ${r.fsType}`,
           );
         }
+        // A volume grown while it was not staged (or whose ext4 could not grow online): grow it now.
+        if (found === 'ext4' && (await growExt4Offline(v.device.device)))
+          this.cfg.log.info({ volumeId: r.volumeId }, 'ext4 grown to the device size before mounting');
         await mkdir(r.stagingPath, { recursive: true, mode: 0o750 });
         await mountFs(v.device.device, r.stagingPath, r.fsType, r.mountFlags);
+        if (found === 'xfs') await growFs('xfs', v.device.device, r.stagingPath);
       }
       v.staged = true;
       await this.state.put(v);
@@ -247,7 +251,7 @@ export class BlockVolumes {
     if (v.frozenUntil && !v.block) await thawFs(v.stagingPath).catch(() => false);
     if (force) for (const t of Object.keys(v.publishes)) await unmountAll(t).catch(() => {});
     if (!v.block) await unmountAll(v.stagingPath);
-    if (v.device) await (await attacherFor(v.device)).detach(v.device);
+    if (v.device) await attacherFor(v.device).detach(v.device);
     if (v.proxy) await stopProxy(v.proxy);
     await rm(v.dir, { recursive: true, force: true });
     await this.state.delete(v.volumeId);
@@ -382,7 +386,7 @@ export class BlockVolumes {
         status.OUT_OF_RANGE,
         `volume ${volumeId} is ${st.size} bytes at its target; ${requiredBytes} were asked for (ControllerExpandVolume first)`,
       );
-    const attacher = await attacherFor(v.device);
+    const attacher = attacherFor(v.device);
     if ((await deviceSize(v.device.device)) < st.size) await attacher.grow(v.device, st.size);
     v.size = st.size;
     await this.state.put(v);
@@ -391,10 +395,11 @@ export class BlockVolumes {
         await growFs(v.fsType!, v.device.device, v.stagingPath);
       } catch (err) {
         const msg = (err as Error).message;
-        const hint = /Permission denied/.test(msg)
-          ? ' (online ext4 growth needs CAP_SYS_RESOURCE, which this process lacks)'
-          : '';
-        throw new GrpcError(status.INTERNAL, `growing the filesystem of ${volumeId} failed: ${msg}${hint}`);
+        if (v.fsType === 'ext4' && /Permission denied/.test(msg))
+          throw failedPrecondition(
+            `volume ${volumeId}: the device has grown to ${st.size} bytes, but ext4 cannot grow while mounted here (online resize needs CAP_SYS_RESOURCE, which this process lacks); it grows at the next NodeStageVolume`,
+          );
+        throw new GrpcError(status.INTERNAL, `growing the filesystem of ${volumeId} failed: ${msg}`);
       }
     }
     this.cfg.log.info({ volumeId, size: st.size }, 'expanded');
