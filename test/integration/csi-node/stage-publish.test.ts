@@ -1,4 +1,4 @@
-import { readFile, stat, statfs, writeFile } from 'node:fs/promises';
+import { open, readFile, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stageRequest } from '../../helpers/csi-client.js';
@@ -170,6 +170,95 @@ describe('csi-node stage / publish on real filesystems', () => {
       }),
     ).rejects.toMatchObject({ code: 11 });
 
+    await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    expect(await node.leftovers()).toEqual([]);
+  });
+
+  it('grows ext4: online where allowed, else the device grows at once and the filesystem at the next stage', {
+    timeout: 120_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1 });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const csi = node.csi!;
+    const id = newVolumeId();
+    const published = await cluster.createPublished(id, { size: 64 * MiB, replicas: 1, node: 'node-1' });
+    const uri = published.state.target!.deviceUri;
+    const staging = join(node.root, 'plugins', id, 'globalmount');
+    await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+    await writeFile(join(staging, 'keep.txt'), 'kept\n');
+    const before = await statfs(staging);
+    await cluster.rest.resizeVolume(id, 128 * MiB);
+    await waitFor(async () => (await cluster!.rest.getVolume(id)).state.target?.size === 128 * MiB, {
+      what: 'target at 128 MiB',
+    });
+    const expand = () =>
+      csi.node('NodeExpandVolume', {
+        volume_id: id,
+        volume_path: staging,
+        capacity_range: { required_bytes: String(128 * MiB) },
+      });
+    const online = await expand().then(
+      () => true,
+      (err: { code: number; details: string }) => {
+        // This machine withholds CAP_SYS_RESOURCE (ext4's online resize ioctl needs it): said so, precisely.
+        expect(err.code).toBe(9);
+        expect(err.details).toMatch(/CAP_SYS_RESOURCE/);
+        return false;
+      },
+    );
+    if (!online) {
+      await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+      await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+    }
+    const after = await statfs(staging);
+    expect(after.blocks * after.bsize).toBeGreaterThan(before.blocks * before.bsize + 50 * MiB);
+    expect(await readFile(join(staging, 'keep.txt'), 'utf8')).toBe('kept\n');
+    await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    expect(await node.leftovers()).toEqual([]);
+  });
+
+  it('publishes a raw block volume as a device file and removes it on unpublish', {
+    timeout: 120_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1 });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const csi = node.csi!;
+    const id = newVolumeId();
+    const published = await cluster.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
+    const uri = published.state.target!.deviceUri;
+    const staging = join(node.root, 'plugins', id, 'staging');
+    const target = join(node.root, 'pods', 'pod-1', 'volumeDevices', id);
+    const blockPublish = {
+      volume_id: id,
+      staging_target_path: staging,
+      target_path: target,
+      readonly: false,
+      volume_capability: { block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } },
+    };
+    await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri, block: true }));
+    await csi.node('NodePublishVolume', blockPublish);
+    await csi.node('NodePublishVolume', blockPublish); // idempotent
+    const data = Buffer.alloc(4096, 0x5a);
+    const fh = await open(target, 'r+');
+    try {
+      await fh.write(data, 0, data.length, 8 * MiB);
+      await fh.sync();
+      const back = Buffer.alloc(4096);
+      await fh.read(back, 0, back.length, 8 * MiB);
+      expect(back.equals(data)).toBe(true);
+    } finally {
+      await fh.close();
+    }
+    const stats = await csi.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+    expect(stats.usage).toEqual([expect.objectContaining({ unit: 'BYTES', total: String(32 * MiB) })]);
+    // Mount access on a volume staged for block access does not fit.
+    await expect(
+      csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target: `${target}-fs` })),
+    ).rejects.toMatchObject({ code: 9 });
+    await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
+    await expect(stat(target)).rejects.toMatchObject({ code: 'ENOENT' });
     await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     expect(await node.leftovers()).toEqual([]);
   });
