@@ -147,11 +147,7 @@ export class BlockVolumes {
       if (existing.staged) {
         const h = await this.health(existing);
         if (!h.abnormal || /reconnecting/.test(h.message)) {
-          if (existing.target !== r.target && existing.proxy) {
-            await repointProxy(existing.proxy, r.target);
-            await this.state.put({ ...existing, target: r.target });
-            this.cfg.log.info({ volumeId: r.volumeId, target: r.target }, 're-pointed on repeated stage');
-          }
+          if (existing.target !== r.target) await this.repoint(r.volumeId, r.target);
           return;
         }
         this.cfg.log.warn(
@@ -243,6 +239,18 @@ export class BlockVolumes {
       );
       throw err;
     }
+  }
+
+  /**
+   * Point a staged volume's path at another target (a new nexus after a switchover): the proxy
+   * connects there and swaps; the block device, the filesystem and every publish stay.
+   */
+  async repoint(volumeId: string, target: string): Promise<void> {
+    const v = this.state.get(volumeId);
+    if (!v?.proxy) throw notFound(`volume ${volumeId} is not staged on this node`);
+    await repointProxy(v.proxy, target);
+    await this.state.put({ ...v, target });
+    this.cfg.log.info({ volumeId, target }, 're-pointed');
   }
 
   /** Undo everything staged for `v`: mounts, device, proxy, its directory and its record. */
