@@ -350,6 +350,9 @@ export class BlockVolumes {
     const v = this.located(volumeId, path);
     const h = await this.health(v);
     const condition = { abnormal: h.abnormal, message: h.message };
+    // A publish whose bind mount is gone would report the stats of whatever holds the directory.
+    if (path !== v.stagingPath && !(await isMountPoint(path)))
+      return { usage: [], volume_condition: { abnormal: true, message: `${path} is not mounted` } };
     if (v.block || v.publishes[path]?.block) {
       const total = v.device ? await deviceSize(v.device.device).catch(() => v.size) : v.size;
       return { usage: [{ unit: 'BYTES', total: String(total) }], volume_condition: condition };

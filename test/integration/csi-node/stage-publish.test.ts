@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { open, readFile, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stageRequest } from '../../helpers/csi-client.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -7,6 +9,7 @@ import { newVolumeId, TestCluster } from '../core/cluster.js';
 import { CsiNodeFixture } from './fixture.js';
 
 const MiB = 1 << 20;
+const exec = promisify(execFile);
 
 const publishRequest = (o: {
   volumeId: string;
@@ -112,6 +115,13 @@ describe('csi-node stage / publish on real filesystems', () => {
     );
     expect(await node.fs!.call('Unfreeze', { volume_id: id })).toEqual({ was_frozen: false });
     await expect(node.fs!.call('Freeze', { volume_id: newVolumeId() })).rejects.toMatchObject({ code: 5 });
+
+    // A publish whose bind mount vanished is reported, and a repeated publish binds it again.
+    await exec('umount', [target]);
+    const gone = await csi.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+    expect(gone.volume_condition).toEqual({ abnormal: true, message: `${target} is not mounted` });
+    await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
+    expect(await readFile(join(target, 'hello.txt'), 'utf8')).toContain('written through proxy');
 
     await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
     await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target }); // idempotent
