@@ -101,38 +101,39 @@ describe('csi-node restarts and broken paths', () => {
     expect(await n.leftovers()).toEqual([]);
   });
 
-  it('a dead path proxy shows as abnormal and a repeated stage + publish repairs the volume, data kept', {
-    timeout: 120_000,
-  }, async () => {
-    const { n, id, uri, staging, target } = await setup();
-    const before = (await state(n)).volumes[id];
-    process.kill(before.proxy.pid, 'SIGKILL');
-    const stats = await waitFor(
-      async () => {
-        const s = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: staging });
-        return s.volume_condition.abnormal ? s : null;
-      },
-      { what: 'abnormal volume condition' },
-    );
-    expect(stats.volume_condition.message).toMatch(/proxy/);
-    // A publish on a broken staging is refused rather than reported as done.
-    await expect(
-      n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target: `${target}-2` })),
-    ).rejects.toMatchObject({ code: 14 });
+  for (const victim of ['proxy', 'nbdfuse'] as const)
+    it(`a dead ${victim} shows as abnormal and a repeated stage + publish repairs the volume, data kept`, {
+      timeout: 120_000,
+    }, async () => {
+      const { n, id, uri, staging, target } = await setup();
+      const before = (await state(n)).volumes[id];
+      process.kill(victim === 'proxy' ? before.proxy.pid : before.device.fusePid, 'SIGKILL');
+      const stats = await waitFor(
+        async () => {
+          const s = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: staging });
+          return s.volume_condition.abnormal ? s : null;
+        },
+        { what: 'abnormal volume condition' },
+      );
+      expect(stats.volume_condition.message).toMatch(victim);
+      // A publish on a broken staging is refused rather than reported as done.
+      await expect(
+        n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target: `${target}-2` })),
+      ).rejects.toMatchObject({ code: 14 });
 
-    await n.csi!.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
-    await n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
-    const after = (await state(n)).volumes[id];
-    expect(after.proxy.pid).not.toBe(before.proxy.pid);
-    expect(await readFile(join(target, 'before.txt'), 'utf8')).toBe('written before\n');
-    await writeFile(join(target, 'after.txt'), 'after repair\n');
-    const ok = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
-    expect(ok.volume_condition.abnormal).toBe(false);
+      await n.csi!.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+      await n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
+      const after = (await state(n)).volumes[id];
+      expect(after.device.fusePid).not.toBe(before.device.fusePid);
+      expect(await readFile(join(target, 'before.txt'), 'utf8')).toBe('written before\n');
+      await writeFile(join(target, 'after.txt'), 'after repair\n');
+      const ok = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+      expect(ok.volume_condition.abnormal).toBe(false);
 
-    await n.csi!.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
-    await n.csi!.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
-    expect(await n.leftovers()).toEqual([]);
-  });
+      await n.csi!.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
+      await n.csi!.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+      expect(await n.leftovers()).toEqual([]);
+    });
 
   it('a new target (the volume republished on another node) is re-pointed to while the filesystem stays mounted', {
     timeout: 120_000,
