@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdir, open, readFile, rm, rmdir, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
@@ -14,8 +14,6 @@ import type { ProxyRef } from './proxy.js';
  * ioctl on the loop device: nbdfuse learns an export's size once, at connect, and never again.
  */
 export const NBDFUSE_VIRTUAL_SIZE = 2 ** 44; // 16 TiB
-
-const FUSE_FILE = 'nbd';
 
 /**
  * LOOP_SET_STATUS64 with a new lo_sizelimit (struct loop_info64: lo_sizelimit is the u64 at byte
@@ -39,13 +37,19 @@ export async function loopBackingFile(device: string): Promise<string | undefine
   }
 }
 
-/** Every loop device bound to `file` (losetup -j). */
+/**
+ * Every loop device bound to `file`, from sysfs (losetup -j would stat the file, which fails once
+ * nbdfuse is dead). A FUSE mount detached lazily leaves its file shown as `/<name>`: the file's name
+ * is the volume's own uuid, so that still identifies it.
+ */
 export async function loopsOf(file: string): Promise<string[]> {
-  const { stdout } = await run(['losetup', '-n', '-O', 'NAME', '-j', file], { okCodes: [0, 1] });
-  return stdout
-    .split('\n')
-    .map((l) => l.trim())
-    .filter(Boolean);
+  const out: string[] = [];
+  for (const name of await readdir('/sys/block').catch(() => [] as string[])) {
+    if (!/^loop\d+$/.test(name)) continue;
+    const backing = await loopBackingFile(name);
+    if (backing === file || backing === `/${basename(file)}`) out.push(`/dev/${name}`);
+  }
+  return out;
 }
 
 /** nbdfuse exposes the proxy socket as a file; a loop device makes it a block device. */
@@ -58,7 +62,8 @@ export class NbdfuseLoopAttacher implements Attacher {
 
   async attach(o: { dir: string; proxy: ProxyRef; size: number }): Promise<AttachedDevice> {
     const fuseDir = join(o.dir, 'fuse');
-    const file = join(fuseDir, FUSE_FILE);
+    // Named after the volume's directory (a uuid): see loopsOf.
+    const file = join(fuseDir, basename(o.dir));
     const pidFile = join(o.dir, 'nbdfuse.pid');
     await mkdir(fuseDir, { recursive: true, mode: 0o700 });
     if (await isMountPoint(fuseDir)) await unmountAll(fuseDir);
@@ -119,11 +124,19 @@ export class NbdfuseLoopAttacher implements Attacher {
   async detach(d: AttachedDevice): Promise<void> {
     // Only loop devices bound to our file: a recorded device number may have been reused.
     if (d.file) {
-      const loops = new Set(await loopsOf(d.file).catch(() => [] as string[]));
-      if (d.device && (await loopBackingFile(d.device)) === d.file) loops.add(d.device);
-      for (const dev of loops) await run(['losetup', '-d', dev], { okCodes: [0, 1] });
-      // Detaching is asynchronous: the loop device lets go of the file once its last user is gone.
-      await waitUntilGone(async () => (await loopsOf(d.file!).catch(() => [])).length > 0, 10_000, 20);
+      const file = d.file;
+      for (const dev of await loopsOf(file)) {
+        // A device still open (a filesystem on it not yet released) is cleared when its last user goes.
+        await run(['losetup', '-d', dev]).catch(async (err) => {
+          if ((await loopBackingFile(dev)) !== undefined) throw err;
+        });
+      }
+      // The FUSE mount must stay until no loop device uses its file: unmounting it first would leave
+      // the loop device bound to a file nobody serves.
+      if (!(await waitUntilGone(async () => (await loopsOf(file)).length > 0, 15_000, 20)))
+        throw new Error(
+          `${(await loopsOf(file)).join(', ')} still bound to ${file}: something holds it open`,
+        );
     }
     if (d.fuseDir) {
       for (let i = 0; i < 50 && (await isMountPoint(d.fuseDir)); i++) {

@@ -198,6 +198,7 @@ export class BlockVolumes {
       await this.state.put(v);
       v.device = await this.cfg.attacher.attach({ dir, proxy, size: v.size });
       await this.state.put(v);
+      this.cfg.log.info({ volumeId: r.volumeId, ...v.device }, 'attached');
       if (!r.block) {
         const found = await fsTypeOf(v.device.device);
         if (!found) {

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { readMountTable } from '../../../src/lib/mount/mountinfo.js';
 import { CsiClient, NodeFsClient } from '../../helpers/csi-client.js';
@@ -21,6 +21,8 @@ export class CsiNodeFixture {
   readonly stateDir = join(this.dir, 'state');
   readonly socket = join(this.dir, 'csi.sock');
   proc?: StorctlProcess;
+  /** Output of every csi-node process this fixture ran (restarts included). */
+  private pastOutput = '';
   csi?: CsiClient;
   fs?: NodeFsClient;
   ready: Record<string, unknown> = {};
@@ -31,6 +33,7 @@ export class CsiNodeFixture {
     const args = ['daemon', 'csi-node', '--endpoint', `unix://${this.socket}`, '--node-id', 'csi-node-1'];
     args.push('--root', this.root, '--state-dir', this.stateDir, '--path-timeout', '10s');
     if (this.restUrl) args.push('--rest', this.restUrl);
+    this.pastOutput += this.proc?.output ?? '';
     const proc = new StorctlProcess(args, { STORCTL_LOG_LEVEL: 'info' });
     this.proc = proc;
     this.ready = await waitFor(
@@ -57,14 +60,41 @@ export class CsiNodeFixture {
     await this.proc?.kill('SIGKILL');
   }
 
+  /**
+   * The FUSE files csi-node attached loop devices to (from its 'attached' log lines). A loop device
+   * whose FUSE mount was detached lazily shows its file as `/<name>`; the name is a uuid of ours.
+   */
+  private attachedFiles(): Set<string> {
+    const names = new Set<string>();
+    for (const line of (this.pastOutput + (this.proc?.output ?? '')).split('\n')) {
+      if (!line.includes('"attached"')) continue;
+      try {
+        const file = (JSON.parse(line) as { file?: string }).file;
+        if (file) names.add(`/${basename(file)}`);
+      } catch {}
+    }
+    return names;
+  }
+
+  /** Loop devices bound to a file of ours: `[device, backing file]`. */
+  private async ourLoops(): Promise<[string, string][]> {
+    const files = this.attachedFiles();
+    const { stdout } = await exec('losetup', ['-a', '-n', '-O', 'NAME,BACK-FILE']);
+    const out: [string, string][] = [];
+    for (const line of stdout.split('\n')) {
+      const [dev, back] = line.trim().split(/\s+/, 2);
+      if (dev && back && (back.startsWith(`${this.dir}/`) || files.has(back))) out.push([dev, back]);
+    }
+    return out;
+  }
+
   /** Mounts, loop devices, processes and files of ours still present: each a line; [] when clean. */
   async leftovers(): Promise<string[]> {
     const out: string[] = [];
     for (const m of await readMountTable()) {
       if (m.mountPoint.startsWith(`${this.dir}/`)) out.push(`mount ${m.mountPoint} (${m.fsType})`);
     }
-    const { stdout } = await exec('losetup', ['-a', '-n', '-O', 'NAME,BACK-FILE']);
-    for (const line of stdout.split('\n')) if (line.includes(this.dir)) out.push(`loop ${line.trim()}`);
+    for (const [dev, back] of await this.ourLoops()) out.push(`loop ${dev} ${back}`);
     for (const pid of await readdir('/proc')) {
       if (!/^\d+$/.test(pid) || Number(pid) === this.proc?.pid) continue;
       const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
@@ -88,13 +118,13 @@ export class CsiNodeFixture {
    * devices bound to its files; its processes, by PID), so no test leaves anything on the machine.
    */
   async forceCleanup(): Promise<void> {
+    // Filesystems first, then loop devices, then the FUSE mounts under them, then processes.
     const mounts = (await readMountTable()).filter((m) => m.mountPoint.startsWith(`${this.dir}/`));
-    for (const m of mounts.reverse()) await exec('umount', ['-l', m.mountPoint]).catch(() => {});
-    const { stdout } = await exec('losetup', ['-a', '-n', '-O', 'NAME,BACK-FILE']);
-    for (const line of stdout.split('\n')) {
-      const [dev] = line.trim().split(/\s+/);
-      if (line.includes(this.dir) && dev) await exec('losetup', ['-d', dev]).catch(() => {});
-    }
+    for (const m of mounts.filter((m) => !m.fsType.startsWith('fuse')).reverse())
+      await exec('umount', ['-l', m.mountPoint]).catch(() => {});
+    for (const [dev] of await this.ourLoops()) await exec('losetup', ['-d', dev]).catch(() => {});
+    for (const m of mounts.filter((m) => m.fsType.startsWith('fuse')))
+      await exec('umount', ['-l', m.mountPoint]).catch(() => {});
     for (const pid of await readdir('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
