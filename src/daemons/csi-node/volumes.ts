@@ -44,6 +44,8 @@ export interface PublishRequest {
 export interface VolumeHealth {
   abnormal: boolean;
   message: string;
+  /** Only the path to the target is down: the proxy reconnects (or waits to be re-pointed). */
+  pathDown?: boolean;
 }
 
 const failedPrecondition = (m: string) => new GrpcError(status.FAILED_PRECONDITION, m);
@@ -127,6 +129,7 @@ export class BlockVolumes {
       return {
         abnormal: true,
         message: `no path to ${st.target}: ${st.lastError ?? 'disconnected'} (reconnecting)`,
+        pathDown: true,
       };
     return { abnormal: false, message: `served through ${st.target}` };
   }
@@ -146,7 +149,7 @@ export class BlockVolumes {
         throw alreadyExists(`volume ${r.volumeId} is staged with ${existing.fsType}, not ${r.fsType}`);
       if (existing.staged) {
         const h = await this.health(existing);
-        if (!h.abnormal || /reconnecting/.test(h.message)) {
+        if (!h.abnormal || h.pathDown) {
           if (existing.target !== r.target) await this.repoint(r.volumeId, r.target);
           return;
         }
@@ -162,6 +165,8 @@ export class BlockVolumes {
 
   private async stageFresh(r: StageRequest): Promise<void> {
     const dir = join(this.cfg.stateDir, 'v', uuidV5(r.volumeId));
+    // A directory left without a record (a crash between two steps): its FUSE mount goes first.
+    if (await isMountPoint(join(dir, 'fuse'))) await unmountAll(join(dir, 'fuse'));
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const v: StagedVolume = {
@@ -288,7 +293,7 @@ export class BlockVolumes {
         `volume ${r.volumeId} is staged for ${v.block ? 'block' : 'mount'} access; the request asks for ${r.block ? 'block' : 'mount'}`,
       );
     const h = await this.health(v);
-    if (h.abnormal && !/reconnecting/.test(h.message))
+    if (h.abnormal && !h.pathDown)
       throw new GrpcError(
         status.UNAVAILABLE,
         `volume ${r.volumeId} is staged but broken (${h.message}); stage it again`,
@@ -312,9 +317,16 @@ export class BlockVolumes {
     } else {
       await mkdir(r.targetPath, { recursive: true, mode: 0o750 });
     }
-    await bindMount(source, r.targetPath, r.readonly);
+    // Recorded before the bind: a crash in between leaves a record the next publish or unpublish completes.
     v.publishes[r.targetPath] = { readonly: r.readonly, block: r.block };
     await this.state.put(v);
+    try {
+      await bindMount(source, r.targetPath, r.readonly);
+    } catch (err) {
+      delete v.publishes[r.targetPath];
+      await this.state.put(v);
+      throw err;
+    }
     this.cfg.log.info({ volumeId: r.volumeId, target: r.targetPath, readonly: r.readonly }, 'published');
   }
 
