@@ -66,9 +66,10 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
       options: FS_TYPES,
       default: 'ext4' as const,
     })(),
-    'path-timeout': Flags.string({
+    'path-timeout': durationFlag({
       description: 'how long I/O waits for a lost path to come back before it fails',
-      default: '30s',
+      default: 30_000,
+      positive: true,
     }),
     'driver-name': Flags.string({
       description: 'CSI driver name reported by GetPluginInfo',
@@ -92,7 +93,6 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
     if (!isAbsolute(stateDir)) throw new UsageError(`--state-dir '${stateDir}' is not absolute`);
     if (flags.rest && !/^https?:\/\/[^\s/]+\/?$/.test(flags.rest))
       throw new UsageError(`--rest '${flags.rest}' is not an http(s) URL such as http://127.0.0.1:8081`);
-    const pathTimeoutMs = durationFlag('path-timeout', flags['path-timeout']);
     const daemon = await start({
       endpoint: flags.endpoint,
       nodeId: flags['node-id'] ?? hostname(),
@@ -103,7 +103,7 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
       attacher: flags.attacher,
       maxVolumes: flags['max-volumes'],
       defaultFsType: flags['default-fs-type'],
-      pathTimeoutMs,
+      pathTimeoutMs: flags['path-timeout'],
       driverName: flags['driver-name'],
       logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
     });
