@@ -96,6 +96,18 @@ describe('csi-node restarts and broken paths', () => {
     expect(again.proxy.pid).toBe(recorded.proxy.pid);
     expect(await readFile(join(target, 'while-down.txt'), 'utf8')).toContain('while csi-node was dead');
 
+    // A freeze whose freezer and csi-node both die is thawed by the restarted csi-node.
+    await n.fs!.call('Freeze', { volume_id: id, timeout_ms: 1000 });
+    await n.crash();
+    await n.start();
+    await waitFor(
+      async () => !(await readFile(join(n.stateDir, 'state.json'), 'utf8')).includes('frozenUntil'),
+      {
+        what: 'self-thaw after the restart',
+      },
+    );
+    await writeSynced(join(target, 'after-thaw.txt'), 'thawed\n');
+
     await n.csi!.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
     await n.csi!.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     expect(await n.leftovers()).toEqual([]);

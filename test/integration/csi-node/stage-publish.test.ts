@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { open, readFile, stat, statfs, writeFile } from 'node:fs/promises';
+import { open, readdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -86,8 +86,25 @@ describe('csi-node stage / publish on real filesystems', () => {
     const staging = join(node.root, 'plugins', id, 'globalmount');
     const target = join(node.root, 'pods', 'pod-1', 'volumes', id, 'mount');
 
-    await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+    // Two stages at once: one does the work, the other is ABORTED (the CO retries it).
+    const both = await Promise.allSettled([
+      csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri })),
+      csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri })),
+    ]);
+    expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(both.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 10 } });
     await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri })); // idempotent
+    // What csi-node keeps is its own: state file and sockets 0600, directories 0700.
+    const vdir = join(node.stateDir, 'v', (await readdir(join(node.stateDir, 'v')))[0]);
+    for (const [path, mode] of [
+      [node.socket, 0o600],
+      [join(node.stateDir, 'state.json'), 0o600],
+      [node.stateDir, 0o700],
+      [vdir, 0o700],
+      [join(vdir, 'nbd.sock'), 0o600],
+      [join(vdir, 'ctl.sock'), 0o600],
+    ] as const)
+      expect((await stat(path)).mode & 0o777, path).toBe(mode);
     await expect(
       csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri, fsType: 'xfs' })),
     ).rejects.toMatchObject({ code: 6 }); // ALREADY_EXISTS: staged with ext4
