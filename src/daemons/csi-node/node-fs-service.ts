@@ -1,6 +1,7 @@
 import { requireString } from '../../lib/csi/validate.js';
 import { unary } from '../../lib/grpc/status.js';
-import { type BlockVolumes, DEFAULT_FREEZE_TIMEOUT_MS } from './volumes.js';
+import { DEFAULT_FREEZE_TIMEOUT_MS } from './freeze.js';
+import type { BlockVolumes } from './volumes.js';
 
 /** Longest freeze a caller may ask for: applications stall while a filesystem is frozen. */
 export const MAX_FREEZE_TIMEOUT_MS = 10 * 60_000;
@@ -14,12 +15,12 @@ export function nodeFsService(volumes: BlockVolumes) {
     Freeze: unary(async (req: { volume_id?: string; timeout_ms?: number }) => {
       const volumeId = requireString(req.volume_id, 'volume_id');
       const timeoutMs = Math.min(Number(req.timeout_ms) || DEFAULT_FREEZE_TIMEOUT_MS, MAX_FREEZE_TIMEOUT_MS);
-      await volumes.exclusive(volumeId, () => volumes.freeze(volumeId, timeoutMs));
+      await volumes.exclusive(volumeId, () => volumes.freezer.freeze(volumeId, timeoutMs));
       return {};
     }),
     Unfreeze: unary(async (req: { volume_id?: string }) => {
       const volumeId = requireString(req.volume_id, 'volume_id');
-      const wasFrozen = await volumes.exclusive(volumeId, () => volumes.unfreeze(volumeId));
+      const wasFrozen = await volumes.exclusive(volumeId, () => volumes.freezer.unfreeze(volumeId));
       return { was_frozen: wasFrozen };
     }),
   };

@@ -7,19 +7,19 @@ import { probePath } from '../../lib/mount/health.js';
 import { uuidV5 } from '../../lib/mount/unit-name.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
 import { type Attacher, attacherFor } from './attacher.js';
+import { Freezer } from './freeze.js';
 import {
   bindMount,
   deviceSize,
   type FsType,
-  freezeFs,
   fsTypeOf,
   fsUsage,
   growExt4Offline,
   growFs,
   mkfs,
   mountFs,
-  thawFs,
 } from './fs-ops.js';
+import { volumeHealth } from './health.js';
 import { type ProxyRef, proxyStatus, refreshProxy, repointProxy, startProxy, stopProxy } from './proxy.js';
 import type { NodeState, StagedVolume } from './state.js';
 
@@ -41,19 +41,9 @@ export interface PublishRequest {
   readonly: boolean;
 }
 
-export interface VolumeHealth {
-  abnormal: boolean;
-  message: string;
-  /** Only the path to the target is down: the proxy reconnects (or waits to be re-pointed). */
-  pathDown?: boolean;
-}
-
 const failedPrecondition = (m: string) => new GrpcError(status.FAILED_PRECONDITION, m);
 const notFound = (m: string) => new GrpcError(status.NOT_FOUND, m);
 const alreadyExists = (m: string) => new GrpcError(status.ALREADY_EXISTS, m);
-
-/** Default self-thaw of a frozen filesystem when the freezer names no timeout. */
-export const DEFAULT_FREEZE_TIMEOUT_MS = 60_000;
 
 /**
  * Every block volume staged on this node: proxy → block device → filesystem → bind mounts, each
@@ -62,7 +52,7 @@ export const DEFAULT_FREEZE_TIMEOUT_MS = 60_000;
  */
 export class BlockVolumes {
   private readonly busy = new Set<string>();
-  private readonly thawTimers = new Map<string, NodeJS.Timeout>();
+  readonly freezer: Freezer;
 
   constructor(
     private readonly cfg: {
@@ -72,7 +62,9 @@ export class BlockVolumes {
       log: Logger;
       pathTimeoutMs: number;
     },
-  ) {}
+  ) {
+    this.freezer = new Freezer(cfg.state, cfg.log);
+  }
 
   private get state() {
     return this.cfg.state;
@@ -83,10 +75,10 @@ export class BlockVolumes {
     let healthy = 0;
     const all = this.state.all();
     for (const v of all) {
-      const h = await this.health(v);
+      const h = await volumeHealth(v);
       if (!h.abnormal) healthy++;
       this.cfg.log.info({ volumeId: v.volumeId, staged: v.staged, ...h }, 'found staged volume');
-      if (v.frozenUntil) this.armThaw(v.volumeId, v.frozenUntil - Date.now());
+      this.freezer.rearm(v);
     }
     return { volumes: all.length, healthy };
   }
@@ -107,33 +99,6 @@ export class BlockVolumes {
     return this.state.get(volumeId);
   }
 
-  /** What is wrong with a staged volume's path (proxy, device, mount), if anything. */
-  async health(v: StagedVolume): Promise<VolumeHealth> {
-    if (!v.proxy) return { abnormal: true, message: 'staging did not finish: no path proxy' };
-    const st = await proxyStatus(v.proxy);
-    if (!st) return { abnormal: true, message: `the path proxy (pid ${v.proxy.pid}) is gone` };
-    if (!v.device) return { abnormal: true, message: 'staging did not finish: no block device' };
-    const problem = await attacherFor(v.device).problem(v.device);
-    if (problem) return { abnormal: true, message: problem };
-    if (!v.block) {
-      if (!(await isMountPoint(v.stagingPath)))
-        return { abnormal: true, message: `nothing is mounted at ${v.stagingPath}` };
-      const p = await probePath(v.stagingPath);
-      if (p.state !== 'ok')
-        return {
-          abnormal: true,
-          message: `${v.stagingPath} does not answer (${'code' in p ? p.code : p.state})`,
-        };
-    }
-    if (!st.connected)
-      return {
-        abnormal: true,
-        message: `no path to ${st.target}: ${st.lastError ?? 'disconnected'} (reconnecting)`,
-        pathDown: true,
-      };
-    return { abnormal: false, message: `served through ${st.target}` };
-  }
-
   async stage(r: StageRequest): Promise<void> {
     const existing = this.state.get(r.volumeId);
     if (existing) {
@@ -148,7 +113,7 @@ export class BlockVolumes {
       if (!r.block && existing.fsType !== r.fsType)
         throw alreadyExists(`volume ${r.volumeId} is staged with ${existing.fsType}, not ${r.fsType}`);
       if (existing.staged) {
-        const h = await this.health(existing);
+        const h = await volumeHealth(existing);
         if (!h.abnormal || h.pathDown) {
           if (existing.target !== r.target) await this.repoint(r.volumeId, r.target);
           return;
@@ -261,8 +226,7 @@ export class BlockVolumes {
 
   /** Undo everything staged for `v`: mounts, device, proxy, its directory and its record. */
   private async teardown(v: StagedVolume, { force }: { force: boolean }): Promise<void> {
-    this.clearThaw(v.volumeId);
-    if (v.frozenUntil && !v.block) await thawFs(v.stagingPath).catch(() => false);
+    await this.freezer.release(v);
     if (force) for (const t of Object.keys(v.publishes)) await unmountAll(t).catch(() => {});
     if (!v.block) await unmountAll(v.stagingPath);
     if (v.device) await attacherFor(v.device).detach(v.device);
@@ -292,7 +256,7 @@ export class BlockVolumes {
       throw failedPrecondition(
         `volume ${r.volumeId} is staged for ${v.block ? 'block' : 'mount'} access; the request asks for ${r.block ? 'block' : 'mount'}`,
       );
-    const h = await this.health(v);
+    const h = await volumeHealth(v);
     if (h.abnormal && !h.pathDown)
       throw new GrpcError(
         status.UNAVAILABLE,
@@ -361,7 +325,7 @@ export class BlockVolumes {
 
   async stats(volumeId: string, path: string) {
     const v = this.located(volumeId, path);
-    const h = await this.health(v);
+    const h = await volumeHealth(v);
     const condition = { abnormal: h.abnormal, message: h.message };
     // A publish whose bind mount is gone would report the stats of whatever holds the directory.
     if (path !== v.stagingPath && !(await isMountPoint(path)))
@@ -430,59 +394,7 @@ export class BlockVolumes {
     return st.size;
   }
 
-  // --- freeze ---------------------------------------------------------------------------------------
-
-  async freeze(volumeId: string, timeoutMs: number): Promise<void> {
-    const v = this.state.get(volumeId);
-    if (!v?.staged) throw notFound(`volume ${volumeId} is not staged on this node`);
-    if (v.block)
-      throw failedPrecondition(`volume ${volumeId} is staged as a raw block device: no filesystem to freeze`);
-    await freezeFs(v.stagingPath);
-    v.frozenUntil = Date.now() + timeoutMs;
-    await this.state.put(v);
-    this.armThaw(volumeId, timeoutMs);
-    this.cfg.log.info({ volumeId, timeoutMs }, 'frozen');
-  }
-
-  async unfreeze(volumeId: string): Promise<boolean> {
-    const v = this.state.get(volumeId);
-    if (!v?.staged) throw notFound(`volume ${volumeId} is not staged on this node`);
-    if (v.block)
-      throw failedPrecondition(`volume ${volumeId} is staged as a raw block device: nothing is frozen`);
-    this.clearThaw(volumeId);
-    const was = await thawFs(v.stagingPath);
-    if (v.frozenUntil) {
-      delete v.frozenUntil;
-      await this.state.put(v);
-    }
-    this.cfg.log.info({ volumeId, wasFrozen: was }, 'thawed');
-    return was;
-  }
-
-  private armThaw(volumeId: string, inMs: number): void {
-    this.clearThaw(volumeId);
-    const t = setTimeout(
-      () => {
-        this.thawTimers.delete(volumeId);
-        this.cfg.log.warn({ volumeId }, 'no Unfreeze within the freeze timeout: thawing by ourselves');
-        void this.unfreeze(volumeId).catch((err) =>
-          this.cfg.log.error({ volumeId, err: (err as Error).message }, 'self-thaw failed'),
-        );
-      },
-      Math.max(0, inMs),
-    );
-    t.unref();
-    this.thawTimers.set(volumeId, t);
-  }
-
-  private clearThaw(volumeId: string): void {
-    const t = this.thawTimers.get(volumeId);
-    if (t) clearTimeout(t);
-    this.thawTimers.delete(volumeId);
-  }
-
   close(): void {
-    for (const t of this.thawTimers.values()) clearTimeout(t);
-    this.thawTimers.clear();
+    this.freezer.close();
   }
 }
