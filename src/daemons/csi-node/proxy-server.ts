@@ -195,7 +195,8 @@ export class PathProxy implements BlockBackend {
       throw new BlockIoError(`write past the volume's end (${this.volumeSize} bytes)`, Errno.ENOSPC);
   }
 
-  write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
+  // async: a write past the end must reject (an NBD error reply), never throw into the connection.
+  async write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
     this.checkWrite(offset, buf.length);
     return this.onPath((c) => c.write(buf, offset, fua));
   }
@@ -204,12 +205,12 @@ export class PathProxy implements BlockBackend {
     return this.onPath((c) => c.flush());
   }
 
-  trim(offset: number, length: number): Promise<void> {
+  async trim(offset: number, length: number): Promise<void> {
     this.checkWrite(offset, length);
     return this.onPath((c) => c.trim(offset, length));
   }
 
-  writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
+  async writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
     this.checkWrite(offset, length);
     return this.onPath((c) => c.writeZeroes(offset, length, fua));
   }
