@@ -13,6 +13,9 @@ function log(msg: string, fields: Record<string, unknown> = {}): void {
 
 async function main(): Promise<void> {
   process.umask(0o077);
+  // The volume's data path: a stray error is logged, never a reason to take the filesystem down.
+  process.on('uncaughtException', (err) => log('uncaught exception', { err: String(err?.stack ?? err) }));
+  process.on('unhandledRejection', (err) => log('unhandled rejection', { err: String(err) }));
   const opts = JSON.parse(process.argv[2] ?? '{}') as ProxyServerOptions;
   if (!opts.socketPath || !opts.controlPath || !opts.target)
     throw new Error('usage: proxy-main.js {"socketPath":…,"controlPath":…,"target":"nbd://…"}');
