@@ -2,6 +2,7 @@ import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stageRequest } from '../../helpers/csi-client.js';
+import { runStorctl } from '../../helpers/storctl.js';
 import { CsiNodeFixture } from './fixture.js';
 
 const INVALID_ARGUMENT = 3;
@@ -110,4 +111,22 @@ describe('csi-node refuses bad input', () => {
       code: INVALID_ARGUMENT,
     });
   });
+
+  it('refuses bad flags with exit 2 before starting anything', async () => {
+    const base = ['daemon', 'csi-node', '--state-dir', join(node.dir, 'flags-state')];
+    for (const extra of [
+      ['--endpoint', 'tcp://127.0.0.1:1'],
+      ['--endpoint', `unix://${join(node.dir, 'x.sock')}`, '--root', 'relative/dir'],
+      ['--endpoint', `unix://${join(node.dir, 'x.sock')}`, '--root', '/a/../b'],
+      ['--endpoint', `unix://${join(node.dir, 'x.sock')}`, '--fs-listen', 'nope'],
+      ['--endpoint', `unix://${join(node.dir, 'x.sock')}`, '--path-timeout', 'soon'],
+      ['--endpoint', `unix://${join(node.dir, 'x.sock')}`, '--rest', 'ftp://x'],
+    ]) {
+      const r = await runStorctl([...base, ...extra]);
+      expect(r.code, `${extra.join(' ')}: ${r.stderr}`).toBe(2);
+    }
+    const help = await runStorctl(['daemon', 'csi-node', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('EXAMPLES');
+  }, 60_000);
 });
