@@ -22,6 +22,7 @@ import {
 import { volumeHealth } from './health.js';
 import { type ProxyRef, proxyStatus, refreshProxy, repointProxy, startProxy, stopProxy } from './proxy.js';
 import type { NodeState, StagedVolume } from './state.js';
+import { sweepVolumeDir } from './sweep.js';
 
 export interface StageRequest {
   volumeId: string;
@@ -130,8 +131,8 @@ export class BlockVolumes {
 
   private async stageFresh(r: StageRequest): Promise<void> {
     const dir = join(this.cfg.stateDir, 'v', uuidV5(r.volumeId));
-    // A directory left without a record (a crash between two steps): its FUSE mount goes first.
-    if (await isMountPoint(join(dir, 'fuse'))) await unmountAll(join(dir, 'fuse'));
+    // A directory left without a record (a crash between two steps): what it holds goes first.
+    await sweepVolumeDir(dir);
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const v: StagedVolume = {
@@ -231,6 +232,8 @@ export class BlockVolumes {
     if (!v.block) await unmountAll(v.stagingPath);
     if (v.device) await attacherFor(v.device).detach(v.device);
     if (v.proxy) await stopProxy(v.proxy);
+    const swept = await sweepVolumeDir(v.dir);
+    if (swept.length) this.cfg.log.warn({ volumeId: v.volumeId, swept }, 'stopped unrecorded processes');
     await rm(v.dir, { recursive: true, force: true });
     await this.state.delete(v.volumeId);
   }

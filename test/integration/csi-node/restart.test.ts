@@ -147,6 +147,26 @@ describe('csi-node restarts and broken paths', () => {
       expect(await n.leftovers()).toEqual([]);
     });
 
+  it('a crash between two recorded steps: what the state file does not know is still found and undone', {
+    timeout: 120_000,
+  }, async () => {
+    const { n, id, staging, target } = await setup();
+    await n.csi!.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
+    await n.crash();
+    // As if csi-node had died right after starting the proxy and nbdfuse, before recording them.
+    const file = join(n.stateDir, 'state.json');
+    const raw = JSON.parse(await readFile(file, 'utf8'));
+    const rec = raw.volumes[id];
+    delete rec.proxy;
+    delete rec.device;
+    rec.staged = false;
+    await writeFile(file, JSON.stringify(raw));
+    await n.start();
+    expect(n.ready).toMatchObject({ volumes: 1, healthy: 0 });
+    await n.csi!.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    expect(await n.leftovers()).toEqual([]);
+  });
+
   it('a new target (the volume republished on another node) is re-pointed to while the filesystem stays mounted', {
     timeout: 120_000,
   }, async () => {
