@@ -378,7 +378,15 @@ export class BlockVolumes {
         `volume ${volumeId} is ${st.size} bytes at its target; ${requiredBytes} were asked for (ControllerExpandVolume first)`,
       );
     const attacher = attacherFor(v.device);
-    if ((await deviceSize(v.device.device)) < st.size) await attacher.grow(v.device, st.size);
+    if ((await deviceSize(v.device.device)) < st.size) {
+      try {
+        await attacher.grow(v.device, st.size);
+      } catch (err) {
+        throw failedPrecondition(
+          `volume ${volumeId}: the block device cannot grow online: ${(err as Error).message}`,
+        );
+      }
+    }
     v.size = st.size;
     await this.state.put(v);
     if (!v.block) {
