@@ -52,6 +52,21 @@ export async function loopsOf(file: string): Promise<string[]> {
   return out;
 }
 
+/**
+ * `losetup -f`: another process can take the free device between losetup's lookup and its bind
+ * (EBUSY); a few more tries find the next one.
+ */
+async function setupLoop(argv: string[]): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await run(argv)).stdout;
+    } catch (err) {
+      if (attempt >= 5 || !/busy/i.test((err as Error).message)) throw err;
+      await sleep(20 * attempt);
+    }
+  }
+}
+
 /** nbdfuse exposes the proxy socket as a file; a loop device makes it a block device. */
 export class NbdfuseLoopAttacher implements Attacher {
   readonly kind = 'nbdfuse-loop' as const;
@@ -102,16 +117,8 @@ export class NbdfuseLoopAttacher implements Attacher {
       await stat(file);
       // Direct I/O: no second page cache of the FUSE file under the loop device's own (about twice
       // the throughput, and a write reaches the proxy when the filesystem issues it).
-      const { stdout } = await run([
-        'losetup',
-        '-f',
-        '--show',
-        '--direct-io=on',
-        '--sizelimit',
-        String(o.size),
-        file,
-      ]);
-      d.device = stdout.trim();
+      const argv = ['losetup', '-f', '--show', '--direct-io=on', '--sizelimit', String(o.size), file];
+      d.device = (await setupLoop(argv)).trim();
       if (!/^\/dev\/loop\d+$/.test(d.device))
         throw new Error(`losetup printed '${d.device}', not a loop device`);
       return d;

@@ -289,4 +289,39 @@ describe('csi-node stage / publish on real filesystems', () => {
     await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     expect(await node.leftovers()).toEqual([]);
   });
+
+  it('stages several volumes at once, each on its own loop device, and unstages them all', {
+    timeout: 120_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1 });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const csi = node.csi!;
+    const vols = await Promise.all(
+      [1, 2, 3, 4].map(async (i) => {
+        const id = newVolumeId();
+        const published = await cluster!.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
+        return {
+          id,
+          i,
+          uri: published.state.target!.deviceUri,
+          staging: join(node!.root, 'plugins', id, 'gm'),
+        };
+      }),
+    );
+    await Promise.all(
+      vols.map((v) =>
+        csi.node('NodeStageVolume', stageRequest({ volumeId: v.id, staging: v.staging, uri: v.uri })),
+      ),
+    );
+    for (const v of vols) await writeFile(join(v.staging, 'id'), v.id);
+    for (const v of vols) expect(await readFile(join(v.staging, 'id'), 'utf8')).toBe(v.id);
+    const state = JSON.parse(await readFile(join(node.stateDir, 'state.json'), 'utf8'));
+    const devices = vols.map((v) => state.volumes[v.id].device.device);
+    expect(new Set(devices).size).toBe(vols.length);
+    await Promise.all(
+      vols.map((v) => csi.node('NodeUnstageVolume', { volume_id: v.id, staging_target_path: v.staging })),
+    );
+    expect(await node.leftovers()).toEqual([]);
+  });
 });
