@@ -12,7 +12,12 @@ export const PROXY_EXPORT = 'volume';
 export interface ProxyServerOptions {
   /** NBD socket the block device connects to (0600). */
   socketPath: string;
-  /** Control socket (0600): one JSON request per line, one JSON answer per line. */
+  /**
+   * Control socket (0600): one JSON request per line, one JSON answer per line —
+   * `{"op":"status"}`, `{"op":"repoint","target":"nbd://…"}` (HA: switch to a new target),
+   * `{"op":"refresh"}` (reconnect to learn a new size), `{"op":"stop"}`; the answer is
+   * `{"ok":true,"status":{…}}` or `{"ok":false,"error":"…"}`.
+   */
   controlPath: string;
   /** The current target, nbd://host:port/<export>. */
   target: string;
