@@ -173,6 +173,15 @@ describe('csi-node restarts and broken paths', () => {
     const { c, n, id, staging, target } = await setup(2);
     const before = (await state(n)).volumes[id];
     await c.rest.unpublishVolume(id);
+    // The target is gone: the volume's condition says the path is down (the proxy keeps retrying).
+    const down = await waitFor(
+      async () => {
+        const s = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+        return s.volume_condition.abnormal ? s : null;
+      },
+      { what: 'path down' },
+    );
+    expect(down.volume_condition.message).toMatch(/no path to nbd:\/\/.*reconnecting/);
     const moved = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-2' });
     const uri2 = moved.state.target!.deviceUri;
     await n.csi!.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri: uri2 }));
