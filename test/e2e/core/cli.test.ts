@@ -47,6 +47,19 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(endpoints.store).toBe(`sqlite:${join(home, 'storctl', 'store.db')}`);
   });
 
+  it('storctl version names the CLI and every running io-engine', async () => {
+    const r = await cli('version', '-o', 'json');
+    expect(r.code, r.stderr).toBe(0);
+    const rows = JSON.parse(r.stdout) as { component: string; version: string }[];
+    expect(rows.map((c) => c.component)).toEqual([
+      'storctl (this CLI)',
+      'io-engine node-1',
+      'io-engine node-2',
+      'io-engine node-3',
+    ]);
+    expect(new Set(rows.map((c) => c.version))).toEqual(new Set([rows[0].version]));
+  });
+
   it('starts the S3 mounter and prints its CSI socket, which answers', async () => {
     const socket = join(home, 'storctl', 'mounter', 'csi.sock');
     expect(upProc.output).toContain(`mounter   unix://${socket}`);
