@@ -3,6 +3,7 @@ import { StorctlCommand } from '../lib/command.js';
 import { humanizeBytes } from '../lib/output/humanize.js';
 import { defaultDataDir, defaultStoreUrl } from '../lib/paths.js';
 import { sizeArg } from '../lib/rest/cli.js';
+import { RestClient } from '../lib/rest/client.js';
 import { endpointsFile } from '../lib/rest/endpoint.js';
 import { up } from '../lib/up/cluster.js';
 
@@ -67,6 +68,7 @@ export default class Up extends StorctlCommand {
     this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
     this.log(`endpoints ${endpointsFile(dataDir)}`);
+    for (const line of await volumesLoaded(cluster.rest)) this.log(line);
     this.log('ready: try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster');
     this.log(
       '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
@@ -78,5 +80,23 @@ export default class Up extends StorctlCommand {
     await cluster.stop();
     this.logToStderr('stopped');
     if (outcome !== 'signal') this.exit(1);
+  }
+}
+
+/** What a restarted cluster brought back: how many volumes, and where the published ones are served. */
+async function volumesLoaded(rest: string): Promise<string[]> {
+  const client = new RestClient(rest);
+  try {
+    const volumes = await client.listVolumes();
+    const published = volumes.filter((v) => v.state.target?.deviceUri);
+    const lines = [`volumes   ${volumes.length} loaded, ${published.length} published`];
+    const SHOWN = 10;
+    for (const v of published.slice(0, SHOWN))
+      lines.push(`          ${v.spec.uuid} ${v.state.status} ${v.state.target?.deviceUri}`);
+    if (published.length > SHOWN)
+      lines.push(`          … ${published.length - SHOWN} more: storctl get volumes -o wide`);
+    return lines;
+  } finally {
+    await client.close();
   }
 }
