@@ -234,6 +234,29 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     }
   });
 
+  it('get volumes --watch prints the table again when a volume is created, until Ctrl-C', async () => {
+    const watcher = new StorctlProcess(['get', 'volumes', '--watch'], env);
+    try {
+      // The first table (every earlier volume is deleted by now: it says so instead).
+      await waitFor(
+        async () =>
+          /THIN-PROVISIONED|No resources found/.test(watcher.output) || (await watcher.failIfExited()),
+        { what: 'the first table' },
+      );
+      const created = await cli('volume', 'create', '--size', '4Mi', '-o', 'json');
+      const id = JSON.parse(created.stdout).spec.uuid as string;
+      await waitFor(async () => watcher.output.includes(id) || (await watcher.failIfExited()), {
+        what: 'the new volume in a later table',
+      });
+      await cli('volume', 'delete', id);
+    } finally {
+      expect(await watcher.kill('SIGINT')).toBe(0);
+    }
+    const json = await cli('get', 'volumes', '--watch', '-o', 'json');
+    expect(json.code).toBe(2);
+    expect(json.stderr).toContain('storctl events --watch');
+  });
+
   it('stops every role on Ctrl-C and withdraws its endpoints', async () => {
     const rest = JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).rest;
     const code = await upProc.kill('SIGINT');
