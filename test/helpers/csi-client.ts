@@ -3,17 +3,23 @@ import { loadProto, lookupService } from '../../src/lib/grpc/proto.js';
 
 type Call = (req: unknown, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
 
-/** A CSI client on a unix socket: `await csi.node('NodePublishVolume', {...})`. */
+/**
+ * A CSI client on a unix socket: `await csi.node('NodePublishVolume', {...})`,
+ * `await csi.controller('CreateVolume', {...})`.
+ */
 export class CsiClient {
   private readonly nodeClient: grpc.Client;
   private readonly identityClient: grpc.Client;
+  private readonly controllerClient: grpc.Client;
 
   constructor(socketPath: string) {
     const root = loadProto('csi.proto');
     const Node = lookupService(root, 'csi.v1.Node');
     const Identity = lookupService(root, 'csi.v1.Identity');
+    const Controller = lookupService(root, 'csi.v1.Controller');
     this.nodeClient = new Node(`unix:${socketPath}`, grpc.credentials.createInsecure());
     this.identityClient = new Identity(`unix:${socketPath}`, grpc.credentials.createInsecure());
+    this.controllerClient = new Controller(`unix:${socketPath}`, grpc.credentials.createInsecure());
   }
 
   private invoke<T>(client: grpc.Client, method: string, req: unknown): Promise<T> {
@@ -32,9 +38,14 @@ export class CsiClient {
     return this.invoke<T>(this.identityClient, method, req);
   }
 
+  controller<T = Record<string, unknown>>(method: string, req: unknown = {}): Promise<T> {
+    return this.invoke<T>(this.controllerClient, method, req);
+  }
+
   close(): void {
     this.nodeClient.close();
     this.identityClient.close();
+    this.controllerClient.close();
   }
 }
 
