@@ -128,6 +128,12 @@ export function volumeService(deps: Deps) {
     return guard.run([volumeKey(id)], async () => {
       let size: number;
       if (snapshotId !== undefined) {
+        // Core checks the snapshot before the volume id: a repeat is recognised here first.
+        const existing = await orNotFound(rest.getVolume(id));
+        if (existing) {
+          checkRepeat(existing, name, digest, req.capacity_range, params, snapshotId);
+          return { volume: csiVolume(existing, context) };
+        }
         const snap = isUuid(snapshotId) ? await orNotFound(rest.getSnapshot(snapshotId)) : undefined;
         if (!snap) throw notFound(`source snapshot '${snapshotId}' not found`);
         size = snapshotSize(snap);
