@@ -12,14 +12,15 @@ export class CsiClient {
   private readonly identityClient: grpc.Client;
   private readonly controllerClient: grpc.Client;
 
-  constructor(socketPath: string) {
+  constructor(socketPath: string, options: grpc.ChannelOptions = {}) {
     const root = loadProto('csi.proto');
     const Node = lookupService(root, 'csi.v1.Node');
     const Identity = lookupService(root, 'csi.v1.Identity');
     const Controller = lookupService(root, 'csi.v1.Controller');
-    this.nodeClient = new Node(`unix:${socketPath}`, grpc.credentials.createInsecure());
-    this.identityClient = new Identity(`unix:${socketPath}`, grpc.credentials.createInsecure());
-    this.controllerClient = new Controller(`unix:${socketPath}`, grpc.credentials.createInsecure());
+    const creds = grpc.credentials.createInsecure();
+    this.nodeClient = new Node(`unix:${socketPath}`, creds, options);
+    this.identityClient = new Identity(`unix:${socketPath}`, creds, options);
+    this.controllerClient = new Controller(`unix:${socketPath}`, creds, options);
   }
 
   private invoke<T>(client: grpc.Client, method: string, req: unknown): Promise<T> {
