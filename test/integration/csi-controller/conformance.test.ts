@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
+import { CsiClient } from '../../helpers/csi-client.js';
 import { runStorctl } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
 import {
   blockCap,
   type CsiVolume,
@@ -13,6 +17,7 @@ import {
   MiB,
   mountCap,
   refused,
+  startController,
 } from './fixture.js';
 
 /**
@@ -41,6 +46,30 @@ describe('csi-controller Identity', () => {
       'expansion:ONLINE',
     ]);
     expect(await fx.csi.identity('Probe')).toEqual({ ready: { value: true } });
+  });
+
+  it('Probe is FAILED_PRECONDITION while core does not answer; a stopped controller removes its socket', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'storctl-csi-probe-'));
+    try {
+      // A port nothing listens on: core is down.
+      const { proc, socket } = await startController(dir, 'http://127.0.0.1:9', fx.cluster.env);
+      const csi = new CsiClient(socket);
+      try {
+        await refused(
+          csi.identity('Probe'),
+          status.FAILED_PRECONDITION,
+          /not ready: core REST API at http:\/\/127.0.0.1:9 is unreachable/,
+        );
+        await refused(csi.controller('ListVolumes', {}), status.UNAVAILABLE, /unreachable/);
+        expect((await csi.identity<{ name: string }>('GetPluginInfo')).name).toBe('io.storctl.csi-block');
+      } finally {
+        csi.close();
+      }
+      expect(await proc.kill('SIGTERM')).toBe(0);
+      expect(existsSync(socket)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('ControllerGetCapabilities lists what is served and nothing newer than v1.10', async () => {
@@ -138,6 +167,18 @@ describe('required fields and bad values are INVALID_ARGUMENT, nothing is create
       I,
       /volume content source .* is not supported/,
     );
+    // Secrets are never logged, not even when the request fails.
+    await refused(
+      create({
+        ...createRequest(`pvc-${randomUUID()}`, { parameters: { protocol: 'iscsi' } }),
+        secrets: { password: 'hunter2-s3cr3t' },
+      }),
+      I,
+    );
+    await waitFor(() => /protocol='iscsi' is not served/.test(fx.proc.output), {
+      what: 'the failure logged',
+    });
+    expect(fx.proc.output).not.toMatch(/hunter2-s3cr3t/);
     // The sidecars' own keys are accepted and not stored in the volume context.
     const ok = await p({ 'csi.storage.k8s.io/pvc/name': 'data-0', repl: '1' });
     expect(ok.volume.volume_context).toEqual({ repl: '1' });
