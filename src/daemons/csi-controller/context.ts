@@ -26,7 +26,7 @@ export function rpc<Req, Res>(deps: Deps, name: string, handler: (req: Req) => P
       deps.log.debug({ rpc: name, ms: Math.round(performance.now() - t0) }, 'ok');
       return res;
     } catch (err) {
-      const e = restToCsiError(err);
+      const e = restToCsiError(err, name);
       deps.log.info({ rpc: name, code: status[e.code], err: e.message }, 'failed');
       throw e;
     }

@@ -61,15 +61,25 @@ const REST_KIND_TO_CSI: Record<string, status> = {
   Internal: status.INTERNAL,
 };
 
-/** The CSI status of a failed core REST call (or of an unreachable / slow core). */
-export function restToCsiError(err: unknown, what?: string): GrpcError {
+/**
+ * Where one RPC's error table asks for another code than the general one: a snapshot over the
+ * volume's maxSnapshots (core's SnapshotMaxLimit, OutOfRange) is a quota, RESOURCE_EXHAUSTED.
+ */
+const RPC_OVERRIDES: Record<string, Record<string, status>> = {
+  CreateSnapshot: { OutOfRange: status.RESOURCE_EXHAUSTED },
+};
+
+/** The CSI status of a failed core REST call (or of an unreachable / slow core) in RPC `rpc`. */
+export function restToCsiError(err: unknown, rpc?: string): GrpcError {
   if (err instanceof GrpcError) return err;
-  const prefix = what ? `${what}: ` : '';
-  if (err instanceof RestError)
-    return new GrpcError(REST_KIND_TO_CSI[err.kind] ?? status.INTERNAL, `${prefix}${err.message}`);
-  if (err instanceof ServiceUnavailableError) return new GrpcError(status.UNAVAILABLE, prefix + err.message);
-  if (err instanceof TimeoutError) return new GrpcError(status.DEADLINE_EXCEEDED, prefix + err.message);
-  return new GrpcError(status.INTERNAL, prefix + (err instanceof Error ? err.message : String(err)));
+  if (err instanceof RestError) {
+    const code =
+      (rpc ? RPC_OVERRIDES[rpc]?.[err.kind] : undefined) ?? REST_KIND_TO_CSI[err.kind] ?? status.INTERNAL;
+    return new GrpcError(code, err.message);
+  }
+  if (err instanceof ServiceUnavailableError) return new GrpcError(status.UNAVAILABLE, err.message);
+  if (err instanceof TimeoutError) return new GrpcError(status.DEADLINE_EXCEEDED, err.message);
+  return new GrpcError(status.INTERNAL, err instanceof Error ? err.message : String(err));
 }
 
 /** The REST kind of a failed call, or undefined when it is not a core REST answer. */

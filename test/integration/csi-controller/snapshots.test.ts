@@ -121,6 +121,17 @@ describe('CreateSnapshot, ListSnapshots, DeleteSnapshot, clones', () => {
     await refused(snap('no-uuid', 'x'), grpc.status.NOT_FOUND);
     await refused(snap(a, 'x', { repl: '2' }), grpc.status.INVALID_ARGUMENT, /unknown parameter 'repl'/);
     await refused(snap(a, 'x', { quiesceFs: 'maybe' }), grpc.status.INVALID_ARGUMENT, /quiesceFs/);
+    // maxSnapshots is a quota: one over it is RESOURCE_EXHAUSTED.
+    const capped = (await create(createRequest(`pvc-${randomUUID()}`, { parameters: { maxSnapshots: '1' } })))
+      .volume.volume_id;
+    const only = (await snap(capped, `snapshot-${randomUUID()}`)).snapshot;
+    await refused(
+      snap(capped, `snapshot-${randomUUID()}`),
+      grpc.status.RESOURCE_EXHAUSTED,
+      /maximum of 1 snapshots/,
+    );
+    await fx.csi.controller('DeleteSnapshot', { snapshot_id: only.snapshot_id });
+    await fx.csi.controller('DeleteVolume', { volume_id: capped });
 
     // Listing: by id, by source volume, paginated; unknown ids list nothing; bad tokens are ABORTED.
     const c1 = (await snap(b, `snapshot-${randomUUID()}`)).snapshot;
