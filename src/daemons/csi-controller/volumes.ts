@@ -40,6 +40,7 @@ interface CreateVolumeRequest {
     volume?: { volume_id: string } | null;
   } | null;
   accessibility_requirements?: { requisite?: Segments[]; preferred?: Segments[] } | null;
+  mutable_parameters?: Record<string, string>;
 }
 
 const segmentsOk = (s: Record<string, string>) =>
@@ -105,6 +106,8 @@ export function volumeService(deps: Deps) {
     const parameters = req.parameters ?? {};
     const params = parseCreateParams(parameters);
     validateMapSize(req.secrets, 'secrets');
+    if (Object.keys(req.mutable_parameters ?? {}).length)
+      throw invalid('mutable_parameters are not supported (the driver has no MODIFY_VOLUME capability)');
     const src = req.volume_content_source;
     if (src?.volume || src?.type === 'volume')
       throw invalid(

@@ -163,6 +163,11 @@ describe('required fields and bad values are INVALID_ARGUMENT, nothing is create
       /fs_type 'ntfs' is not supported/,
     );
     await refused(
+      create({ ...createRequest(`pvc-${randomUUID()}`), mutable_parameters: { iops: '100' } }),
+      I,
+      /mutable_parameters are not supported/,
+    );
+    await refused(
       create(createRequest(`pvc-${randomUUID()}`, { source: { volume: { volume_id: randomUUID() } } })),
       I,
       /volume content source .* is not supported/,
