@@ -1,7 +1,8 @@
 /**
  * CSI controller benchmark. Prints JSON. Run after `npm run build`:
  *   npx tsx bench/csi.ts [round-trips-per-batch] [batches]
- * Defaults: 200 round trips per batch, 5 batches per path and width.
+ * Defaults: 100 round trips per batch, 8 batches per path and width (short batches, alternating, so
+ * the load of a shared machine falls on both paths alike).
  *
  * One round trip = create a volume (thin, 1 replica, 4 MiB) and delete it again. Measured at 1 and
  * 32 in flight, through the CSI socket (CreateVolume + DeleteVolume on `storctl daemon
@@ -21,8 +22,8 @@ import { CsiClient } from '../test/helpers/csi-client.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { createRequest, startController } from '../test/integration/csi-controller/controller-process.js';
 
-const perBatch = Number(process.argv[2] ?? 200);
-const batches = Number(process.argv[3] ?? 5);
+const perBatch = Number(process.argv[2] ?? 100);
+const batches = Number(process.argv[3] ?? 8);
 const WIDTHS = [1, 32];
 const SIZE = 4 * 1024 * 1024;
 const BAR = 0.8;
