@@ -5,7 +5,7 @@ import { StorctlCommand } from '../../lib/command.js';
 import { BLOCK_DRIVER_NAME } from '../../lib/csi/plugin.js';
 import { socketPathOf } from '../../lib/csi/socket.js';
 import { UsageError } from '../../lib/errors.js';
-import { restFlags, sizeArg } from '../../lib/rest/cli.js';
+import { sizeArg } from '../../lib/rest/cli.js';
 import { resolveRestUrl } from '../../lib/rest/endpoint.js';
 
 export default class DaemonCsiController extends StorctlCommand {
@@ -20,7 +20,10 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
   ];
 
   static override flags = {
-    ...restFlags,
+    rest: Flags.string({
+      description: 'core REST URL (default: the cluster `storctl up` started, else http://127.0.0.1:8081)',
+      env: 'STORCTL_REST',
+    }),
     endpoint: Flags.string({
       description: 'CSI socket, unix:///path/csi-controller.sock',
       required: true,
@@ -31,14 +34,18 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
       default: BLOCK_DRIVER_NAME,
       env: 'STORCTL_CSI_DRIVER_NAME',
     }),
-    'rest-timeout': Flags.string({
-      description: `timeout of each request to core (default ${CSI_CONTROLLER_DEFAULTS.restTimeoutMs / 1000}s)`,
+    'rest-timeout': durationFlag({
+      description: 'timeout of each request to core',
+      default: CSI_CONTROLLER_DEFAULTS.restTimeoutMs,
+      positive: true,
     }),
     'default-volume-size': Flags.string({
       description: 'size of a volume whose capacity_range is empty (default 1GiB)',
     }),
-    'freeze-timeout': Flags.string({
-      description: `deadline of a filesystem freeze on a csi-node; the node thaws by itself after it (default ${CSI_CONTROLLER_DEFAULTS.freezeTimeoutMs / 1000}s)`,
+    'freeze-timeout': durationFlag({
+      description: 'deadline of a filesystem freeze on a csi-node; the node thaws by itself after it',
+      default: CSI_CONTROLLER_DEFAULTS.freezeTimeoutMs,
+      positive: true,
     }),
   };
 
@@ -53,18 +60,12 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
       throw new UsageError(
         `--driver-name '${flags['driver-name']}' is not a domain name (lowercase letters, digits, '-' and '.', at most 63 characters)`,
       );
-    const d = (flag: string, value: string | undefined, def: number) => {
-      if (value === undefined) return def;
-      const ms = durationFlag(flag, value);
-      if (ms <= 0) throw new UsageError(`--${flag} must be longer than 0`);
-      return ms;
-    };
     const daemon = await start({
       endpoint: flags.endpoint,
       restUrl: resolveRestUrl(flags.rest),
       driverName: flags['driver-name'],
-      restTimeoutMs: d('rest-timeout', flags['rest-timeout'], CSI_CONTROLLER_DEFAULTS.restTimeoutMs),
-      freezeTimeoutMs: d('freeze-timeout', flags['freeze-timeout'], CSI_CONTROLLER_DEFAULTS.freezeTimeoutMs),
+      restTimeoutMs: flags['rest-timeout'],
+      freezeTimeoutMs: flags['freeze-timeout'],
       defaultVolumeSize:
         flags['default-volume-size'] === undefined
           ? CSI_CONTROLLER_DEFAULTS.defaultVolumeSize
