@@ -9,7 +9,7 @@ import { up } from '../lib/up/cluster.js';
 
 export default class Up extends StorctlCommand {
   static override description =
-    'run a whole single-machine cluster: core, three io-engines and the S3 mounter on the embedded store, each its own process; Ctrl-C stops everything';
+    'run a whole single-machine cluster, each role its own process: core, three io-engines, the block CSI driver (csi-controller, csi-node) and the S3 mounter on the embedded store; a role that dies is restarted; Ctrl-C stops everything in order';
   static override examples = [
     '<%= config.bin %> up',
     '<%= config.bin %> up --data-dir /tmp/storctl-demo --rest 127.0.0.1:0',
@@ -64,6 +64,12 @@ export default class Up extends StorctlCommand {
     this.log(`store     ${storeUrl}`);
     this.log(
       `mounter   ${cluster.mounterSocket ? `unix://${cluster.mounterSocket}` : '<none> (no S3 FUSE binary)'}`,
+    );
+    this.log(`csi-controller unix://${cluster.csiControllerSocket}`);
+    this.log(
+      cluster.csiNodeSocket
+        ? `csi-node  unix://${cluster.csiNodeSocket} (staging and target paths under ${cluster.csiNodeRoot})`
+        : 'csi-node  <none> (needs root)',
     );
     this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
