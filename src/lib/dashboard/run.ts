@@ -1,0 +1,49 @@
+import { render } from 'ink';
+import { createElement as h } from 'react';
+import { liveRestUrl } from '../catalog/live.js';
+import type { StoreSelection } from '../catalog/with-store.js';
+import { UsageError } from '../errors.js';
+import type { KeySpace } from '../store/keys.js';
+import { openStore } from '../store/open.js';
+import { Dashboard } from './Dashboard.js';
+import { DashboardModel } from './model.js';
+
+export interface RunDashboardOptions extends StoreSelection {
+  keySpace: KeySpace;
+  mounterStateDir: string;
+}
+
+/** The dashboard needs a terminal on both ends: keys come in on stdin, frames go out on stdout. */
+export function requireTerminal(stdin = process.stdin, stdout = process.stdout): void {
+  if (stdin.isTTY && stdout.isTTY) return;
+  throw new UsageError(
+    'storctl dashboard needs an interactive terminal (stdin and stdout must be a TTY); for the same data in a script use `storctl get volumes -o json`',
+    {
+      suggestions: [
+        'storctl get volumes -o json',
+        'storctl get nodes -o json',
+        'storctl events --watch -o json',
+      ],
+    },
+  );
+}
+
+/** Run the dashboard in this terminal until `q` (or Ctrl-C); the store and the watch are closed after. */
+export async function runDashboard(options: RunDashboardOptions): Promise<void> {
+  requireTerminal();
+  const store = await openStore(options.storeUrl, { tls: options.tls });
+  const model = new DashboardModel({
+    store,
+    space: options.keySpace,
+    restUrl: liveRestUrl(options.storeUrl),
+    mounterStateDir: options.mounterStateDir,
+  });
+  try {
+    await model.start();
+    const app = render(h(Dashboard, { model, source: store.endpoint }), { exitOnCtrlC: true });
+    await app.waitUntilExit();
+  } finally {
+    await model.stop();
+    await store.close();
+  }
+}
