@@ -5,7 +5,7 @@ import { Header } from './Header.js';
 import { clip } from './layout.js';
 import type { DashboardModel } from './model.js';
 import { emptyText, nextPanel, PANEL_TITLES, PANELS, type PanelId, panelTable } from './panels.js';
-import { filterRows } from './rows.js';
+import { filterIds } from './rows.js';
 import { TabBar } from './TabBar.js';
 import { TablePanel } from './TablePanel.js';
 import { makeTheme, type Theme } from './theme.js';
@@ -22,6 +22,25 @@ export interface DashboardProps {
   height?: number;
   theme?: Theme;
 }
+
+const NO_KEY: Key = {
+  upArrow: false,
+  downArrow: false,
+  leftArrow: false,
+  rightArrow: false,
+  pageDown: false,
+  pageUp: false,
+  home: false,
+  end: false,
+  return: false,
+  escape: false,
+  ctrl: false,
+  shift: false,
+  tab: false,
+  backspace: false,
+  delete: false,
+  meta: false,
+} as Key;
 
 const perPanel = <T>(v: T) => Object.fromEntries(PANELS.map((p) => [p, v])) as Record<PanelId, T>;
 
@@ -58,10 +77,7 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
     [snapshot, barWidth],
   );
   const table = active === 'events' ? null : tables[active];
-  const rows = useMemo(
-    () => (table ? filterRows(table.rows, filters[active]) : []),
-    [table, filters, active],
-  );
+  const ids = useMemo(() => (table ? filterIds(table, filters[active]) : []), [table, filters, active]);
   const detailLines = useMemo(
     () => (details ? volumeDetailLines(snapshot, details) : null),
     [snapshot, details],
@@ -70,8 +86,8 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
   const eventsHeight = active === 'events' || details ? 0 : total >= 20 ? Math.floor(total / 4) : 3;
   const mainHeight = total - 3 - eventsHeight;
   const pageRows = Math.max(1, mainHeight - 1);
-  const sel = clampIndex(selected[active], rows.length);
-  const win = visibleWindow(rows.length, sel, pageRows, starts.current[active]);
+  const sel = clampIndex(selected[active], ids.length);
+  const win = visibleWindow(ids.length, sel, pageRows, starts.current[active]);
   starts.current[active] = win.start;
 
   const move = (delta: number) => {
@@ -80,10 +96,21 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
       setDetailScroll((s) => Math.max(0, Math.min(max, s + delta)));
     } else if (active === 'events')
       setEventsBack((b) => Math.max(0, Math.min(snapshot.events.length - 1, b - delta)));
-    else setSelected((s) => ({ ...s, [active]: clampIndex(sel + delta, rows.length) }));
+    else
+      setSelected((s) => ({
+        ...s,
+        [active]: clampIndex(clampIndex(s[active], ids.length) + delta, ids.length),
+      }));
   };
 
+  // Keys typed faster than a frame (or sent in one write) arrive as one string: take them one by one.
   useInput((input: string, key: Key) => {
+    if (!filtering && input.length > 1 && !input.includes('\u001B'))
+      for (const c of input) onKey(c, { ...NO_KEY, tab: c === '\t', return: c === '\r' });
+    else onKey(input, key);
+  });
+
+  function onKey(input: string, key: Key) {
     if (filtering) {
       if (key.return) setFiltering(false);
       else if (key.escape) {
@@ -113,16 +140,16 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
     if (Number.isInteger(digit) && digit >= 1 && digit <= PANELS.length) return setActive(PANELS[digit - 1]);
     if (input === '/' && active !== 'events') return setFiltering(true);
     if (key.escape && filters[active]) return setFilters((f) => ({ ...f, [active]: '' }));
-    if (key.return && (active === 'volumes' || active === 'switchovers') && rows[sel]) {
-      setDetails(rows[sel].id);
+    if (key.return && (active === 'volumes' || active === 'switchovers') && ids[sel]) {
+      setDetails(ids[sel]);
       setDetailScroll(0);
     }
-  });
+  }
 
   const tabs = PANELS.map((id) => ({
     id,
     title: PANEL_TITLES[id],
-    count: id === 'events' ? snapshot.events.length : tables[id].rows.length,
+    count: id === 'events' ? snapshot.events.length : tables[id].ids.length,
   }));
   const main = details
     ? h(VolumeDetails, {
@@ -136,7 +163,7 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
       ? h(EventLog, { events: snapshot.events, width: cols, height: mainHeight, back: eventsBack })
       : h(TablePanel, {
           table: table!,
-          rows,
+          ids,
           selected: sel,
           start: win.start,
           end: win.end,

@@ -1,13 +1,13 @@
 import { Box, Text } from 'ink';
 import { createElement as h } from 'react';
 import { clip, columnWidths, fitLine } from './layout.js';
-import type { Row, Table } from './rows.js';
+import type { Table } from './rows.js';
 import type { Theme } from './theme.js';
 
 export interface TablePanelProps {
   table: Table;
-  /** The rows after the filter. */
-  rows: Row[];
+  /** Ids of the rows after the filter. */
+  ids: string[];
   selected: number;
   start: number;
   end: number;
@@ -26,13 +26,14 @@ export function TablePanel(p: TablePanelProps) {
     widths,
     p.width - 2,
   );
-  const lines = p.rows.slice(p.start, p.end).map((row, i) => {
+  const lines = p.ids.slice(p.start, p.end).map((id, i) => {
+    const row = p.table.row(id);
     const index = p.start + i;
     const on = index === p.selected;
     return h(
       Text,
       {
-        key: row.id,
+        key: id,
         color: p.theme.tone(row.tone),
         bold: on,
         inverse: on && p.theme.color,
@@ -41,7 +42,7 @@ export function TablePanel(p: TablePanelProps) {
       `${on ? '>' : ' '} ${fitLine(row.cells, widths, p.width - 2)}`,
     );
   });
-  const position = p.rows.length > p.end - p.start ? ` ${p.start + 1}-${p.end} of ${p.rows.length}` : '';
+  const position = p.ids.length > p.end - p.start ? ` ${p.start + 1}-${p.end} of ${p.ids.length}` : '';
   return h(
     Box,
     { flexDirection: 'column', height: p.height, overflow: 'hidden' },

@@ -15,9 +15,8 @@ import type { Snapshot } from './model.js';
 
 export type Tone = 'ok' | 'warn' | 'bad' | undefined;
 
-/** One row of a panel: its id (what enter opens), its cells, and the tone of its status cell. */
+/** One row of a panel: its cells and the tone of its status. */
 export interface Row {
-  id: string;
   cells: string[];
   tone?: Tone;
 }
@@ -28,9 +27,15 @@ export interface Column {
   width?: number;
 }
 
+/**
+ * A panel's table: the ids of its rows in order, and how to render one row. Rows are built only
+ * when shown (or when a filter reads them): with 10k volumes a change costs a sort of ids and a
+ * screenful of rows, not 10k rows.
+ */
 export interface Table {
   columns: Column[];
-  rows: Row[];
+  ids: string[];
+  row(id: string): Row;
 }
 
 const toneOf = (status: string): Tone =>
@@ -40,23 +45,45 @@ const toneOf = (status: string): Tone =>
       ? 'bad'
       : 'warn';
 
-const sorted = <V>(map: Map<string, V> | undefined): [string, V][] =>
-  map ? [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : [];
+const sortedIds = (map: Map<string, unknown> | undefined): string[] =>
+  map ? [...map.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) : [];
+
+/** A table over the entries of `map`, each row built by `build` when asked for. */
+function lazyTable<V>(
+  columns: Column[],
+  map: Map<string, V> | undefined,
+  build: (id: string, v: V) => Row,
+): Table {
+  const cache = new Map<string, Row>();
+  return {
+    columns,
+    ids: sortedIds(map),
+    row(id) {
+      let r = cache.get(id);
+      if (!r) {
+        const v = map?.get(id);
+        r = v === undefined ? { cells: [id] } : build(id, v);
+        cache.set(id, r);
+      }
+      return r;
+    },
+  };
+}
 
 export function nodeTable(s: Snapshot): Table {
-  return {
-    columns: [{ header: 'NODE', width: 16 }, { header: 'STATUS', width: 28 }, { header: 'ENDPOINT' }],
-    rows: sorted(s.state.specs.NodeSpec).map(([id, n]) => {
+  return lazyTable(
+    [{ header: 'NODE', width: 16 }, { header: 'STATUS', width: 28 }, { header: 'ENDPOINT' }],
+    s.state.specs.NodeSpec,
+    (id, n) => {
       const live = s.state.liveness.get(id);
       const status = nodeStatusText(n, live ? 'Online' : 'Offline');
       const drain = drainStateText(n);
       return {
-        id,
         cells: [id, status, `${n.endpoint}${live?.nbdEndpoint ? `  nbd ${live.nbdEndpoint}` : ''}`],
         tone: !live ? 'bad' : status === 'Online' && drain === 'Not draining' ? 'ok' : 'warn',
       };
-    }),
-  };
+    },
+  );
 }
 
 export function poolTable(s: Snapshot, barWidth: number): Table {
@@ -65,15 +92,16 @@ export function poolTable(s: Snapshot, barWidth: number): Table {
     const pool = replicaPoolName(r);
     committed.set(pool, (committed.get(pool) ?? 0) + r.size);
   }
-  return {
-    columns: [
+  return lazyTable(
+    [
       { header: 'POOL', width: 14 },
       { header: 'NODE', width: 10 },
       { header: 'STATUS', width: 8 },
       { header: 'USED / COMMITTED / CAPACITY', width: barWidth + 1 },
       { header: 'NUMBERS' },
     ],
-    rows: sorted(s.state.specs.PoolSpec).map(([id, p]) => {
+    s.state.specs.PoolSpec,
+    (id, p) => {
       const created = createdState(p.status);
       const status =
         created === null ? specStatusName(p.status) : s.state.liveness.has(p.node) ? created : 'Unknown';
@@ -83,15 +111,14 @@ export function poolTable(s: Snapshot, barWidth: number): Table {
         ? `${humanizeBytes(live.used)} / ${humanizeBytes(c)} / ${humanizeBytes(live.capacity)}`
         : `? / ${humanizeBytes(c)} / ? (core not reachable)`;
       return {
-        id,
         cells: [id, p.node, status, poolBar(live?.used, c, live?.capacity, barWidth), numbers],
         tone: toneOf(status),
       };
-    }),
-  };
+    },
+  );
 }
 
-/** Replica health of a volume: `healthy/total` and the lowest rebuild progress while rebuilding. */
+/** Replica health of a volume: `healthy/wanted`, and `r:N%` (the lowest rebuild progress) while rebuilding. */
 function replicaText(s: Snapshot, volumeId: string, want: number): string {
   const topology = s.live?.volumes.get(volumeId)?.state.replica_topology;
   if (topology) {
@@ -100,7 +127,7 @@ function replicaText(s: Snapshot, volumeId: string, want: number): string {
     const progress = reps.flatMap((r) =>
       r['rebuild-progress'] === undefined ? [] : [r['rebuild-progress']],
     );
-    return `${healthy}/${want}${progress.length ? ` rebuild ${Math.min(...progress)}%` : ''}`;
+    return `${healthy}/${want}${progress.length ? ` r:${Math.min(...progress)}%` : ''}`;
   }
   const v = s.state.specs.VolumeSpec?.get(volumeId);
   const nexus = v ? healthInfoNexusId(v) : null;
@@ -110,20 +137,20 @@ function replicaText(s: Snapshot, volumeId: string, want: number): string {
 }
 
 export function volumeTable(s: Snapshot): Table {
-  return {
-    columns: [
+  return lazyTable(
+    [
       { header: 'VOLUME', width: 37 },
-      { header: 'STATUS', width: 10 },
-      { header: 'SIZE', width: 9 },
-      { header: 'REPLICAS', width: 17 },
-      { header: 'TARGET', width: 10 },
+      { header: 'STATUS', width: 9 },
+      { header: 'SIZE', width: 7 },
+      { header: 'REPLICAS', width: 10 },
+      { header: 'TARGET', width: 9 },
       { header: 'URI' },
     ],
-    rows: sorted(s.state.specs.VolumeSpec).map(([id, v]) => {
+    s.state.specs.VolumeSpec,
+    (id, v) => {
       const live = s.live?.volumes.get(id);
       const status = live?.state.status ?? volumeStatus(s.state, v);
       return {
-        id,
         cells: [
           id,
           status,
@@ -134,54 +161,54 @@ export function volumeTable(s: Snapshot): Table {
         ],
         tone: toneOf(status),
       };
-    }),
-  };
+    },
+  );
 }
 
 export function switchoverTable(s: Snapshot): Table {
-  return {
-    columns: [
+  return lazyTable(
+    [
       { header: 'VOLUME', width: 37 },
       { header: 'NODE', width: 10 },
-      { header: 'STAGE', width: 18 },
-      { header: 'RETRIES', width: 8 },
+      { header: 'STAGE', width: 16 },
+      { header: 'TRIES', width: 6 },
       { header: 'SINCE' },
     ],
-    rows: sorted(s.state.specs.SwitchOver).map(([id, sw]) => {
+    s.state.specs.SwitchOver,
+    (id, sw) => {
       const stage = switchOverStageName(sw) ?? '-';
       return {
-        id,
         cells: [id, sw.node_name, stage, String(sw.retry_count), sw.timestamp],
-        tone: stage === 'Errored' ? 'bad' : stage === 'Completed' ? 'ok' : 'warn',
+        tone: stage === 'Errored' ? 'bad' : stage === 'Successful' ? 'ok' : 'warn',
       };
-    }),
-  };
+    },
+  );
 }
 
 export function mountTable(s: Snapshot): Table {
-  const records = s.mounts?.kind === 'records' ? s.mounts.mounts : [];
-  return {
-    columns: [
+  const records = new Map((s.mounts?.kind === 'records' ? s.mounts.mounts : []).map((m) => [m.target, m]));
+  return lazyTable(
+    [
       { header: 'TARGET', width: 34 },
       { header: 'VOLUME', width: 14 },
       { header: 'BUCKET', width: 12 },
       { header: 'DAEMON' },
     ],
-    rows: records.map((m) => ({
-      id: m.target,
+    records,
+    (_, m) => ({
       cells: [
         m.target,
         m.volumeId,
         m.bucket,
         `${m.daemon.kind} ${m.daemon.unit ?? m.daemon.pid ?? ''} ${m.readonly ? 'ro' : 'rw'}`,
       ],
-    })),
-  };
+    }),
+  );
 }
 
-/** Rows whose cells contain the filter text (case-insensitive); all rows without a filter. */
-export function filterRows(rows: Row[], filter: string): Row[] {
-  if (!filter) return rows;
+/** Ids of the rows whose cells contain the filter text (case-insensitive); all without a filter. */
+export function filterIds(table: Table, filter: string): string[] {
+  if (!filter) return table.ids;
   const f = filter.toLowerCase();
-  return rows.filter((r) => r.cells.some((c) => c.toLowerCase().includes(f)));
+  return table.ids.filter((id) => table.row(id).cells.some((c) => c.toLowerCase().includes(f)));
 }
