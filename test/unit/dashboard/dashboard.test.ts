@@ -88,6 +88,30 @@ describe('storctl dashboard (Ink frames over a real embedded store)', () => {
     expect(frame()).toMatch(/pool-1\s+node-1\s+Online\s+\?+\s+\? \/ 3GiB \/ \? \(core not reachable\)/);
   });
 
+  it('keys sent in one write are taken one by one', async () => {
+    show();
+    await until('first frame', (f) => f.includes('[Volumes 3]'));
+    app!.stdin.write('\t\t'); // → switchovers → S3 mounts
+    await until('two panels on', (f) => f.includes('[S3 mounts 0]'));
+  });
+
+  it('re-lays out at another size (a resize): narrower lines, fewer rows', async () => {
+    show();
+    await until('first frame', (f) => f.includes(volumeId(3)));
+    app!.rerender(
+      h(Dashboard, {
+        model,
+        source: store.endpoint,
+        width: 60,
+        height: 14,
+        theme: makeTheme({ NO_COLOR: '1' }),
+      }),
+    );
+    await until('narrow frame', (f) => f.split('\n').every((l) => l.length <= 60));
+    expect(frame().split('\n').length).toBeLessThanOrEqual(14);
+    expect(frame()).toContain('> 00000001-0000-4000-8000-000000000000');
+  });
+
   it('/ filters the active panel; esc clears the filter', async () => {
     show();
     await until('first frame', (f) => f.includes(volumeId(3)));
@@ -147,5 +171,33 @@ describe('storctl dashboard (Ink frames over a real embedded store)', () => {
     expect(makeTheme({ NO_COLOR: '1' }).tone('bad')).toBeUndefined();
     expect(makeTheme({ NO_COLOR: '1' }).accent).toBeUndefined();
     expect(makeTheme({}).tone('bad')).toBe('red');
+  });
+});
+
+describe('storctl dashboard with many volumes', () => {
+  it('renders only the rows in view, and End reaches the last one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'storctl-dash-many-'));
+    const store = await openStore(`sqlite:${join(dir, 'store.db')}`);
+    const model = new DashboardModel({ store, space, coalesceMs: 50 });
+    try {
+      const records: [string, string][] = [];
+      for (let n = 1; n <= 2000; n++) records.push(...volumeRecords(n));
+      await seed(store, records, 1000);
+      await model.start();
+      const app = render(
+        h(Dashboard, { model, source: store.endpoint, width: 100, height: 24, theme: makeTheme({}) }),
+      );
+      const frame = () => app.lastFrame() ?? '';
+      await waitFor(() => frame().includes('1-14 of 2000'), { what: 'the first window' });
+      expect(frame().match(/[0-9a-f]{8}-0000-4000-8000-000000000000/g)).toHaveLength(14);
+      app.stdin.write('\u001B[F'); // End
+      await waitFor(() => frame().includes(`> ${volumeId(2000)}`), { what: 'the last volume' });
+      expect(frame()).toContain('1987-2000 of 2000');
+      app.unmount();
+    } finally {
+      await model.stop();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
