@@ -173,9 +173,11 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
           empty: emptyText(active, snapshot, filters[active]),
         });
   const filter = filters[active];
-  const keysLine = filtering
-    ? `/${filter}▏  enter keep · esc clear`
-    : `${filter ? `filter '${filter}' (esc clears) · ` : ''}tab/←→ panel · ↑↓ move · / filter · enter details · q quit`;
+  const keysLine = details
+    ? '↑↓ scroll · esc back · q quit'
+    : filtering
+      ? `/${filter}▏  enter keep · esc clear`
+      : `${filter ? `filter '${filter}' (esc clears) · ` : ''}tab/←→ panel · ↑↓ move · / filter · enter details · q quit`;
   return h(
     Box,
     { flexDirection: 'column', width: cols, height: total },
