@@ -66,16 +66,17 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
   const starts = useRef(perPanel(0));
 
   const barWidth = Math.max(8, Math.min(30, cols - 66));
-  const tables = useMemo(
-    () => ({
-      nodes: panelTable('nodes', snapshot, barWidth),
-      pools: panelTable('pools', snapshot, barWidth),
-      volumes: panelTable('volumes', snapshot, barWidth),
-      switchovers: panelTable('switchovers', snapshot, barWidth),
-      mounts: panelTable('mounts', snapshot, barWidth),
-    }),
-    [snapshot, barWidth],
-  );
+  const compact = cols < 100;
+  const tables = useMemo(() => {
+    const o = { barWidth, compact };
+    return {
+      nodes: panelTable('nodes', snapshot, o),
+      pools: panelTable('pools', snapshot, o),
+      volumes: panelTable('volumes', snapshot, o),
+      switchovers: panelTable('switchovers', snapshot, o),
+      mounts: panelTable('mounts', snapshot, o),
+    };
+  }, [snapshot, barWidth, compact]);
   const table = active === 'events' ? null : tables[active];
   const ids = useMemo(() => (table ? filterIds(table, filters[active]) : []), [table, filters, active]);
   const detailLines = useMemo(

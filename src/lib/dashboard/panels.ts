@@ -20,14 +20,18 @@ export function nextPanel(from: PanelId, step: 1 | -1): PanelId {
 }
 
 /** The table a tabular panel shows (the events panel is a log, not a table). */
-export function panelTable(id: Exclude<PanelId, 'events'>, s: Snapshot, barWidth: number): Table {
+export function panelTable(
+  id: Exclude<PanelId, 'events'>,
+  s: Snapshot,
+  { barWidth, compact }: { barWidth: number; compact: boolean },
+): Table {
   switch (id) {
     case 'nodes':
       return nodeTable(s);
     case 'pools':
       return poolTable(s, barWidth);
     case 'volumes':
-      return volumeTable(s);
+      return volumeTable(s, compact);
     case 'switchovers':
       return switchoverTable(s);
     case 'mounts':

@@ -97,8 +97,8 @@ export function poolTable(s: Snapshot, barWidth: number): Table {
       { header: 'POOL', width: 14 },
       { header: 'NODE', width: 10 },
       { header: 'STATUS', width: 8 },
-      { header: 'USED / COMMITTED / CAPACITY', width: barWidth + 1 },
-      { header: 'NUMBERS' },
+      { header: 'FILL', width: barWidth + 1 },
+      { header: 'USED / COMMITTED / CAPACITY' },
     ],
     s.state.specs.PoolSpec,
     (id, p) => {
@@ -136,10 +136,11 @@ function replicaText(s: Snapshot, volumeId: string, want: number): string {
   return `${info.info.children.filter((c) => c.healthy).length}/${want}`;
 }
 
-export function volumeTable(s: Snapshot): Table {
+/** Volumes; `compact` (under 100 columns) shows uuids by their first 8 digits, as the event log does. */
+export function volumeTable(s: Snapshot, compact = false): Table {
   return lazyTable(
     [
-      { header: 'VOLUME', width: 37 },
+      { header: 'VOLUME', width: compact ? 9 : 37 },
       { header: 'STATUS', width: 9 },
       { header: 'SIZE', width: 7 },
       { header: 'REPLICAS', width: 10 },
@@ -152,7 +153,7 @@ export function volumeTable(s: Snapshot): Table {
       const status = live?.state.status ?? volumeStatus(s.state, v);
       return {
         cells: [
-          id,
+          compact ? id.slice(0, 8) : id,
           status,
           humanizeBytes(v.size),
           replicaText(s, id, v.num_replicas),
@@ -210,5 +211,7 @@ export function mountTable(s: Snapshot): Table {
 export function filterIds(table: Table, filter: string): string[] {
   if (!filter) return table.ids;
   const f = filter.toLowerCase();
-  return table.ids.filter((id) => table.row(id).cells.some((c) => c.toLowerCase().includes(f)));
+  return table.ids.filter(
+    (id) => id.toLowerCase().includes(f) || table.row(id).cells.some((c) => c.toLowerCase().includes(f)),
+  );
 }
