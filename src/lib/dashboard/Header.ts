@@ -20,11 +20,14 @@ export function Header({
   const online = [...(s.state.specs.NodeSpec?.keys() ?? [])].filter((n) => s.state.liveness.has(n)).length;
   const volumes = s.state.specs.VolumeSpec?.size ?? 0;
   const core = s.live ? 'core live' : 'store only';
-  const problems = s.watchError ? `  WATCH STOPPED: ${s.watchError}` : '';
+  const undecodable = s.state.errors.length
+    ? `  ${s.state.errors.length} undecodable (storctl get shows them)`
+    : '';
+  const problems = `${undecodable}${s.watchError ? `  WATCH: ${s.watchError}` : ''}`;
   const text = `storctl dashboard  nodes ${online}/${nodes} online  pools ${s.state.specs.PoolSpec?.size ?? 0}  volumes ${volumes}  ${core}  ${source}${problems}`;
   return h(
     Text,
-    { bold: true, color: s.watchError ? theme.tone('bad') : theme.accent, wrap: 'truncate' },
+    { bold: true, color: problems ? theme.tone('bad') : theme.accent, wrap: 'truncate' },
     clip(text, width),
   );
 }

@@ -1,3 +1,4 @@
+import { unwatchFile, watchFile } from 'node:fs';
 import { type ClusterState, readCluster } from '../catalog/cluster.js';
 import { type CoreEvent, listEvents } from '../catalog/events.js';
 import type { SpecType } from '../specs/index.js';
@@ -5,7 +6,7 @@ import { clusterPrefix, type KeySpace } from '../store/keys.js';
 import type { Store, Watch } from '../store/types.js';
 import { applyWatchEvent } from './apply.js';
 import { type CoreLive, LivePoller } from './live.js';
-import { type MountSlot, readMountSlot } from './mounts.js';
+import { type MountSlot, mountStateFile, readMountSlot } from './mounts.js';
 
 export const DASHBOARD_TYPES: readonly (SpecType | 'NodeLiveness')[] = [
   'NodeSpec',
@@ -57,6 +58,8 @@ export class DashboardModel {
   private lastEmit = 0;
   private readonly coalesceMs: number;
   private readonly eventsKept: number;
+  private mountFile: string | null = null;
+  private stopped = false;
 
   constructor(private readonly options: DashboardModelOptions) {
     this.coalesceMs = options.coalesceMs ?? 150;
@@ -72,6 +75,24 @@ export class DashboardModel {
   }
 
   async start(): Promise<void> {
+    await this.follow();
+    if (this.options.restUrl) {
+      this.poller = new LivePoller(this.options.restUrl, (live) => this.update({ live }));
+      this.poller.start();
+    }
+    const dir = this.options.mounterStateDir;
+    if (dir) {
+      this.update({ mounts: await readMountSlot(dir) });
+      // The mounter keeps its records in a file, not the store: re-read it when it changes (stat polling).
+      this.mountFile = mountStateFile(dir);
+      watchFile(this.mountFile, { interval: 2_000 }, () => {
+        void readMountSlot(dir).then((mounts) => this.update({ mounts }));
+      });
+    }
+  }
+
+  /** Read the cluster once, then watch it from that read's revision; again after a compaction. */
+  private async follow(): Promise<void> {
     const { store, space } = this.options;
     const prefix = `${clusterPrefix(space)}/`;
     // The revision first: the paged read below may see later writes too, which the watch replays
@@ -81,24 +102,25 @@ export class DashboardModel {
       readCluster(store, space, DASHBOARD_TYPES),
       listEvents(store, space, { limit: this.eventsKept }),
     ]);
-    this.snapshot = { ...this.snapshot, state, events, version: 1 };
-    this.watch = await store.watch(prefix, { fromRevision: revision + 1 });
-    this.watch.on('event', (ev) => {
+    this.snapshot = { ...this.snapshot, state, events, watchError: null, version: this.snapshot.version + 1 };
+    if (this.stopped) return;
+    const watch = await store.watch(prefix, { fromRevision: revision + 1 });
+    this.watch = watch;
+    watch.on('event', (ev) => {
       if (
         applyWatchEvent(this.snapshot.state, this.snapshot.events, space, ev, this.eventsKept) !== 'ignored'
       )
         this.changed();
     });
-    this.watch.on('error', (err) => this.update({ watchError: err.message }));
-    this.watch.on('compacted', () =>
-      this.update({ watchError: 'the store compacted the watched history; restart the dashboard' }),
-    );
-    if (this.options.restUrl) {
-      this.poller = new LivePoller(this.options.restUrl, (live) => this.update({ live }));
-      this.poller.start();
-    }
-    if (this.options.mounterStateDir)
-      this.update({ mounts: await readMountSlot(this.options.mounterStateDir) });
+    watch.on('error', (err) => this.update({ watchError: err.message }));
+    // The history from our revision is gone (etcd compacted it while we lagged): read afresh.
+    watch.on('compacted', () => {
+      void watch
+        .close()
+        .then(() => this.follow())
+        .catch((err: Error) => this.update({ watchError: `re-reading after a compaction: ${err.message}` }));
+    });
+    this.changed();
   }
 
   getSnapshot = (): Snapshot => this.snapshot;
@@ -126,6 +148,8 @@ export class DashboardModel {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.mountFile) unwatchFile(this.mountFile);
     if (this.pending) clearTimeout(this.pending);
     this.pending = null;
     this.listeners.clear();

@@ -10,8 +10,10 @@ export type MountSlot =
   | { kind: 'records'; file: string; mounts: MountRecord[] }
   | { kind: 'none'; file: string; reason: string };
 
+export const mountStateFile = (stateDir: string) => stateLayout(stateDir).stateFile;
+
 export async function readMountSlot(stateDir: string): Promise<MountSlot> {
-  const file = stateLayout(stateDir).stateFile;
+  const file = mountStateFile(stateDir);
   try {
     const parsed = JSON.parse(await readFile(file, 'utf8')) as { mounts?: Record<string, MountRecord> };
     const mounts = Object.values(parsed.mounts ?? {}).sort((a, b) => a.target.localeCompare(b.target));
