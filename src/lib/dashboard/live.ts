@@ -31,6 +31,7 @@ export class LivePoller {
   }
 
   private async poll(): Promise<void> {
+    const started = Date.now();
     let live: CoreLive | null = null;
     try {
       const [pools, volumes] = await Promise.all([this.client.listPools(), this.client.listVolumes()]);
@@ -40,11 +41,15 @@ export class LivePoller {
         volumes: new Map(volumes.map((v) => [v.spec.uuid, v])),
       };
     } catch (err) {
+      // Unreachable or slow: shown as "store only" until core answers again. Anything else (a 5xx)
+      // is the same to a viewer: the store's view stays, and core is asked again later.
       if (!(err instanceof ServiceUnavailableError || err instanceof TimeoutError)) live = null;
     }
     if (this.stopped) return;
     this.onChange(live);
-    this.timer = setTimeout(() => void this.poll(), live ? this.periodMs : this.periodMs * 3);
+    // A big cluster's listing takes a while: never spend more than a fifth of the time asking.
+    const period = Math.max(this.periodMs, 5 * (Date.now() - started));
+    this.timer = setTimeout(() => void this.poll(), live ? period : period * 3);
   }
 
   async stop(): Promise<void> {
