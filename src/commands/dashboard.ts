@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { StorctlCommand } from '../lib/command.js';
 import { runDashboard } from '../lib/dashboard/run.js';
+import { UsageError } from '../lib/errors.js';
 import { defaultMounterStateDir } from '../lib/mount/state-dir.js';
 
 export default class Dashboard extends StorctlCommand {
@@ -23,6 +24,13 @@ Reads the store once, then follows a watch of the cluster's keys; redraws at mos
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Dashboard);
+    if (this.globals.output === 'json' || this.globals.output === 'yaml')
+      throw new UsageError(
+        `the dashboard is a terminal view; for ${this.globals.output} use \`storctl get volumes -o ${this.globals.output}\``,
+        {
+          suggestions: [`storctl get volumes -o ${this.globals.output}`],
+        },
+      );
     await runDashboard({
       storeUrl: this.globals.storeUrl,
       tls: this.globals.tls,

@@ -104,12 +104,18 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
       }));
   };
 
+  // The handler of the latest render, whichever one Ink has registered: a key pressed right after a
+  // frame acts on what that frame shows.
+  const handler = useRef(onInput);
+  handler.current = onInput;
+  useInput((input: string, key: Key) => handler.current(input, key));
+
   // Keys typed faster than a frame (or sent in one write) arrive as one string: take them one by one.
-  useInput((input: string, key: Key) => {
+  function onInput(input: string, key: Key) {
     if (!filtering && input.length > 1 && !input.includes('\u001B'))
       for (const c of input) onKey(c, { ...NO_KEY, tab: c === '\t', return: c === '\r' });
     else onKey(input, key);
-  });
+  }
 
   function onKey(input: string, key: Key) {
     if (filtering) {

@@ -55,5 +55,8 @@ describe('storctl dashboard in a pseudo-terminal (embedded store)', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('storctl get volumes -o json');
     expect(r.stdout).toBe('');
+    const json = await runStorctl(['dashboard', ...args(), '-o', 'json']);
+    expect(json.code).toBe(2);
+    expect(json.stderr).toContain('storctl get volumes -o json');
   });
 });
