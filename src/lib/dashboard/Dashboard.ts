@@ -57,7 +57,10 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
   const cols = Math.max(40, width ?? terminal.columns);
   const total = Math.max(12, height ?? terminal.rows - 1);
   const [active, setActive] = useState<PanelId>('volumes');
-  const [selected, setSelected] = useState(() => perPanel(0));
+  // The selected row by id (it stays put when rows are added above it), and by index for when it goes.
+  const [selected, setSelected] = useState(() =>
+    perPanel<{ id: string | null; index: number }>({ id: null, index: 0 }),
+  );
   const [filters, setFilters] = useState(() => perPanel(''));
   const [filtering, setFiltering] = useState(false);
   const [details, setDetails] = useState<string | null>(null);
@@ -87,7 +90,8 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
   const eventsHeight = active === 'events' || details ? 0 : total >= 20 ? Math.floor(total / 4) : 3;
   const mainHeight = total - 3 - eventsHeight;
   const pageRows = Math.max(1, mainHeight - 1);
-  const sel = clampIndex(selected[active], ids.length);
+  const at = selected[active].id === null ? -1 : ids.indexOf(selected[active].id!);
+  const sel = at >= 0 ? at : clampIndex(selected[active].index, ids.length);
   const win = visibleWindow(ids.length, sel, pageRows, starts.current[active]);
   starts.current[active] = win.start;
 
@@ -97,11 +101,10 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
       setDetailScroll((s) => Math.max(0, Math.min(max, s + delta)));
     } else if (active === 'events')
       setEventsBack((b) => Math.max(0, Math.min(snapshot.events.length - 1, b - delta)));
-    else
-      setSelected((s) => ({
-        ...s,
-        [active]: clampIndex(clampIndex(s[active], ids.length) + delta, ids.length),
-      }));
+    else {
+      const index = clampIndex(sel + delta, ids.length);
+      setSelected((s) => ({ ...s, [active]: { id: ids[index] ?? null, index } }));
+    }
   };
 
   // The handler of the latest render, whichever one Ink has registered: a key pressed right after a

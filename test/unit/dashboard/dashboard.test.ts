@@ -154,6 +154,16 @@ describe('storctl dashboard (Ink frames over a real embedded store)', () => {
     expect(frame()).toContain('volume/00000004 created new one');
   });
 
+  it('the selection stays on its volume when one is added above it', async () => {
+    show();
+    await until('first frame', (f) => f.includes(volumeId(3)));
+    app!.stdin.write(DOWN);
+    await until('the second row selected', (f) => f.includes(`> ${volumeId(2)}`));
+    await seed(store, volumeRecords(0));
+    await until('the new first row', (f) => f.includes(volumeId(0)));
+    expect(frame()).toContain(`> ${volumeId(2)}`);
+  });
+
   it('a node goes offline when its liveness key is deleted', async () => {
     show();
     app!.stdin.write('1'); // nodes panel
