@@ -4,21 +4,20 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
+import { checkedFetch } from '../../helpers/openapi-validate.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { type Backend, newVolumeId, TestCluster } from './cluster.js';
 
 const MiB = 1 << 20;
 
 async function req(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}/v0${path}`, {
+  const res = await checkedFetch(`${base}/v0${path}`, {
     method,
     body: body === undefined ? undefined : JSON.stringify(body),
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
   });
-  const text = await res.text();
   // biome-ignore lint/suspicious/noExplicitAny: the tests read fields of whatever came back
-  const json: any = text ? JSON.parse(text) : undefined;
-  return { status: res.status, body: json };
+  return { status: res.status, body: res.body as any };
 }
 
 interface BlockDevice {
