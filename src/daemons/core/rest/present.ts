@@ -13,6 +13,7 @@ import {
   type VolumeSpec,
 } from '../model.js';
 import type { Registry } from '../registry.js';
+import { replicaSnapshotsOut, replicaSpace, replicaUsage, transactionsOut } from './present-schema.js';
 
 /** Stored specs + live state → REST v0 bodies (reference §2.1–2.2). */
 
@@ -25,11 +26,19 @@ function topologyOut(t: VolumeSpec['topology']) {
   if (t.node && 'Explicit' in t.node) out.node_topology = { explicit: t.node.Explicit };
   else if (t.node && 'Labelled' in t.node)
     out.node_topology = {
-      labelled: { inclusion: t.node.Labelled.inclusion ?? {}, exclusion: t.node.Labelled.exclusion ?? {} },
+      labelled: {
+        inclusion: t.node.Labelled.inclusion ?? {},
+        exclusion: t.node.Labelled.exclusion ?? {},
+        affinitykey: t.node.Labelled.creation_affinity_keys ?? [],
+      },
     };
   if (t.pool && 'Labelled' in t.pool)
     out.pool_topology = {
-      labelled: { inclusion: t.pool.Labelled.inclusion ?? {}, exclusion: t.pool.Labelled.exclusion ?? {} },
+      labelled: {
+        inclusion: t.pool.Labelled.inclusion ?? {},
+        exclusion: t.pool.Labelled.exclusion ?? {},
+        affinitykey: t.pool.Labelled.creation_affinity_keys ?? [],
+      },
     };
   return out;
 }
@@ -106,7 +115,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
       state: replicaOnline(reg, r) ? 'Online' : 'Unknown',
       'child-status': childState.get(r.uuid),
       'rebuild-progress': child?.rebuildProgress ?? undefined,
-      usage: rs ? { capacity: rs.size, allocated: rs.allocated ?? 0 } : undefined,
+      usage: rs ? replicaUsage(reg, r.uuid, rs.size, rs.allocated ?? 0) : undefined,
     };
   }
   return {
@@ -164,7 +173,7 @@ export function replicaOut(reg: Registry, r: ReplicaSpec) {
     kind: 'Regular',
     owner: r.owners.volume ?? undefined,
     'allowed-hosts': r.allowed_hosts ?? [],
-    space: st ? { capacity_bytes: st.size, allocated_bytes: st.allocated ?? 0 } : undefined,
+    space: st ? replicaSpace(reg, r.uuid, st.size, st.allocated ?? 0) : undefined,
   };
 }
 
@@ -240,7 +249,7 @@ export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
         spec_size: s.metadata.spec_size,
         total_allocated_size: s.metadata.total_allocated_size,
         txn_id: s.metadata.txn_id,
-        transactions: s.metadata.transactions,
+        transactions: transactionsOut(s),
         num_restores: [...reg.volumes.values()].filter((v) => v.content_source?.Snapshot[0] === s.spec.uuid)
           .length,
         num_snapshot_replicas: txn.length,
@@ -252,13 +261,7 @@ export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
       allocated_size: s.metadata.total_allocated_size,
       timestamp: s.metadata.timestamp ?? undefined,
       ready_as_source: flatStatus(s.status) === 'Created',
-      replica_snapshots: txn.map((r) => ({
-        online: {
-          uuid: r.spec.uuid,
-          source_id: r.spec.source_id.replica_id,
-          pool_id: r.spec.source_id.pool_id,
-        },
-      })),
+      replica_snapshots: replicaSnapshotsOut(reg, s),
     },
   };
 }

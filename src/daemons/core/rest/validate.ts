@@ -88,8 +88,13 @@ function labelled(v: unknown, path: string): Labelled {
   return {
     exclusion: o.exclusion == null ? {} : stringMap(o.exclusion, `${path}.exclusion`),
     inclusion: o.inclusion == null ? {} : stringMap(o.inclusion, `${path}.inclusion`),
+    // `affinitykey` as Mayastor's OpenAPI schema names it; `affinity_key` accepted too
     creation_affinity_keys:
-      o.affinity_key == null ? null : stringList(o.affinity_key, `${path}.affinity_key`),
+      o.affinitykey != null
+        ? stringList(o.affinitykey, `${path}.affinitykey`)
+        : o.affinity_key == null
+          ? null
+          : stringList(o.affinity_key, `${path}.affinity_key`),
   };
 }
 

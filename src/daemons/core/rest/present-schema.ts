@@ -1,0 +1,153 @@
+import {
+  childReplicaUuid,
+  flatStatus,
+  type NexusSpec,
+  opName,
+  poolName,
+  type ReplicaSnapshotRecord,
+  type ReplicaSpec,
+  type VolumeSnapshot,
+} from '../model.js';
+import type { Registry } from '../registry.js';
+import { poolOut, volumeOut } from './present.js';
+
+/**
+ * REST bodies the OpenAPI document (openapi.ts) asks for beyond present.ts: space usage with every
+ * required field, `GET /specs` as REST `Specs`, and snapshot transactions as REST `ReplicaSnapshot`.
+ */
+
+/**
+ * A storctl replica is a sparse file; its allocation is counted in 4 KiB file-system blocks, so that
+ * block is the "cluster" of Mayastor's ReplicaSpaceUsage.
+ */
+export const CLUSTER_SIZE = 4096;
+
+const clusters = (bytes: number) => Math.ceil(bytes / CLUSTER_SIZE);
+
+/** Bytes the replica snapshots taken of one replica hold (their allocation when taken). */
+export function replicaSnapshotBytes(reg: Registry, replicaUuid: string): number {
+  let sum = 0;
+  for (const s of reg.snapshots.values())
+    for (const records of Object.values(s.metadata.transactions))
+      for (const r of records)
+        if (r.spec.source_id.replica_id === replicaUuid) sum += Number(r.metadata.allocated_size ?? 0);
+  return sum;
+}
+
+/** REST `ReplicaSpaceUsage` of a replica of `capacity` bytes with `allocated` bytes in use. */
+export function replicaSpace(reg: Registry, replicaUuid: string, capacity: number, allocated: number) {
+  const snapshots = replicaSnapshotBytes(reg, replicaUuid);
+  return {
+    capacity_bytes: capacity,
+    allocated_bytes: allocated,
+    allocated_bytes_snapshots: snapshots,
+    allocated_bytes_all_snapshots: snapshots,
+    cluster_size: CLUSTER_SIZE,
+    clusters: clusters(capacity),
+    allocated_clusters: clusters(allocated),
+  };
+}
+
+/** REST `ReplicaUsage` (a volume's replica_topology entry). */
+export function replicaUsage(reg: Registry, replicaUuid: string, capacity: number, allocated: number) {
+  const snapshots = replicaSnapshotBytes(reg, replicaUuid);
+  return { capacity, allocated, allocated_snapshots: snapshots, allocated_all_snapshots: snapshots };
+}
+
+const op = (o: { operation: unknown; result: boolean | null } | null | undefined) =>
+  o ? { operation: opName(o.operation), result: o.result ?? undefined } : undefined;
+
+/** REST `ReplicaSpec`: the nexuses owning a replica are those whose children name it. */
+export function replicaSpecOut(reg: Registry, r: ReplicaSpec) {
+  const nexuses = [...reg.nexuses.values()]
+    .filter((n) => n.children.some((c) => childReplicaUuid(c) === r.uuid))
+    .map((n) => n.uuid);
+  return {
+    uuid: r.uuid,
+    pool: poolName(r.pool),
+    poolUuid: Array.isArray(r.pool) ? r.pool[1] : undefined,
+    size: r.size,
+    thin: r.thin,
+    share: r.share,
+    status: flatStatus(r.status),
+    managed: r.managed,
+    owners: { nexuses, volume: r.owners.volume ?? undefined },
+    operation: op(r.operation),
+    kind: 'Regular',
+  };
+}
+
+/** REST `NexusSpec`: children as their URIs. */
+export function nexusSpecOut(n: NexusSpec) {
+  return {
+    uuid: n.uuid,
+    node: n.node,
+    children: n.children.map((c) => ('Replica' in c ? c.Replica.share_uri : c.Uri)),
+    managed: n.managed,
+    owner: n.owner ?? undefined,
+    share: n.share,
+    size: n.size,
+    status: flatStatus(n.spec_status),
+    operation: op(n.operation),
+  };
+}
+
+/** `GET /specs`: REST `Specs`, the specs as REST shows them (not the stored values). */
+export function specsOut(reg: Registry) {
+  return {
+    volumes: [...reg.volumes.values()].map((v) => volumeOut(reg, v).spec),
+    pools: [...reg.pools.values()].map((p) => poolOut(reg, p).spec),
+    replicas: [...reg.replicas.values()].map((r) => replicaSpecOut(reg, r)),
+    nexuses: [...reg.nexuses.values()].map(nexusSpecOut),
+  };
+}
+
+/** REST `VolumeSnapshotMetadata.transactions`: each attempt's replica snapshots as REST `ReplicaSnapshot`. */
+export function transactionsOut(s: VolumeSnapshot) {
+  return Object.fromEntries(
+    Object.entries(s.metadata.transactions).map(([txn, records]) => [
+      txn,
+      records.map((r) => ({
+        uuid: r.spec.uuid,
+        source_id: r.spec.source_id.replica_id,
+        status: flatStatus(r.status),
+      })),
+    ]),
+  );
+}
+
+/**
+ * REST `ReplicaSnapshotState` of each replica snapshot of the current attempt: `online` while the
+ * replica's node is up, `offline` otherwise. The predecessors are the earlier snapshots of the same
+ * replica.
+ */
+export function replicaSnapshotsOut(reg: Registry, s: VolumeSnapshot) {
+  const txn = s.metadata.transactions[s.metadata.txn_id] ?? [];
+  return txn.map((r: ReplicaSnapshotRecord) => {
+    const src = r.spec.source_id;
+    const base = {
+      uuid: r.spec.uuid,
+      source_id: src.replica_id,
+      pool_id: src.pool_id,
+      pool_uuid: src.pool_uuid,
+    };
+    const replica = reg.replicas.get(src.replica_id);
+    const node = replica ? reg.replicaNode(replica) : reg.pools.get(src.pool_id)?.node;
+    if (!node || !reg.isOnline(node)) return { offline: base };
+    const taken = String(r.metadata.timestamp ?? s.metadata.timestamp ?? '');
+    let predecessors = 0;
+    for (const other of reg.snapshots.values())
+      for (const rec of other.metadata.transactions[other.metadata.txn_id] ?? [])
+        if (rec.spec.source_id.replica_id === src.replica_id && String(rec.metadata.timestamp ?? '') < taken)
+          predecessors += Number(rec.metadata.allocated_size ?? 0);
+    return {
+      online: {
+        ...base,
+        timestamp: taken,
+        size: Number(r.metadata.size ?? 0),
+        allocated_size: Number(r.metadata.allocated_size ?? 0),
+        predecessor_alloc_size: predecessors,
+      },
+    };
+  });
+}
