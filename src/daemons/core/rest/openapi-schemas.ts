@@ -271,9 +271,13 @@ export const schemas: Record<string, Schema> = {
         'whether the node is cordoned (any cordon or drain label), for clients that only need a flag',
       ),
     },
-    ['grpcEndpoint', 'id', 'status'],
+    ['grpcEndpoint', 'id', 'status', 'cordoned'],
   ),
-  Node: obj({ id: ref('NodeId'), spec: ref('NodeSpec'), state: ref('NodeState') }, ['id']),
+  Node: obj({ id: ref('NodeId'), spec: ref('NodeSpec'), state: ref('NodeState') }, ['id', 'state'], {
+    description:
+      "io-engine storage node information. 'state' required: storctl always reports one (Unknown or Offline for a node it has not heard from)",
+    'x-storctl-extension': true,
+  }),
   BlockDevice: obj(
     {
       available: bool,
