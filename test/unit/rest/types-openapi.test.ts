@@ -49,7 +49,10 @@ function propName(n: ts.PropertyName): string {
 function compare(type: ts.TypeNode | undefined, raw: Schema, path: string, out: string[]): void {
   if (!type) return;
   const schema = resolve(raw);
-  if (ts.isParenthesizedTypeNode(type)) return compare(type.type, raw, path, out);
+  if (ts.isParenthesizedTypeNode(type)) {
+    compare(type.type, raw, path, out);
+    return;
+  }
   if (ts.isUnionTypeNode(type)) {
     const parts = type.types.filter(
       (t) =>
@@ -91,11 +94,14 @@ function compare(type: ts.TypeNode | undefined, raw: Schema, path: string, out: 
       return;
     }
     const decl = interfaces.get(name);
-    if (decl) return members(decl.members, schema, path, out);
-    out.push(`${path}: unknown type ${name}`);
+    if (decl) members(decl.members, schema, path, out);
+    else out.push(`${path}: unknown type ${name}`);
     return;
   }
-  if (ts.isTypeLiteralNode(type)) return members(type.members, schema, path, out);
+  if (ts.isTypeLiteralNode(type)) {
+    members(type.members, schema, path, out);
+    return;
+  }
   const kinds: Partial<Record<ts.SyntaxKind, string[]>> = {
     [ts.SyntaxKind.StringKeyword]: ['string'],
     [ts.SyntaxKind.NumberKeyword]: ['integer', 'number'],
