@@ -21,9 +21,9 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { VolumeSpec } from '../src/daemons/core/model.js';
 import { newReplicaSpec } from '../src/daemons/core/ops/volume-create.js';
 import { IoEngineClient } from '../src/lib/io-engine/client.js';
+import { replicaSpec, type VolumeSpec, volumeSpec } from '../src/lib/specs/index.js';
 import { typePrefix } from '../src/lib/store/keys.js';
 import { openStore } from '../src/lib/store/open.js';
 import type { Store } from '../src/lib/store/types.js';
@@ -32,6 +32,8 @@ import { TestCluster } from '../test/integration/core/cluster.js';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const dedicatedFs = process.argv.includes('--dedicated-fs');
+/** Only the restart-recovery runs (to compare recovery across changes without the create runs). */
+const recoveryOnly = process.argv.includes('--recovery-only');
 const perRun = Number(positional[0] ?? 2000);
 // The CSI external-provisioner runs 100 workers by default, so 64 creates in flight is an
 // ordinary load for a cluster's control plane, not a peak.
@@ -228,8 +230,8 @@ async function seed(cluster: TestCluster, n: number): Promise<void> {
       r.operation = null;
     }
     await engines[e].createReplica({ uuid: r.uuid, pool: r.pool as string, size: MiB, thin: true });
-    batch.push({ key: `${typePrefix(space, 'VolumeSpec')}${v.uuid}`, value: JSON.stringify(v) });
-    batch.push({ key: `${typePrefix(space, 'ReplicaSpec')}${r.uuid}`, value: JSON.stringify(r) });
+    batch.push({ key: `${typePrefix(space, 'VolumeSpec')}${v.uuid}`, value: volumeSpec.encode(v) });
+    batch.push({ key: `${typePrefix(space, 'ReplicaSpec')}${r.uuid}`, value: replicaSpec.encode(r) });
     if (batch.length >= 2000) await flush();
   });
   await flush();
@@ -325,8 +327,13 @@ async function onDedicatedFs<T>(fn: () => Promise<T>): Promise<T> {
 
 async function main() {
   const results: Record<string, unknown> = {
-    command: `npx tsx bench/core.ts ${perRun} ${concurrency} ${recoveryVolumes}${dedicatedFs ? ' --dedicated-fs' : ''}`,
+    command: `npx tsx bench/core.ts ${perRun} ${concurrency} ${recoveryVolumes}${dedicatedFs ? ' --dedicated-fs' : ''}${recoveryOnly ? ' --recovery-only' : ''}`,
   };
+  if (recoveryOnly) {
+    results.recovery = await recoveryRuns();
+    console.log(JSON.stringify(results, null, 2));
+    return;
+  }
   // Production periods (core's defaults): the test suite's fast reconcile/poll periods would make
   // every engine list all its replicas three times a second.
   const cluster = await TestCluster.start({
@@ -390,11 +397,15 @@ async function main() {
   } finally {
     await cluster.stop();
   }
+  results.recovery = await recoveryRuns();
+  console.log(JSON.stringify(results, null, 2));
+}
+
+async function recoveryRuns() {
   // A failed recovery run is reported next to the create figures rather than losing them.
   const recovery = (backend: 'embedded' | 'etcd') =>
     recoveryRun(backend).catch((err: unknown) => ({ backend, error: String(err) }));
-  results.recovery = [await recovery('embedded'), await recovery('etcd')];
-  console.log(JSON.stringify(results, null, 2));
+  return [await recovery('embedded'), await recovery('etcd')];
 }
 
 (dedicatedFs ? onDedicatedFs(main) : main()).catch((err) => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * Default cluster id, as Mayastor picks it off Kubernetes (reference §1.1): the machine id, else
+ * Default cluster id, as Mayastor picks it off Kubernetes (docs/mayastor-compat.md §1.1): the machine id, else
  * `dummy-uuid`. Operators reading a real Mayastor etcd pass `--cluster-id <kube-system uid>`.
  */
 export function defaultClusterId(): string {

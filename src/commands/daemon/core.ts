@@ -5,7 +5,7 @@ import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { createLogger } from '../../lib/logger.js';
 
-/** Mayastor's exit code when another core replaced this one (reference §4.4). */
+/** Mayastor's exit code when another core replaced this one (docs/mayastor-compat.md §4.4). */
 const EXIT_LEASE_LOST = 128;
 
 const dur = (description: string, def: number) =>

@@ -25,7 +25,7 @@ export interface CoreConfig {
   nodeOfflineDeadlineMs: number;
   /** gRPC request timeout towards io-engines. */
   requestTimeoutMs: number;
-  /** Thin provisioning limits (reference §4.5). */
+  /** Thin provisioning limits (docs/mayastor-compat.md §4.5). */
   poolCommitmentPercent: number;
   volumeCommitmentPercent: number;
   /** Events kept in the store's bounded log. */

@@ -6,6 +6,8 @@ import type { BlockDevice } from '../../lib/rest/types.js';
  */
 export interface PoolState {
   id: string;
+  /** The pool's uuid, fixed at creation (replica snapshots name their pool by it). */
+  uuid: string;
   disk: string;
   capacity: number;
   used: number;
@@ -57,7 +59,6 @@ export interface EngineApi {
   /** Share a replica so a nexus on another node can use it; returns its URI. */
   shareReplica(uuid: string): Promise<string>;
   /** URI of a replica as a child of a nexus on the same node. */
-  localReplicaUri(uuid: string): string;
   resizeReplica(uuid: string, size: number): Promise<void>;
   listNexuses(): Promise<NexusState[]>;
   getNexus(uuid: string): Promise<NexusState>;

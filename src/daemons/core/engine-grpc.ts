@@ -13,6 +13,7 @@ import type { EngineFactory } from './engines.js';
 
 const pool = (p: Pool): PoolState => ({
   id: p.name,
+  uuid: p.uuid,
   disk: p.disk,
   capacity: p.capacity,
   used: p.used,
@@ -64,9 +65,14 @@ export class GrpcEngine implements EngineApi {
     try {
       return await request(this.client);
     } catch (err) {
-      // toSvcError maps an error with a numeric gRPC `code` and string `details` to its REST kind.
+      // The message names the node: the REST answer (toSvcError) and logs show which io-engine said it.
       if (err instanceof IoEngineError)
-        Object.assign(err, { details: `io-engine ${this.nodeId}: ${err.message}` });
+        throw new IoEngineError(
+          err.code,
+          `io-engine ${this.nodeId}: ${err.message}`,
+          err.endpoint,
+          err.method,
+        );
       throw err;
     }
   }
@@ -110,9 +116,6 @@ export class GrpcEngine implements EngineApi {
   }
   async unshareReplica(uuid: string) {
     await this.call((c) => c.unshareReplica(uuid));
-  }
-  localReplicaUri(uuid: string) {
-    return `bdev:///${uuid}?uuid=${uuid}`;
   }
   async resizeReplica(uuid: string, size: number) {
     await this.call((c) => c.resizeReplica(uuid, size));

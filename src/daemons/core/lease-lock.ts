@@ -1,9 +1,10 @@
 import type { Logger } from '../../lib/logger.js';
+import { storeLeaseOwner } from '../../lib/specs/index.js';
 import { type KeySpace, typePrefix } from '../../lib/store/keys.js';
 import type { Lease, Store } from '../../lib/store/types.js';
 
 /**
- * The single-writer lease (reference §4.4): grant a lease, queue on the lock
+ * The single-writer lease (docs/mayastor-compat.md §4.4): grant a lease, queue on the lock
  * `StoreLeaseLock/CoreAgent` the way etcd's lock API does (one key per contender,
  * `<lock>/<lease-hex>`, lowest create revision owns it), then record StoreLeaseOwner. Every write
  * core makes is a transaction guarded on its lock key still carrying its lease, so a core that lost
@@ -57,7 +58,7 @@ export async function acquireLeaseLock(
   const owner = { kind: SERVICE_KIND, lease_id: lease.id, instance_name: opts.instanceName };
   const res = await store.txn({
     compare: [{ key: lockKey, target: 'lease', op: '==', value: lease.id }],
-    success: [{ type: 'put', key: ownerKey, value: JSON.stringify(owner) }],
+    success: [{ type: 'put', key: ownerKey, value: storeLeaseOwner.encode(owner) }],
   });
   if (!res.succeeded) throw new Error('lost the core lock before recording the lease owner');
   opts.log.info({ lease: lease.id }, 'holding the core lease (single writer)');

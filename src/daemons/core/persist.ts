@@ -15,7 +15,7 @@ const MAX_OPS = 120;
 
 /**
  * The only way core writes: transactions guarded on the core lease (`Compare(lease(lock) ==
- * ours)`, reference §1.4). A failed guard means another core took over: `onLeaseLost` fires and the
+ * ours)`, docs/mayastor-compat.md §1.4). A failed guard means another core took over: `onLeaseLost` fires and the
  * write fails with FailedPersist (507), never silently.
  *
  * Group commit: writes requested while a transaction is in flight are merged into the next one (in

@@ -1,11 +1,19 @@
+import {
+  childUri,
+  cloneSpec,
+  type NexusSpec,
+  operationName,
+  type ReplicaSpec,
+  type VolumeSnapshot,
+  type VolumeSpec,
+} from '../../lib/specs/index.js';
 import type { CoreContext } from './context.js';
 import { type CoreEvent, makeEvent } from './events.js';
-import type { NexusChild, NexusSpec, ReplicaSpec, VolumeSnapshot, VolumeSpec } from './model.js';
 import { retrySettle } from './ops/settle.js';
 import { dirty as storeDirty } from './svc-error.js';
 
 /**
- * handle_incomplete_ops (reference §1.5): a spec with a pending operation is completed or rolled back.
+ * handle_incomplete_ops (docs/mayastor-compat.md §1.5): a spec with a pending operation is completed or rolled back.
  * - result true (the io-engine action succeeded; only the commit write failed) → the operation's
  *   effect is committed, a Creating spec becomes Created;
  * - result false, or null ("we must have crashed": assume failure) → rolled back: a Creating spec
@@ -15,7 +23,7 @@ import { dirty as storeDirty } from './svc-error.js';
  * These are pure: the decision table, testable without a store.
  */
 export function settleVolume(v: VolumeSpec): { fixed: VolumeSpec; committed: boolean } {
-  const fixed = structuredClone(v);
+  const fixed = cloneSpec(v);
   const op = fixed.operation!;
   const committed = op.result === true;
   fixed.operation = null;
@@ -47,7 +55,7 @@ export function settleVolume(v: VolumeSpec): { fixed: VolumeSpec; committed: boo
 }
 
 export function settleReplica(r: ReplicaSpec): ReplicaSpec {
-  const fixed = structuredClone(r);
+  const fixed = cloneSpec(r);
   const op = fixed.operation!;
   fixed.operation = null;
   if (fixed.status !== 'Creating') {
@@ -64,7 +72,7 @@ export function settleReplica(r: ReplicaSpec): ReplicaSpec {
 }
 
 export function settleNexus(n: NexusSpec): NexusSpec {
-  const fixed = structuredClone(n);
+  const fixed = cloneSpec(n);
   const op = fixed.operation!;
   fixed.operation = null;
   if (op.operation === 'Destroy') fixed.spec_status = 'Deleting';
@@ -72,15 +80,13 @@ export function settleNexus(n: NexusSpec): NexusSpec {
     fixed.spec_status = op.result === true ? { Created: 'Online' } : 'Deleting';
   else if (op.result === true && op.operation === 'Shutdown') fixed.spec_status = { Created: 'Shutdown' };
   else if (op.result === true) {
-    // Share/Unshare are logged by the nexus share endpoints as `{"Share":[protocol, hosts]}`/"Unshare".
-    const o = op.operation as unknown;
+    const o = op.operation;
     if (o === 'Unshare') fixed.share = 'none';
-    else if (typeof o === 'object' && o && 'Share' in o) fixed.share = String((o.Share as unknown[])[0]);
-    else if (typeof o === 'object' && o && 'AddChild' in o)
-      fixed.children = [...fixed.children, o.AddChild as NexusChild];
-    else if (typeof o === 'object' && o && 'RemoveChild' in o) {
-      const gone = JSON.stringify(o.RemoveChild);
-      fixed.children = fixed.children.filter((c) => JSON.stringify(c) !== gone);
+    else if (typeof o === 'object' && 'Share' in o) fixed.share = o.Share[0];
+    else if (typeof o === 'object' && 'AddChild' in o) fixed.children = [...fixed.children, o.AddChild];
+    else if (typeof o === 'object' && 'RemoveChild' in o) {
+      const gone = childUri(o.RemoveChild);
+      fixed.children = fixed.children.filter((c) => childUri(c) !== gone);
     }
   }
   return fixed;
@@ -88,7 +94,7 @@ export function settleNexus(n: NexusSpec): NexusSpec {
 
 /** LeaveAsIs: a Creating snapshot whose create is not known to have succeeded stays Creating. */
 export function settleSnapshot(s: VolumeSnapshot): VolumeSnapshot {
-  const fixed = structuredClone(s);
+  const fixed = cloneSpec(s);
   const op = fixed.metadata.operation!;
   fixed.metadata.operation = null;
   if (op.result === true) {
@@ -104,7 +110,7 @@ function fixVolume(v: VolumeSpec): { fixed: VolumeSpec; event: CoreEvent } {
 }
 
 function recoveredEvent(v: VolumeSpec, committed: boolean): CoreEvent {
-  const what = JSON.stringify(v.operation?.operation).slice(0, 60);
+  const what = v.operation ? operationName(v.operation.operation) : 'operation';
   return makeEvent(
     'volume',
     v.uuid,

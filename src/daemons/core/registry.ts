@@ -1,21 +1,29 @@
 import type { Logger } from '../../lib/logger.js';
+import {
+  cloneSpec,
+  isCordoned,
+  type NexusSpec,
+  type NodeSpec,
+  nexusSpec,
+  nodeSpec,
+  type PoolSpec,
+  poolRefName,
+  poolSpec,
+  type ReplicaSpec,
+  replicaSpec,
+  type SpecCodec,
+  type VolumeSnapshot,
+  type VolumeSpec,
+  volumeSnapshot,
+  volumeSpec,
+} from '../../lib/specs/index.js';
 import { type KeySpace, nodeLivenessPrefix, objectKey, typePrefix } from '../../lib/store/keys.js';
 import type { Store, Watch } from '../../lib/store/types.js';
 import type { NexusState, PoolState, ReplicaState } from './engine-api.js';
 import { type CoreEvent, eventKey } from './events.js';
-import {
-  isCordoned,
-  type NexusSpec,
-  type NodeSpec,
-  type PoolSpec,
-  poolName,
-  type ReplicaSpec,
-  type VolumeSnapshot,
-  type VolumeSpec,
-} from './model.js';
 import type { GuardedWriter } from './persist.js';
 import type { NodeView, PoolView } from './scheduler.js';
-import { busy, SvcError } from './svc-error.js';
+import { busy, notFound, SvcError } from './svc-error.js';
 
 export interface NodeLive {
   online: boolean;
@@ -97,36 +105,35 @@ export class Registry {
     return objectKey(this.space, type, id);
   }
 
-  /** Load every spec type in Mayastor's order (reference §1.2), page by page. */
+  /**
+   * Load every spec type in Mayastor's order, page by page, through the codecs: a value that does
+   * not decode stops core with the DecodeError naming its key and field (as `storctl get` reports it).
+   */
   async load(): Promise<void> {
-    const load = async <T>(type: string, into: Map<string, T>, idOf: (v: T) => string) => {
-      const prefix = typePrefix(this.space, type);
+    const load = async <T>(codec: SpecCodec<T>, into: Map<string, T>) => {
+      const prefix = typePrefix(this.space, codec.type);
       let startKey: string | undefined;
       for (;;) {
         const page = await this.store.range(prefix, { limit: PAGE, startKey });
         for (const kv of page.kvs) {
           if (kv.key === startKey) continue;
-          try {
-            const v = JSON.parse(kv.value) as T;
-            into.set(idOf(v), v);
-          } catch (err) {
-            throw new Error(`cannot decode ${kv.key}: ${(err as Error).message}`);
-          }
+          const v = codec.decode(kv.key, kv.value);
+          into.set(codec.idOf(v)!, v);
         }
         if (!page.more || page.kvs.length === 0) break;
         startKey = page.kvs[page.kvs.length - 1].key;
       }
     };
-    await load<VolumeSpec>('VolumeSpec', this.volumes, (v) => v.uuid);
-    await load<NodeSpec>('NodeSpec', this.nodes, (v) => v.id);
-    await load<NexusSpec>('NexusSpec', this.nexuses, (v) => v.uuid);
-    await load<PoolSpec>('PoolSpec', this.pools, (v) => v.id);
-    await load<ReplicaSpec>('ReplicaSpec', this.replicas, (v) => v.uuid);
+    await load(volumeSpec, this.volumes);
+    await load(nodeSpec, this.nodes);
+    await load(nexusSpec, this.nexuses);
+    await load(poolSpec, this.pools);
+    await load(replicaSpec, this.replicas);
     for (const r of this.replicas.values()) {
       this.indexReplica(r, true);
       this.countReplica(r, 1);
     }
-    await load<VolumeSnapshot>('VolumeSnapshot', this.snapshots, (v) => v.spec.uuid);
+    await load(volumeSnapshot, this.snapshots);
   }
 
   /** Re-read NodeSpecs: io-engines register (write) their own NodeSpec. */
@@ -135,11 +142,14 @@ export class Registry {
     const seen = new Set<string>();
     for (const kv of kvs) {
       try {
-        const n = JSON.parse(kv.value) as NodeSpec;
+        const n = nodeSpec.decode(kv.key, kv.value);
         this.nodes.set(n.id, n);
         seen.add(n.id);
-      } catch {
-        // an undecodable NodeSpec is reported by `storctl get nodes`; keep the cached one
+      } catch (err) {
+        // `storctl get nodes` reports an undecodable NodeSpec too; keep the cached one meanwhile.
+        const id = kv.key.slice(kv.key.lastIndexOf('/') + 1);
+        if (this.nodes.has(id)) seen.add(id);
+        this.log.warn({ key: kv.key, err: (err as Error).message }, 'undecodable NodeSpec ignored');
       }
     }
     for (const id of [...this.nodes.keys()]) if (!seen.has(id)) this.nodes.delete(id);
@@ -279,20 +289,27 @@ export class Registry {
     deletePrefixes?: string[];
     events?: CoreEvent[];
   }): Promise<void> {
-    // Each object is serialized once: the string is written, and parsed back as the cached copy
-    // (callers keep mutating their working copy; the cache then equals what a restart would load).
+    // Each object is encoded once, and the text decoded back before anything is written: a value
+    // the codecs would refuse at load never reaches the store (the write fails instead), and the
+    // decoded copy becomes the cache (callers keep mutating their working copy; the cache equals
+    // what a restart loads).
     const puts: { key: string; value: string }[] = [];
-    const json = <T>(type: string, id: string, v: T) => {
-      const value = JSON.stringify(v);
-      puts.push({ key: this.key(type, id), value });
-      return () => JSON.parse(value) as T;
+    const encode = <T>(codec: SpecCodec<T>, v: T): T => {
+      const key = this.key(codec.type, codec.idOf(v)!);
+      const value = codec.encode(v);
+      puts.push({ key, value });
+      try {
+        return codec.decode(key, value);
+      } catch (err) {
+        throw new SvcError('Internal', `core built an invalid ${codec.type}: ${(err as Error).message}`);
+      }
     };
-    const volumes = (change.volumes ?? []).map((v) => json('VolumeSpec', v.uuid, v));
-    const replicas = (change.replicas ?? []).map((r) => json('ReplicaSpec', r.uuid, r));
-    const pools = (change.pools ?? []).map((p) => json('PoolSpec', p.id, p));
-    const nexuses = (change.nexuses ?? []).map((n) => json('NexusSpec', n.uuid, n));
-    const nodes = (change.nodes ?? []).map((n) => json('NodeSpec', n.id, n));
-    const snapshots = (change.snapshots ?? []).map((s) => json('VolumeSnapshot', s.spec.uuid, s));
+    const volumes = (change.volumes ?? []).map((v) => encode(volumeSpec, v));
+    const replicas = (change.replicas ?? []).map((r) => encode(replicaSpec, r));
+    const pools = (change.pools ?? []).map((p) => encode(poolSpec, p));
+    const nexuses = (change.nexuses ?? []).map((n) => encode(nexusSpec, n));
+    const nodes = (change.nodes ?? []).map((n) => encode(nodeSpec, n));
+    const snapshots = (change.snapshots ?? []).map((s) => encode(volumeSnapshot, s));
     const deletes = [
       ...(change.deleteVolumes ?? []).map((id) => this.key('VolumeSpec', id)),
       ...(change.deleteReplicas ?? []).map((id) => this.key('ReplicaSpec', id)),
@@ -303,12 +320,12 @@ export class Registry {
     ];
     for (const e of change.events ?? []) puts.push({ key: eventKey(this.space), value: JSON.stringify(e) });
     await this.writer.write(puts, deletes, change.deletePrefixes);
-    for (const v of volumes.map((c) => c())) this.volumes.set(v.uuid, v);
-    for (const r of replicas.map((c) => c())) this.setReplica(r);
-    for (const p of pools.map((c) => c())) this.pools.set(p.id, p);
-    for (const n of nexuses.map((c) => c())) this.nexuses.set(n.uuid, n);
-    for (const n of nodes.map((c) => c())) this.nodes.set(n.id, n);
-    for (const s of snapshots.map((c) => c())) this.snapshots.set(s.spec.uuid, s);
+    for (const v of volumes) this.volumes.set(v.uuid, v);
+    for (const r of replicas) this.setReplica(r);
+    for (const p of pools) this.pools.set(p.id, p);
+    for (const n of nexuses) this.nexuses.set(n.uuid, n);
+    for (const n of nodes) this.nodes.set(n.id, n);
+    for (const s of snapshots) this.snapshots.set(s.spec.uuid, s);
     for (const id of change.deleteVolumes ?? []) this.volumes.delete(id);
     for (const id of change.deleteReplicas ?? []) this.deleteReplica(id);
     for (const id of change.deletePools ?? []) this.pools.delete(id);
@@ -342,7 +359,7 @@ export class Registry {
     if (!r) return;
     const was = this.countedAs.get(r.uuid);
     if (sign === -1 && !was) return;
-    const at = sign === 1 ? { pool: poolName(r.pool), size: r.size } : was!;
+    const at = sign === 1 ? { pool: poolRefName(r.pool), size: r.size } : was!;
     if (sign === 1) {
       if (was) this.countReplica(r, -1);
       this.countedAs.set(r.uuid, at);
@@ -374,8 +391,8 @@ export class Registry {
 
   volume(id: string): VolumeSpec {
     const v = this.volumes.get(id);
-    if (!v) throw new SvcError('NotFound', `volume '${id}' not found`, `The volume '${id}' was not found`);
-    return structuredClone(v);
+    if (!v) throw notFound('volume', id);
+    return cloneSpec(v);
   }
 
   volumeReplicas(volumeId: string): ReplicaSpec[] {
@@ -388,7 +405,7 @@ export class Registry {
   }
 
   replicaNode(r: ReplicaSpec): string | undefined {
-    return this.pools.get(poolName(r.pool))?.node;
+    return this.pools.get(poolRefName(r.pool))?.node;
   }
 
   nodeViews(): NodeView[] {

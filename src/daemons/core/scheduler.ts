@@ -1,5 +1,5 @@
-import type { Labelled, Topology } from './model.js';
-import { SvcError } from './svc-error.js';
+import type { LabelledTopology, Topology } from '../../lib/specs/index.js';
+import { notFound, SvcError } from './svc-error.js';
 
 /** What the scheduler knows about a pool: spec labels plus the last state its io-engine reported. */
 export interface PoolView {
@@ -34,7 +34,7 @@ export interface PlacementRequest {
   volumeCommitmentPercent?: number;
 }
 
-const matchesLabels = (labels: Record<string, string>, l: Labelled | undefined): boolean => {
+const matchesLabels = (labels: Record<string, string>, l: LabelledTopology | undefined): boolean => {
   if (!l) return true;
   for (const [k, v] of Object.entries(l.inclusion ?? {}))
     if (labels[k] !== v && !(v === '' && k in labels)) return false;
@@ -128,7 +128,7 @@ export function chooseTargetNode(
   const byId = new Map(nodes.map((n) => [n.id, n]));
   if (requested) {
     const n = byId.get(requested);
-    if (!n) throw new SvcError('NotFound', `node '${requested}' not found`);
+    if (!n) throw notFound('node', requested);
     if (!n.online) throw new SvcError('FailedPrecondition', `node '${requested}' is not online`);
     return requested;
   }

@@ -1,7 +1,9 @@
-import { StorctlError } from '../../lib/errors.js';
+import { status as grpcStatus } from '@grpc/grpc-js';
+import { ExitCode, type ExitCodeValue, StorctlError } from '../../lib/errors.js';
+import { IoEngineError } from '../../lib/io-engine/client.js';
 
 /**
- * Mayastor's REST error kinds (reference §2.3) and the HTTP status each maps to. Core code throws
+ * Mayastor's REST error kinds (docs/mayastor-compat.md §2.3) and the HTTP status each maps to. Core code throws
  * SvcError with one of these kinds; the REST boundary turns it into `{details, message, kind}`.
  */
 export const KIND_STATUS = {
@@ -54,8 +56,9 @@ export class SvcError extends Error {
   }
 }
 
-export const notFound = (resource: string, id: string) =>
-  new SvcError('NotFound', `${resource} '${id}' not found`, `The ${resource} '${id}' was not found`);
+/** `<resource> '<id>' not found`; the details name the resource as Mayastor's do (`The Pool '<id>' …`). */
+export const notFound = (resource: string, id: string, detailsName = resource) =>
+  new SvcError('NotFound', `${resource} '${id}' not found`, `The ${detailsName} '${id}' was not found`);
 
 export const invalid = (field: string, why: string) =>
   new SvcError('InvalidArgument', `invalid '${field}': ${why}`, `field '${field}' ${why}`);
@@ -76,44 +79,36 @@ export const dirty = (resource: string, id: string) =>
     `StoreDirty: ${resource} ${id}`,
   );
 
+/** The REST kind of each storctl exit code (a lib error met inside core). */
+const KIND_OF_EXIT: Partial<Record<ExitCodeValue, ErrorKind>> = {
+  [ExitCode.usage]: 'InvalidArgument',
+  [ExitCode.notFound]: 'NotFound',
+  [ExitCode.conflict]: 'Conflict',
+  [ExitCode.storeUnavailable]: 'FailedPersist',
+  [ExitCode.serviceUnavailable]: 'Unavailable',
+  [ExitCode.timeout]: 'DeadlineExceeded',
+};
+
+/** The REST kind of each gRPC status an io-engine answers with. */
+const KIND_OF_GRPC: Partial<Record<grpcStatus, ErrorKind>> = {
+  [grpcStatus.CANCELLED]: 'Aborted',
+  [grpcStatus.INVALID_ARGUMENT]: 'InvalidArgument',
+  [grpcStatus.DEADLINE_EXCEEDED]: 'DeadlineExceeded',
+  [grpcStatus.NOT_FOUND]: 'NotFound',
+  [grpcStatus.ALREADY_EXISTS]: 'AlreadyExists',
+  [grpcStatus.PERMISSION_DENIED]: 'PermissionDenied',
+  [grpcStatus.RESOURCE_EXHAUSTED]: 'ResourceExhausted',
+  [grpcStatus.FAILED_PRECONDITION]: 'FailedPrecondition',
+  [grpcStatus.ABORTED]: 'Aborted',
+  [grpcStatus.OUT_OF_RANGE]: 'OutOfRange',
+  [grpcStatus.UNIMPLEMENTED]: 'Unimplemented',
+  [grpcStatus.UNAVAILABLE]: 'Unavailable',
+};
+
 /** Map any thrown error to an SvcError, once, at the REST boundary. */
 export function toSvcError(err: unknown): SvcError {
   if (err instanceof SvcError) return err;
-  if (err instanceof StorctlError) {
-    const kind: ErrorKind =
-      err.exitCode === 2
-        ? 'InvalidArgument'
-        : err.exitCode === 3
-          ? 'NotFound'
-          : err.exitCode === 4
-            ? 'Conflict'
-            : err.exitCode === 5
-              ? 'FailedPersist'
-              : err.exitCode === 6
-                ? 'Unavailable'
-                : err.exitCode === 7
-                  ? 'DeadlineExceeded'
-                  : 'Internal';
-    return new SvcError(kind, err.message);
-  }
-  const e = err as { code?: number; details?: string; message?: string };
-  // gRPC errors from io-engines: map the status code (grpc-js numeric codes).
-  if (typeof e?.code === 'number' && typeof e.details === 'string') {
-    const grpcKinds: Record<number, ErrorKind> = {
-      1: 'Aborted',
-      3: 'InvalidArgument',
-      4: 'DeadlineExceeded',
-      5: 'NotFound',
-      6: 'AlreadyExists',
-      7: 'PermissionDenied',
-      8: 'ResourceExhausted',
-      9: 'FailedPrecondition',
-      10: 'Aborted',
-      11: 'OutOfRange',
-      12: 'Unimplemented',
-      14: 'Unavailable',
-    };
-    return new SvcError(grpcKinds[e.code] ?? 'Internal', e.details || String(e.message));
-  }
+  if (err instanceof StorctlError) return new SvcError(KIND_OF_EXIT[err.exitCode] ?? 'Internal', err.message);
+  if (err instanceof IoEngineError) return new SvcError(KIND_OF_GRPC[err.code] ?? 'Internal', err.message);
   return new SvcError('Internal', err instanceof Error ? err.message : String(err));
 }

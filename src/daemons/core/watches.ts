@@ -1,5 +1,6 @@
 import type { Logger } from '../../lib/logger.js';
-import { objectKey, typePrefix } from '../../lib/store/keys.js';
+import { volumeWatchConfig, watchCallbacks, watchConfig } from '../../lib/specs/index.js';
+import { objectKey, parseKey, typePrefix } from '../../lib/store/keys.js';
 import type { Watch, WatchEvent } from '../../lib/store/types.js';
 import { makeEvent } from './events.js';
 import type { Registry } from './registry.js';
@@ -7,6 +8,8 @@ import { SvcError } from './svc-error.js';
 
 /** Mayastor's StorableObjectType for watch registrations. */
 const WATCH_TYPE = 'WatchConfig';
+/** Key ids of volume watches: `WatchConfig/volumes/<uuid>`. */
+const VOLUMES = 'volumes/';
 
 /** What a watch looks like through REST (Mayastor RestWatch). */
 export interface RestWatch {
@@ -14,10 +17,9 @@ export interface RestWatch {
   callback: string;
 }
 
-/** Stored value of `WatchConfig/<volume-uuid>`. */
-interface StoredWatches {
-  resource: string;
-  watches: { callback: string; watch_type: 'Actual' }[];
+/** What storctl before 0.2 stored under `WatchConfig/<volume-uuid>`; rewritten at load. */
+interface LegacyWatches {
+  watches: { callback: string }[];
 }
 
 const MAX_URL = 2048;
@@ -50,7 +52,7 @@ function shown(callback: string): string {
 }
 
 /**
- * Volume watches (REST `/watches/volumes/{id}`): callback URLs stored under `WatchConfig/<volume>`
+ * Volume watches (REST `/watches/volumes/{id}`): callback URLs stored under `WatchConfig/volumes/<volume>`
  * and notified (HTTP POST, best effort, with a timeout) whenever the stored VolumeSpec changes.
  * Changes are taken from a store watch on the VolumeSpec keys, open only while a watch exists, so
  * no operation ever waits on a callback. A deleted volume notifies once and loses its watches.
@@ -73,16 +75,26 @@ export class VolumeWatches {
   ) {}
 
   private key(volume: string): string {
-    return objectKey(this.registry.space, WATCH_TYPE, volume);
+    return objectKey(this.registry.space, WATCH_TYPE, `${VOLUMES}${volume}`);
   }
 
   async load(): Promise<void> {
     const { kvs } = await this.registry.store.range(typePrefix(this.registry.space, WATCH_TYPE));
     for (const kv of kvs) {
       try {
-        const v = JSON.parse(kv.value) as StoredWatches;
-        const id = kv.key.slice(kv.key.lastIndexOf('/') + 1);
-        const urls = v.watches.map((w) => w.callback).filter((c) => typeof c === 'string');
+        const { id: keyId } = parseKey(kv.key)!;
+        let id: string;
+        let urls: string[];
+        if (keyId.startsWith(VOLUMES)) {
+          id = keyId.slice(VOLUMES.length);
+          urls = watchCallbacks(watchConfig.decode(kv.key, kv.value));
+        } else {
+          // The legacy key and shape: moved to Mayastor's.
+          id = keyId;
+          urls = (JSON.parse(kv.value) as LegacyWatches).watches.map((w) => w.callback);
+          await this.registry.writer.write([], [kv.key]);
+          if (urls.length && this.registry.volumes.has(id)) await this.save(id, urls);
+        }
         if (urls.length) this.byVolume.set(id, urls);
         // A volume deleted while no watch was open (or a failed cleanup): its watches go now.
         if (!this.registry.volumes.has(id))
@@ -136,10 +148,7 @@ export class VolumeWatches {
       this.byVolume.delete(volume);
       return;
     }
-    const value: StoredWatches = {
-      resource: `volumes/${volume}`,
-      watches: callbacks.map((callback) => ({ callback, watch_type: 'Actual' })),
-    };
+    const value = watchConfig.encode(volumeWatchConfig(volume, callbacks));
     await this.registry.writer.write([{ key: this.key(volume), value }]);
     this.byVolume.set(volume, callbacks);
   }

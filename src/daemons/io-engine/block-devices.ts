@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { BlockDevice as RestBlockDevice } from '../../lib/rest/types.js';
 
 /**
- * The node's block devices as Mayastor's REST BlockDevice reports them (reference §2.2
+ * The node's block devices as Mayastor's REST BlockDevice reports them (docs/mayastor-compat.md §2.2
  * `/nodes/{node}/block_devices`), read from sysfs and mountinfo without shelling out. A filesystem
  * or partition table on an unmounted device is found by reading its first sectors (needs read
  * access to /dev/<name>; without it only mounted filesystems are seen).

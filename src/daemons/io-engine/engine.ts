@@ -1,4 +1,5 @@
 import { isAbsolute, join, resolve, sep } from 'node:path';
+import { localReplicaUri, replicaUuidOfUri, withReplicaUuid } from '../../lib/child-uri.js';
 import type { Logger } from '../../lib/logger.js';
 import { NbdClient } from '../../lib/nbd/client.js';
 import type { NbdServer } from '../../lib/nbd/server.js';
@@ -6,7 +7,7 @@ import { type KeySpace, nexusInfoKey, volumeNexusInfoPrefix } from '../../lib/st
 import type { Store } from '../../lib/store/types.js';
 import { alreadyExists, checkName, invalid, notFound, precondition, unavailable } from './errors.js';
 import { Nexus } from './nexus.js';
-import { type ChildState, childUuidOf, NexusChild } from './nexus-child.js';
+import { type ChildState, NexusChild } from './nexus-child.js';
 import { NexusInfoWriter, readNexusInfo } from './nexus-info.js';
 import { resizeNexus } from './nexus-resize.js';
 import { Pool } from './pool.js';
@@ -149,10 +150,9 @@ export class Engine {
   }
 
   replicaUri(r: Replica): string {
-    const q = `?uuid=${encodeURIComponent(r.uuid)}`;
     return r.meta.share === 'nbd'
-      ? `${this.ctx.nbd.uri(r.uuid)}${q}`
-      : `bdev:///${encodeURIComponent(r.uuid)}${q}`;
+      ? withReplicaUuid(this.ctx.nbd.uri(r.uuid), r.uuid)
+      : localReplicaUri(r.uuid);
   }
 
   async createReplica(o: {
@@ -218,7 +218,7 @@ export class Engine {
         `child URI '${uri}' is not a URI; use bdev:///<replica-uuid> or nbd://host:port/<export>`,
       );
     }
-    const uuid = childUuidOf(uri);
+    const uuid = replicaUuidOfUri(uri);
     if (!uuid) throw invalid(`child URI '${uri}' names no replica`);
     let child: NexusChild;
     if (parsed.protocol === 'bdev:') {
@@ -275,7 +275,7 @@ export class Engine {
     if (this.ctx.nbd.hasExport(o.uuid))
       throw alreadyExists('NBD export', o.uuid, 'a replica is shared under that name');
     if (o.children.length === 0) throw invalid(`nexus '${o.uuid}' needs at least one child`);
-    if (new Set(o.children.map(childUuidOf)).size !== o.children.length)
+    if (new Set(o.children.map((u) => replicaUuidOfUri(u) ?? u)).size !== o.children.length)
       throw invalid(`nexus '${o.uuid}' lists a child twice`);
     const key = o.nexusInfoKey || nexusInfoKey(this.ctx.keySpace, o.uuid, o.volumeId || null);
     const previous = await readNexusInfo(
@@ -283,13 +283,13 @@ export class Engine {
       key,
       o.volumeId ? volumeNexusInfoPrefix(this.ctx.keySpace, o.volumeId) : null,
     );
-    // Which children may serve I/O right away, which are rebuilt (reference §3.6).
+    // Which children may serve I/O right away, which are rebuilt (docs/mayastor-compat.md §3.6).
     let online = o.children;
     let rebuild: string[] = [];
     if (previous) {
       const healthy = new Set(previous.info.children.filter((c) => c.healthy).map((c) => c.uuid));
-      const usable = o.children.filter((u) => healthy.has(childUuidOf(u)));
-      const skipped = o.children.filter((u) => !healthy.has(childUuidOf(u)));
+      const usable = o.children.filter((u) => healthy.has(replicaUuidOfUri(u) ?? ''));
+      const skipped = o.children.filter((u) => !healthy.has(replicaUuidOfUri(u) ?? ''));
       if (usable.length === 0) {
         throw precondition(
           `no healthy child for nexus '${o.uuid}': NexusInfo ${previous.key} marks none of [${o.children.join(', ')}] healthy; manual intervention required`,
@@ -377,7 +377,7 @@ export class Engine {
   async addChild(uuid: string, uri: string): Promise<Nexus> {
     const nexus = this.nexus(uuid);
     if (nexus.isShutdown) throw precondition(`nexus '${uuid}' is shut down`);
-    if (nexus.children.some((c) => c.uri === uri || c.uuid === childUuidOf(uri))) {
+    if (nexus.children.some((c) => c.uri === uri || c.uuid === replicaUuidOfUri(uri))) {
       throw alreadyExists('child', uri, `of nexus '${uuid}'`);
     }
     const child = await this.openChild(nexus, uri, 'Degraded');

@@ -22,7 +22,7 @@ export interface IoEngineConfig {
   heartbeatTtlSeconds: number;
   /** A remote child request unanswered this long faults the child. */
   childTimeoutMs?: number;
-  /** NexusInfo write retries before the nexus shuts itself down (reference §3.6). */
+  /** NexusInfo write retries before the nexus shuts itself down (docs/mayastor-compat.md §3.6). */
   nexusInfoRetries?: number;
   version?: string;
   logger?: Logger;

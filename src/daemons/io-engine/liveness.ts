@@ -1,15 +1,10 @@
 import type { Logger } from '../../lib/logger.js';
 import { type NodeSpec, nodeSpec } from '../../lib/specs/node.js';
-import { clusterPrefix, type KeySpace, objectKey } from '../../lib/store/keys.js';
+import { type KeySpace, nodeLivenessKey, objectKey } from '../../lib/store/keys.js';
 import type { Lease, Store } from '../../lib/store/types.js';
 
 /** A NodeSpec write that keeps losing the race to core is retried this often before start fails. */
 const REGISTER_ATTEMPTS = 100;
-
-/** Key of a node's lease-bound liveness record: present exactly while the io-engine is alive. */
-export function nodeLivenessKey(space: KeySpace, nodeId: string): string {
-  return `${clusterPrefix(space)}/storctl/NodeLiveness/${nodeId}`;
-}
 
 export interface LivenessRecord {
   node: string;
@@ -52,11 +47,12 @@ export class Liveness {
     for (let attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
       const kv = await this.store.get(key);
       if (!kv) {
-        // Mayastor's minimal NodeSpec, as its own test fixture stores it.
-        const value = JSON.stringify({
+        // Mayastor's minimal NodeSpec (empty labels and draining volumes are left out).
+        const value = nodeSpec.encode({
           id: this.record.node,
           endpoint: this.record.grpcEndpoint,
           labels: {},
+          draining_volumes: [],
         });
         const r = await this.store.txn({
           compare: [{ key, target: 'create', op: '==', value: 0 }],

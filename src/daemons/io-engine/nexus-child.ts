@@ -46,11 +46,3 @@ export class NexusChild {
     return this.state === 'Online';
   }
 }
-
-/** Child uuid from a child URI: `?uuid=` if present, else the last path segment. */
-export function childUuidOf(uri: string): string {
-  const u = new URL(uri);
-  return (
-    u.searchParams.get('uuid') ?? decodeURIComponent(u.pathname.replace(/^\/+/, '').split('/').pop() ?? '')
-  );
-}

@@ -1,37 +1,12 @@
 import type { Logger } from '../../lib/logger.js';
+import { type NexusInfo, nexusInfo } from '../../lib/specs/index.js';
 import type { Store } from '../../lib/store/types.js';
 
-/** Mayastor's NexusInfo record (reference mayastor.md §1.12), exactly as stored. */
-export interface NexusInfo {
-  children: { healthy: boolean; uuid: string }[];
-  clean_shutdown: boolean;
-}
-
-export function encodeNexusInfo(info: NexusInfo): string {
-  return JSON.stringify({
-    children: info.children.map((c) => ({ healthy: c.healthy, uuid: c.uuid })),
-    clean_shutdown: info.clean_shutdown,
-  });
-}
-
-export function decodeNexusInfo(raw: string): NexusInfo | null {
-  try {
-    const v = JSON.parse(raw) as Partial<NexusInfo>;
-    if (!Array.isArray(v.children)) return null;
-    return {
-      children: v.children
-        .filter((c) => typeof c?.uuid === 'string')
-        .map((c) => ({ uuid: c.uuid, healthy: c.healthy === true })),
-      clean_shutdown: v.clean_shutdown === true,
-    };
-  } catch {
-    return null;
-  }
-}
+export type { NexusInfo };
 
 /**
  * Writes one nexus's NexusInfo, one write at a time and in order, retrying like the io-engine does
- * (reference §3.6). Resolves only once the record is stored, so callers can hold I/O until then.
+ * (docs/mayastor-compat.md §3.6). Resolves only once the record is stored, so callers can hold I/O until then.
  */
 export class NexusInfoWriter {
   private chain: Promise<unknown> = Promise.resolve();
@@ -52,7 +27,7 @@ export class NexusInfoWriter {
 
   private async put(info: NexusInfo): Promise<void> {
     if (!this.store) return;
-    const value = encodeNexusInfo(info);
+    const value = nexusInfo.encode(info);
     for (let attempt = 0; ; attempt++) {
       try {
         await this.store.put(this.key, value);
@@ -77,14 +52,14 @@ export async function readNexusInfo(
   volumePrefix: string | null,
 ): Promise<{ key: string; info: NexusInfo } | null> {
   if (!store) return null;
+  // An undecodable record throws (DecodeError naming key and field): guessing which children are
+  // up to date could serve stale data.
   const own = await store.get(key);
-  const ownInfo = own ? decodeNexusInfo(own.value) : null;
-  if (ownInfo) return { key, info: ownInfo };
+  if (own) return { key, info: nexusInfo.decode(key, own.value) };
   if (!volumePrefix) return null;
   const { kvs } = await store.range(volumePrefix);
   const newest = kvs
     .filter((kv) => kv.key.endsWith('/info'))
     .sort((a, b) => b.modRevision - a.modRevision)[0];
-  const info = newest ? decodeNexusInfo(newest.value) : null;
-  return info && newest ? { key: newest.key, info } : null;
+  return newest ? { key: newest.key, info: nexusInfo.decode(newest.key, newest.value) } : null;
 }

@@ -89,7 +89,7 @@ export class Nexus implements BlockBackend {
   shutdownReason = '';
 
   /**
-   * Persist NexusInfo. If a health change cannot be recorded the nexus shuts itself down (reference
+   * Persist NexusInfo. If a health change cannot be recorded the nexus shuts itself down (docs/mayastor-compat.md
    * §3.6): serving on with a record that names a stale child healthy could lose data later.
    */
   async persist(cleanShutdown = false): Promise<boolean> {

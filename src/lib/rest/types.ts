@@ -1,7 +1,7 @@
 /**
- * REST v0 bodies as core answers them, the parts clients read. Checked against the OpenAPI document
- * core serves (src/daemons/core/rest/openapi.ts) by test/unit/rest/types-openapi.test.ts: a field is
- * non-optional here only where the document requires it.
+ * REST v0 bodies as core answers them (docs/mayastor-compat.md §2), the parts clients read. Checked
+ * against the OpenAPI document core serves (src/daemons/core/rest/openapi.ts) by
+ * test/unit/rest/types-openapi.test.ts: a field is non-optional here only where the document requires it.
  */
 
 export interface Volume {

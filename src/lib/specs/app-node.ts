@@ -1,5 +1,5 @@
 /**
- * AppNodeSpec, key `AppNodeSpec/<app-node-id>` (reference mayastor.md §1.14): a CSI node that
+ * AppNodeSpec, key `AppNodeSpec/<app-node-id>` (docs/mayastor-compat.md §1.14): a CSI node that
  * registered with the control plane (used to freeze/unfreeze filesystems around snapshots).
  */
 import { type Codec, nullable, string } from './codec.js';

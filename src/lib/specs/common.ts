@@ -1,5 +1,5 @@
 /**
- * Pieces shared by several Mayastor records (reference mayastor.md §1.4–1.5): SpecStatus, the
+ * Pieces shared by several Mayastor records (docs/mayastor-compat.md §1.4–1.5): SpecStatus, the
  * crash-safe operation record, labels, share protocols, the NVMe-oF target config, label operations,
  * and `specCodec`, which turns a struct codec into the key-aware codec every record type exposes.
  */
@@ -46,6 +46,15 @@ export function createdState<T>(status: SpecStatus<T>): T | null {
 
 export function isCreated(status: SpecStatus<unknown>): boolean {
   return typeof status === 'object' && status !== null;
+}
+
+/**
+ * The name REST shows for an operation of any record: the variant name (`{"SetReplica":3}` →
+ * `SetReplica`), with the volume's `Publish2` (and legacy `Publish`) shown as `Publish`.
+ */
+export function operationName(op: string | object): string {
+  const name = variantName(op);
+  return name === 'Publish2' ? 'Publish' : name;
 }
 
 /** Mayastor's VolumeStatus / NexusStatus (no serde rename). */

@@ -1,6 +1,6 @@
 /**
- * CoreRegistryConfig, key `CoreRegistryConfig/db98f8bb-4afc-45d0-85b9-24c99cc443f2` (reference
- * mayastor.md §1.14): how io-engine nodes register, plus the legacy-compat flag while v1 NexusInfo
+ * CoreRegistryConfig, key `CoreRegistryConfig/db98f8bb-4afc-45d0-85b9-24c99cc443f2` (docs/mayastor-compat.md
+ * §1.14): how io-engine nodes register, plus the legacy-compat flag while v1 NexusInfo
  * keys still exist.
  */
 import { bool, type Codec, literals, string } from './codec.js';

@@ -1,5 +1,5 @@
 /**
- * Typed codecs of every Mayastor record storctl reads or writes (reference mayastor.md §1), and the
+ * Typed codecs of every Mayastor record storctl reads or writes (docs/mayastor-compat.md §1), and the
  * registry `store load` and the `get` commands use: record type (the key segment, or `NexusInfo`)
  * → codec.
  */
@@ -17,6 +17,7 @@ import { type StoreLeaseOwner, storeLeaseOwner } from './store-lease-owner.js';
 import { type SwitchOverSpec, switchOver } from './switchover.js';
 import { type VolumeSpec, volumeSpec } from './volume.js';
 import { type VolumeSnapshot, volumeSnapshot } from './volume-snapshot.js';
+import { type WatchConfig, watchConfig } from './watch-config.js';
 
 export * from './app-node.js';
 export { variantName } from './codec.js';
@@ -29,10 +30,11 @@ export * from './node.js';
 export * from './pool.js';
 export * from './replica.js';
 export * from './store-lease-owner.js';
-export { plainCopy, RAW, unknownFields } from './struct.js';
+export { cloneSpec, plainCopy, RAW, unknownFields } from './struct.js';
 export * from './switchover.js';
 export * from './volume.js';
 export * from './volume-snapshot.js';
+export * from './watch-config.js';
 
 /** The TypeScript type of each record type's decoded value. */
 export interface SpecTypes {
@@ -47,6 +49,7 @@ export interface SpecTypes {
   StoreLeaseOwner: StoreLeaseOwner;
   SwitchOver: SwitchOverSpec;
   NexusInfo: NexusInfo;
+  WatchConfig: WatchConfig;
 }
 export type SpecType = keyof SpecTypes;
 
@@ -63,6 +66,7 @@ export const specCodecs: { readonly [K in SpecType]: SpecCodec<SpecTypes[K]> } =
   StoreLeaseOwner: storeLeaseOwner,
   SwitchOver: switchOver,
   NexusInfo: nexusInfo,
+  WatchConfig: watchConfig,
 };
 
 export const specTypes = Object.keys(specCodecs) as SpecType[];

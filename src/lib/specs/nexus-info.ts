@@ -1,6 +1,6 @@
 /**
  * NexusInfo, written by io-engine under `volume/<volume>/nexus/<nexus>/info` (or `nexus/<nexus>/info`
- * when unowned) (reference mayastor.md §1.12, §3.6): whether the nexus shut down cleanly and which of
+ * when unowned) (docs/mayastor-compat.md §1.12, §3.6): whether the nexus shut down cleanly and which of
  * its children were healthy, which decides the replicas a new target may use.
  *
  * io-engine serializes through a `serde_json::Value`, whose maps are sorted, so a newly written value

@@ -1,7 +1,8 @@
 /**
- * NexusSpec, key `NexusSpec/<nexus-uuid>` (reference mayastor.md §1.9). The status field is named
+ * NexusSpec, key `NexusSpec/<nexus-uuid>` (docs/mayastor-compat.md §1.9). The status field is named
  * `spec_status` here (not `status`); children are `{"Replica":{uuid, share_uri}}` or `{"Uri": uri}`.
  */
+import { localReplicaUri, replicaUuidOfUri } from '../child-uri.js';
 import { array, bool, type Codec, nullable, string, tagged, tuple, u64, uuid } from './codec.js';
 import {
   type NexusNvmfConfig,
@@ -109,15 +110,18 @@ export function childReplicaId(child: NexusChild): string | null {
   return 'Replica' in child ? child.Replica.uuid : null;
 }
 
+/** The replica a child stands for: a replica child's uuid, else the replica its URI names. */
+export function childReplicaUuid(child: NexusChild): string | null {
+  return 'Replica' in child ? child.Replica.uuid : replicaUuidOfUri(child.Uri);
+}
+
 /** Uuids of the nexus's replica children. */
 export function nexusReplicaIds(n: NexusSpec): string[] {
   return n.children.map(childReplicaId).filter((id): id is string => id !== null);
 }
 
 /** Local child URI of a replica on the nexus's own node. */
-export function localChildUri(replicaId: string): string {
-  return `bdev:///${replicaId}?uuid=${replicaId}`;
-}
+export const localChildUri = localReplicaUri;
 
 /** Remote child URI of a replica shared over NVMe-oF at `host` (ip or ip:port; port 8420 by default). */
 export function nvmfChildUri(host: string, replicaId: string): string {

@@ -1,5 +1,5 @@
 /**
- * NodeSpec, key `NodeSpec/<node-id>` (reference mayastor.md §1.10). Most optional fields are left
+ * NodeSpec, key `NodeSpec/<node-id>` (docs/mayastor-compat.md §1.10). Most optional fields are left
  * out when empty or none. A node is cordoned iff `cordon_drain_state` is present.
  */
 import { array, bool, type Codec, emptyTuple, nullable, string, tagged, uuid } from './codec.js';

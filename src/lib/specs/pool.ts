@@ -1,5 +1,5 @@
 /**
- * PoolSpec, key `PoolSpec/<pool-id>` (reference mayastor.md §1.8). Status `{"Created":"Online"}`.
+ * PoolSpec, key `PoolSpec/<pool-id>` (docs/mayastor-compat.md §1.8). Status `{"Created":"Online"}`.
  */
 import { array, type Codec, literals, nullable, string, tagged } from './codec.js';
 import {

@@ -1,5 +1,5 @@
 /**
- * ReplicaSpec, key `ReplicaSpec/<replica-uuid>` (reference mayastor.md §1.7).
+ * ReplicaSpec, key `ReplicaSpec/<replica-uuid>` (docs/mayastor-compat.md §1.7).
  * Note the camelCase status: `{"Created":"online"}` (VolumeSpec says `"Online"`). The pool is an
  * untagged PoolRef: `"pool-1"` or `["pool-1", "<pool-uuid>"]`.
  */

@@ -1,5 +1,5 @@
 /**
- * StoreLeaseOwner, key `StoreLeaseOwner/<service>` (reference mayastor.md §1.14): which instance of a
+ * StoreLeaseOwner, key `StoreLeaseOwner/<service>` (docs/mayastor-compat.md §1.14): which instance of a
  * service holds the store lease lock (`StoreLeaseLock/<service>`).
  */
 import { type Codec, fail, string } from './codec.js';

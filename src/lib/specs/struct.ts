@@ -235,3 +235,19 @@ export function unknownFields(value: object): Record<string, unknown> {
 export function plainCopy<T>(value: T): T {
   return structuredClone(value);
 }
+
+/**
+ * A deep copy of a decoded (or newly built) value that keeps its stored layout (`RAW`), so editing the
+ * copy and writing it back still preserves the fields storctl does not model. (`structuredClone`
+ * drops symbol properties.) Values are JSON-shaped: objects, arrays, strings, numbers, bigints.
+ */
+export function cloneSpec<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(cloneSpec) as T;
+  const src = value as Record<string | symbol, unknown>;
+  const out: Record<string | symbol, unknown> = {};
+  for (const k of Object.keys(src)) setOwn(out as Record<string, unknown>, k, cloneSpec(src[k]));
+  // RawInfo is never mutated: the copy shares it.
+  if (src[RAW] !== undefined) out[RAW] = src[RAW];
+  return out as T;
+}

@@ -1,6 +1,6 @@
 /**
  * SwitchOver, key `SwitchOver/<volume-uuid>`, written by the HA cluster agent while it moves a
- * volume's target (reference mayastor.md §1.13). The stage advances Init → RepublishVolume →
+ * volume's target (docs/mayastor-compat.md §1.13). The stage advances Init → RepublishVolume →
  * ReplacePath → DeleteTarget → Successful, or ends in `{"Errored": message}`.
  */
 import { bool, type Codec, nullable, record, string, tagged, u64, uuid, variantName } from './codec.js';

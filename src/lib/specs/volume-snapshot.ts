@@ -1,5 +1,5 @@
 /**
- * VolumeSnapshot, key `VolumeSnapshot/<snapshot-uuid>` (reference mayastor.md §1.11). The replica
+ * VolumeSnapshot, key `VolumeSnapshot/<snapshot-uuid>` (docs/mayastor-compat.md §1.11). The replica
  * snapshots of each creation attempt (transaction) live inside it, not under keys of their own.
  * Status is `SpecStatus<()>`: `{"Created":null}` when created.
  */
@@ -34,7 +34,8 @@ export interface ReplicaSnapshotMetadata {
   source_spec_size: number;
   size: number;
   allocated_size: number;
-  meta: { Volume: { parent: string; txn_id: string } };
+  /** How the snapshot was taken (serde `SnapshotMeta`): part of a volume snapshot, alone, or unknown. */
+  meta: 'Default' | { Replica: { txn_id: string } } | { Volume: { parent: string; txn_id: string } };
 }
 
 export interface ReplicaSnapshot {
@@ -107,6 +108,8 @@ export const replicaSnapshotCodec: Codec<ReplicaSnapshot> = struct<ReplicaSnapsh
       allocated_size: field(u64, { default: () => 0 }),
       meta: field(
         tagged<ReplicaSnapshotMetadata['meta']>({
+          Default: null,
+          Replica: struct<{ txn_id: string }>('ReplicaSnapshotReplicaMeta', { txn_id: field(string) }),
           Volume: struct<{ parent: string; txn_id: string }>('ReplicaSnapshotVolumeMeta', {
             parent: field(uuid),
             txn_id: field(txnId),

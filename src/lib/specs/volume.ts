@@ -1,5 +1,5 @@
 /**
- * VolumeSpec, key `VolumeSpec/<volume-uuid>` (reference mayastor.md §1.6).
+ * VolumeSpec, key `VolumeSpec/<volume-uuid>` (docs/mayastor-compat.md §1.6).
  * Status `{"Created":"Online"}` (VolumeStatus, no rename); optional tail fields `content_source`,
  * `metadata`, `max_snapshots` are left out when none, as Mayastor does.
  */
@@ -16,9 +16,10 @@ import {
   u32,
   u64,
   uuid,
-  variantName,
 } from './codec.js';
 import {
+  CONTROLLER_ID_MAX,
+  CONTROLLER_ID_MIN,
   defaultNvmfConfig,
   type Labels,
   labels,
@@ -258,13 +259,61 @@ export function desiredNumReplicas(v: VolumeSpec): number {
   return op && typeof op === 'object' && 'SetReplica' in op ? op.SetReplica : v.num_replicas;
 }
 
-/** The name REST shows for a volume operation (`Publish2` and legacy `Publish` → `Publish`). */
-export function volumeOperationName(op: VolumeOperation): string {
-  const name = variantName(op);
-  return name === 'Publish2' ? 'Publish' : name;
-}
-
 /** Source snapshot of a restored volume: [snapshot uuid, source volume uuid], or null. */
 export function volumeContentSource(v: VolumeSpec): [string, string] | null {
   return v.content_source?.Snapshot ?? null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builders
+
+/** Prefix of every NQN Mayastor builds. */
+export const NQN_PREFIX = 'nqn.2019-05.io.openebs';
+
+/** A node's host NQN, as the frontend ACL names it (`nqn.2019-05.io.openebs:node-name:<node>`). */
+export function hostNqn(node: string): string {
+  return `${NQN_PREFIX}:node-name:${node}`;
+}
+
+/** The low 64 bits of a uuid: Mayastor's reservation key for a nexus. */
+export function reservationKeyOf(nexusUuid: string): bigint {
+  const hex = nexusUuid.replace(/-/g, '').slice(16);
+  return BigInt(`0x${hex}`);
+}
+
+/**
+ * The next target's controller-id range: 2 ids after the previous target's (wrapping to the start),
+ * so an old and a new target never share controller ids (1..=2 for the first target).
+ */
+export function nextControllerIdRange(previous: TargetConfig | null): NexusNvmfConfig['controllerIdRange'] {
+  const start = previous ? previous.config.controllerIdRange.end + 1 : CONTROLLER_ID_MIN;
+  return start + 1 > CONTROLLER_ID_MAX
+    ? { start: CONTROLLER_ID_MIN, end: CONTROLLER_ID_MIN + 1 }
+    : { start, end: start + 1 };
+}
+
+/** A new volume target, as Mayastor builds one at each publish or republish (a new nexus each time). */
+export function newTargetConfig(o: {
+  node: string;
+  nexus: string;
+  protocol: ShareProtocol | null;
+  /** The node the volume is used from (the frontend ACL); none = any host. */
+  frontendNode?: string;
+  previous: TargetConfig | null;
+}): TargetConfig {
+  return {
+    node: o.node,
+    nexus: o.nexus,
+    protocol: o.protocol,
+    active: true,
+    config: {
+      controllerIdRange: nextControllerIdRange(o.previous),
+      reservationKey: reservationKeyOf(o.nexus),
+      reservationType: 'ExclusiveAccess',
+      preemptPolicy: 'Holder',
+    },
+    frontend: {
+      host_acl: o.frontendNode ? [{ node_name: o.frontendNode, node_nqn: hostNqn(o.frontendNode) }] : [],
+    },
+  };
 }

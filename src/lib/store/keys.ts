@@ -1,5 +1,5 @@
 /**
- * Mayastor's v2 key space (reference mayastor.md §1.1–1.2):
+ * Mayastor's v2 key space (docs/mayastor-compat.md §1.1–1.2):
  * `/openebs.io/mayastor/apis/v0/clusters/<cluster-id>/namespaces/<namespace>/<Type>/<id>`.
  */
 

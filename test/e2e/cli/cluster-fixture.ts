@@ -1,7 +1,7 @@
 import { clusterPrefix, nexusInfoKey, nodeLivenessKey, objectKey } from '../../../src/lib/store/keys.js';
 
 /**
- * A small cluster in Mayastor's exact JSON (reference §1): two nodes (node-1 alive, node-2 cordoned
+ * A small cluster in Mayastor's exact JSON (docs/mayastor-compat.md §1): two nodes (node-1 alive, node-2 cordoned
  * and dead), a pool on each, a published 2-replica volume whose target recorded one child unhealthy,
  * an unpublished thin volume with a snapshot, and a switchover in progress.
  */

@@ -9,7 +9,7 @@ const MiB = 1 << 20;
 
 /**
  * A spec whose operation is logged but not committed (the commit write failed) is dirty: new
- * requests on it answer 507 FailedPersist (StoreDirty, reference §1.5/§2.3) until the persistent-store
+ * requests on it answer 507 FailedPersist (StoreDirty, docs/mayastor-compat.md §1.5/§2.3) until the persistent-store
  * reconciler settles it. The commit is made to fail by a real store outage, while the io-engine that
  * creates the new replica is paused so the outage begins exactly between intent and commit.
  */

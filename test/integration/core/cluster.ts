@@ -8,6 +8,7 @@ import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
 import { checkResponse, failOnDrift } from '../../helpers/openapi-validate.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
@@ -221,12 +222,24 @@ export class TestCluster {
     return e;
   }
 
+  /**
+   * Stop every daemon, then check that everything they wrote decodes through the spec codecs and
+   * survives `store dump` → `store load` → `store dump` (so no test leaves a store nobody can read).
+   */
   async stop(): Promise<void> {
     await this.rest?.close().catch(() => {});
     for (const c of this.cores) await c.kill('SIGTERM');
     for (const e of this.engines) await e.proc.kill('SIGTERM');
-    await this.etcd?.stop();
-    rmSync(this.dir, { recursive: true, force: true });
+    try {
+      await checkStoreReadable(this.storeUrl, this.space);
+    } finally {
+      await this.etcd?.stop();
+      rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+
+  get space() {
+    return { clusterId: this.clusterId, namespace: 'default' };
   }
 }
 

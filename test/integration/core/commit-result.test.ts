@@ -9,7 +9,7 @@ import { call, OUTAGE_CORE_FLAGS, type Outage, scaleIntoOutage } from './store-o
 const MiB = 1 << 20;
 
 /**
- * Commit-on-result (reference §1.5): when the io-engine action succeeded but the commit write
+ * Commit-on-result (docs/mayastor-compat.md §1.5): when the io-engine action succeeded but the commit write
  * failed, the operation keeps `result: true` in memory and is completed once the store is back, not
  * rolled back. The io-engine that makes the new replica is paused so that a real store outage
  * begins exactly between the stored intent and the commit.

@@ -1,5 +1,5 @@
 import { GrpcEngine } from '../../../src/daemons/core/engine-grpc.js';
-import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../../../src/daemons/core/model.js';
+import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../../../src/lib/specs/index.js';
 import { typePrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { TestCluster } from './cluster.js';

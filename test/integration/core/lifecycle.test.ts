@@ -83,7 +83,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(missing.status).toBe(404);
     });
 
-    it('answers bad requests with {details, message, kind} and the status of reference §2.3', async () => {
+    it('answers bad requests with {details, message, kind} and the status of docs/mayastor-compat.md §2.3', async () => {
       const base = `${cluster.restUrl}/v0`;
       const id = newVolumeId();
       const noSize = await rawFetch(

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Replica } from '../../../src/lib/io-engine/client.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -206,5 +207,13 @@ describe('faults: a child node dies, a child is rebuilt, the nexus node dies', (
     // a clean stop records a clean shutdown
     await a.stop('SIGTERM');
     expect(JSON.parse((await store.get(infoKey))!.value)).toMatchObject({ clean_shutdown: true });
+  });
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
   });
 });

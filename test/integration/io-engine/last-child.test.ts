@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -75,5 +76,13 @@ describe('the last healthy child is never dropped', () => {
       ],
       clean_shutdown: false,
     });
+  });
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
   });
 });

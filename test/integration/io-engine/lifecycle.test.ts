@@ -7,6 +7,7 @@ import { IoEngineError } from '../../../src/lib/io-engine/client.js';
 import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
 import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
@@ -43,7 +44,7 @@ describe('io-engine lifecycle through gRPC', () => {
 
   it('registers the node record and a lease-bound liveness key', async () => {
     const spec = await store.get(objectKey(space, 'NodeSpec', 'node-a'));
-    expect(JSON.parse(spec!.value)).toEqual({ id: 'node-a', endpoint: engine.grpcEndpoint, labels: {} });
+    expect(spec!.value).toBe(JSON.stringify({ id: 'node-a', endpoint: engine.grpcEndpoint }));
     const live = await store.get(
       `/openebs.io/mayastor/apis/v0/clusters/${CLUSTER_ID}/namespaces/default/storctl/NodeLiveness/node-a`,
     );
@@ -365,5 +366,13 @@ describe('io-engine lifecycle through gRPC', () => {
       what: 'liveness key expiry',
       timeoutMs: 15_000,
     });
+  });
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
   });
 });

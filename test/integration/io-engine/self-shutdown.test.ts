@@ -6,8 +6,9 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -78,5 +79,13 @@ describe('a nexus that cannot record a child fault shuts itself down', () => {
     });
     await a.client.destroyNexus(uuid);
     expect(JSON.parse((await store.get(created.nexusInfoKey))!.value).clean_shutdown).toBe(false);
+  });
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
   });
 });

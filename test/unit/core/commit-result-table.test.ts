@@ -1,16 +1,24 @@
 import { describe, expect, it } from 'vitest';
-import type { NexusSpec, ReplicaSpec, VolumeSnapshot, VolumeSpec } from '../../../src/daemons/core/model.js';
 import {
   settleNexus,
   settleReplica,
   settleSnapshot,
   settleVolume,
 } from '../../../src/daemons/core/recovery.js';
+import {
+  type NexusSpec,
+  newTargetConfig,
+  type ReplicaSpec,
+  type VolumeSnapshot,
+  type VolumeSpec,
+} from '../../../src/lib/specs/index.js';
 
 /**
- * The recovery decision table (reference §1.5 handle_incomplete_ops): result true → the operation's
+ * The recovery decision table (docs/mayastor-compat.md §1.5 handle_incomplete_ops): result true → the operation's
  * effect is committed; false, or null ("we must have crashed") → rolled back.
  */
+const X1 = '00000000-0000-4000-8000-000000000001';
+const X2 = '00000000-0000-4000-8000-000000000002';
 const volume = (over: Partial<VolumeSpec>): VolumeSpec => ({
   uuid: 'v1',
   size: 100,
@@ -22,7 +30,7 @@ const volume = (over: Partial<VolumeSpec>): VolumeSpec => ({
   last_nexus_id: null,
   operation: null,
   thin: false,
-  target: { node: 'n1', nexus: 'x1', protocol: 'nbd', active: true },
+  target: newTargetConfig({ node: 'n1', nexus: X1, protocol: 'nbd', previous: null }),
   publish_context: null,
   affinity_group: null,
   ...over,
@@ -56,7 +64,7 @@ describe('recovery decision table', () => {
   });
 
   it('volume Publish2/Unpublish/Share/Unshare/Resize commit their effect only on true', () => {
-    const config = { node: 'n2', nexus: 'x2', protocol: 'nbd', active: true };
+    const config = newTargetConfig({ node: 'n2', nexus: X2, protocol: 'nbd', previous: null });
     const pub = (result: boolean | null) =>
       settleVolume(
         volume({
@@ -65,7 +73,7 @@ describe('recovery decision table', () => {
         }),
       ).fixed;
     expect(pub(true).target).toEqual(config);
-    expect(pub(true).last_nexus_id).toBe('x2');
+    expect(pub(true).last_nexus_id).toBe(X2);
     expect(pub(null).target).toBeNull();
     expect(
       settleVolume(volume({ operation: { operation: 'Unpublish', result: true } })).fixed.target?.active,
@@ -115,6 +123,7 @@ describe('recovery decision table', () => {
       managed: true,
       owners: { volume: 'v1', disown_all: false },
       operation: { operation: 'Create', result },
+      allowed_hosts: [],
     });
     expect(settleReplica(replica(true))).toMatchObject({
       status: { Created: 'online' },
@@ -137,6 +146,9 @@ describe('recovery decision table', () => {
         managed: true,
         owner: 'v1',
         operation,
+        nvmf_config: null,
+        status_info: { shutdown_failed: false },
+        allowed_hosts: [],
       }) as NexusSpec;
     expect(settleNexus(nexus(true)).spec_status).toEqual({ Created: 'Online' });
     expect(settleNexus(nexus(false)).spec_status).toBe('Deleting');

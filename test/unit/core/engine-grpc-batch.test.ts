@@ -66,7 +66,7 @@ describe('core → io-engine replica creates', () => {
     expect((results[0] as PromiseFulfilledResult<{ uuid: string }>).value.uuid).toBe('a');
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({
       code: grpc.status.RESOURCE_EXHAUSTED,
-      details: "io-engine node-x: pool 'full' has no space for b",
+      message: "io-engine node-x: pool 'full' has no space for b",
     });
   });
 

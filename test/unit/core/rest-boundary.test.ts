@@ -8,6 +8,8 @@ import {
   uuidParam,
 } from '../../../src/daemons/core/rest/validate.js';
 import { KIND_STATUS, type SvcError, toSvcError } from '../../../src/daemons/core/svc-error.js';
+import { ExitCode, StorctlError } from '../../../src/lib/errors.js';
+import { IoEngineError } from '../../../src/lib/io-engine/client.js';
 import { RestError } from '../../../src/lib/rest/errors.js';
 
 const fieldError = (fn: () => unknown) => {
@@ -61,13 +63,18 @@ describe('REST body validation names the field', () => {
 });
 
 describe('error model', () => {
-  it('maps kinds to the HTTP status of reference §2.3', () => {
+  it('maps kinds to the HTTP status of docs/mayastor-compat.md §2.3', () => {
     expect(KIND_STATUS.NotFound).toBe(404);
     expect(KIND_STATUS.AlreadyExists).toBe(422);
     expect(KIND_STATUS.FailedPersist).toBe(507);
     expect(KIND_STATUS.AlreadyPublished).toBe(412);
     expect(KIND_STATUS.InUse).toBe(409);
-    expect(toSvcError({ code: 14, details: 'gone' }).kind).toBe('Unavailable');
+    const engineError = (code: number) => new IoEngineError(code, 'said no', '127.0.0.1:1', 'CreatePool');
+    expect(toSvcError(engineError(14))).toMatchObject({ kind: 'Unavailable', message: 'said no' });
+    expect(toSvcError(engineError(8)).kind).toBe('ResourceExhausted');
+    expect(toSvcError(engineError(2)).kind).toBe('Internal');
+    expect(toSvcError(new StorctlError('X', 'gone', ExitCode.notFound)).kind).toBe('NotFound');
+    expect(toSvcError(new StorctlError('X', 'slow', ExitCode.timeout)).kind).toBe('DeadlineExceeded');
     expect(toSvcError(new Error('x')).status).toBe(500);
   });
   it('a REST error becomes a CLI error with its kind, a next step and an exit code', () => {

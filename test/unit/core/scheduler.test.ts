@@ -68,7 +68,10 @@ describe('replica placement', () => {
     const chosen = placeReplicas(labelled, nodes, {
       ...req,
       count: 2,
-      topology: { pool: { Labelled: { inclusion: { class: 'ssd' }, exclusion: {} } } },
+      topology: {
+        node: null,
+        pool: { Labelled: { inclusion: { class: 'ssd' }, exclusion: {}, creation_affinity_keys: null } },
+      },
     });
     expect(chosen.map((p) => p.id).sort()).toEqual(['p1', 'p3']);
     const zoned = [
@@ -79,13 +82,16 @@ describe('replica placement', () => {
     const byZone = placeReplicas(pools, zoned, {
       ...req,
       count: 2,
-      topology: { node: { Labelled: { inclusion: { zone: 'a' } } } },
+      topology: {
+        node: { Labelled: { inclusion: { zone: 'a' }, exclusion: {}, creation_affinity_keys: null } },
+        pool: null,
+      },
     });
     expect(byZone.map((p) => p.node).sort()).toEqual(['n1', 'n3']);
     const explicit = placeReplicas(pools, nodes, {
       ...req,
       count: 1,
-      topology: { node: { Explicit: { allowed_nodes: ['n2', 'n3'], preferred_nodes: ['n3'] } } },
+      topology: { node: { Explicit: { allowed_nodes: ['n2', 'n3'], preferred_nodes: ['n3'] } }, pool: null },
     });
     expect(explicit.map((p) => p.node)).toEqual(['n3']);
   });

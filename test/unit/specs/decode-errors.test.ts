@@ -160,7 +160,7 @@ describe('bad stored values give a DecodeError naming the key and the field', ()
     {
       name: 'snapshot transaction replica',
       fixture: 'VolumeSnapshot with',
-      json: (j) => withValue(j, ['metadata', 'transactions', '1', 0, 'metadata', 'meta'], { Replica: {} }),
+      json: (j) => withValue(j, ['metadata', 'transactions', '1', 0, 'metadata', 'meta'], { Snapshot: {} }),
       field: 'metadata.transactions.1[0].metadata.meta',
       detail: /\{"Volume": …\}/,
     },
@@ -212,6 +212,6 @@ describe('bad stored values give a DecodeError naming the key and the field', ()
   it('decodeRecord returns null for keys outside the key space or types without a codec', () => {
     expect(decodeRecord('/other/key', '{}')).toBeNull();
     expect(decodeRecord(objectKey(space, 'StoreLeaseLock', 'CoreAgent/694d8a7f3c2b1e05'), '')).toBeNull();
-    expect(decodeRecord(objectKey(space, 'WatchConfig', 'x'), '{}')).toBeNull();
+    expect(decodeRecord(objectKey(space, 'ChildSpec', 'x'), '{}')).toBeNull();
   });
 });

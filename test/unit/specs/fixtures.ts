@@ -1,5 +1,5 @@
 /**
- * Stored values from reference mayastor.md §1, as Mayastor writes them (compact JSON, its key order),
+ * Stored values from docs/mayastor-compat.md §1, as Mayastor writes them (compact JSON, its key order),
  * with the ids the reference elides (`…`) completed by real uuids. `reference` entries are the
  * reference's examples verbatim apart from those ids; the others exercise the remaining fields.
  */
@@ -188,5 +188,13 @@ export const fixtures: Fixture[] = [
     type: 'AppNodeSpec',
     key: key('AppNodeSpec', 'worker-2'),
     json: `{"id":"worker-2","endpoint":"10.0.0.12:50055","labels":{"topology.kubernetes.io/zone":"a"}}`,
+  },
+  {
+    // Upstream's camelCase WatchCfg (mayastor-control-plane core agent, watcher/watch.rs).
+    name: 'WatchConfig of a volume',
+    type: 'WatchConfig',
+    key: key('WatchConfig', `volumes/${ids.volume}`),
+    json: `{"watchId":{"id":{"Volume":"${ids.volume}"}},"watches":[{"params":{"callback":{"Uri":"http://10.0.0.9:8080/notify"},"type":"Actual"}}]}`,
+    reference: true,
   },
 ];

@@ -27,6 +27,7 @@ import {
   nodeSpec,
   nodeStatusText,
   nvmfChildUri,
+  operationName,
   poolDisks,
   poolMatches,
   poolRefUuid,
@@ -41,7 +42,6 @@ import {
   switchOverStageName,
   volumeContentSource,
   volumeNexusId,
-  volumeOperationName,
   volumeSnapshot,
   volumeSpec,
   volumeTargetNode,
@@ -94,9 +94,9 @@ describe('volume accessors', () => {
   });
   it('operation names and desired replicas', () => {
     const other = volumeSpec.decode('k', fx('VolumeSpec with restore'));
-    expect(volumeOperationName(other.operation!.operation)).toBe('Publish');
-    expect(volumeOperationName({ SetReplica: 3 })).toBe('SetReplica');
-    expect(volumeOperationName('Unpublish')).toBe('Unpublish');
+    expect(operationName(other.operation!.operation)).toBe('Publish');
+    expect(operationName({ SetReplica: 3 })).toBe('SetReplica');
+    expect(operationName('Unpublish')).toBe('Unpublish');
     expect(desiredNumReplicas({ ...v, operation: { operation: { SetReplica: 3 }, result: null } })).toBe(3);
     expect(desiredNumReplicas(v)).toBe(2);
     expect(volumeContentSource(other)).toEqual([ids.snapshot, ids.volume]);

@@ -94,7 +94,7 @@ describe('omit-if-none fields', () => {
   });
 });
 
-describe('old-format values decode with defaults (reference §1.6)', () => {
+describe('old-format values decode with defaults (docs/mayastor-compat.md §1.6)', () => {
   const oldVolume = `{"uuid":"${ids.volume}","size":5,"labels":null,"num_replicas":1,"status":{"Created":"Online"},"policy":{"self_heal":true},"topology":null,"last_nexus_id":null,"operation":null,"target":{"node":"node-1","nexus":"${ids.nexus}","protocol":"nvmf"}}`;
 
   it('a target without config/frontend/active gets Mayastor defaults, and thin/publish_context defaults', () => {

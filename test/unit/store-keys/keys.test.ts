@@ -11,7 +11,7 @@ import {
 const space = { clusterId: '1013e263-e0ba-48b2-ae78-52d51b5da9c8', namespace: 'mayastor' };
 
 describe('Mayastor v2 key layout', () => {
-  it('builds the keys of reference §1.1–1.2', () => {
+  it('builds the keys of docs/mayastor-compat.md §1.1–1.2', () => {
     expect(clusterPrefix(space)).toBe(
       '/openebs.io/mayastor/apis/v0/clusters/1013e263-e0ba-48b2-ae78-52d51b5da9c8/namespaces/mayastor',
     );

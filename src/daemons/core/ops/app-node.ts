@@ -1,16 +1,13 @@
 import { type AppNodeSpec, appNodeSpec } from '../../../lib/specs/app-node.js';
 import { typePrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
-import { SvcError } from '../svc-error.js';
+import { notFound } from '../svc-error.js';
 
 /**
- * App nodes (reference §1.14): CSI nodes register themselves every few minutes, so the records are
+ * App nodes (docs/mayastor-compat.md §1.14): CSI nodes register themselves every few minutes, so the records are
  * read from the store on request rather than cached, and registrations write no event (they would
  * flood the bounded log). Writes go through the lease-guarded writer like every core write.
  */
-
-const notFound = (id: string) =>
-  new SvcError('NotFound', `app node '${id}' not found`, `The AppNode '${id}' was not found`);
 
 export async function listAppNodes(ctx: CoreContext): Promise<AppNodeSpec[]> {
   const { registry } = ctx;
@@ -29,7 +26,7 @@ export async function listAppNodes(ctx: CoreContext): Promise<AppNodeSpec[]> {
 export async function getAppNode(ctx: CoreContext, id: string): Promise<AppNodeSpec> {
   const key = ctx.registry.key('AppNodeSpec', id);
   const kv = await ctx.registry.store.get(key);
-  if (!kv) throw notFound(id);
+  if (!kv) throw notFound('app node', id, 'AppNode');
   return appNodeSpec.decode(key, kv.value);
 }
 
@@ -45,7 +42,7 @@ export async function deregisterAppNode(ctx: CoreContext, id: string): Promise<v
   const { registry } = ctx;
   await registry.exclusive('app-node', id, async () => {
     const key = registry.key('AppNodeSpec', id);
-    if (!(await registry.store.get(key))) throw notFound(id);
+    if (!(await registry.store.get(key))) throw notFound('app node', id, 'AppNode');
     await registry.writer.write([], [key]);
   });
 }

@@ -1,8 +1,8 @@
+import { isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { isCreated, type VolumeSpec } from '../model.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
-import { SvcError, toSvcError } from '../svc-error.js';
+import { notFound, SvcError, toSvcError } from '../svc-error.js';
 import { rollbackOp } from './settle.js';
 import { commitCreated, newReplicaSpec, newVolumeSpec } from './volume-create.js';
 
@@ -19,7 +19,7 @@ export async function createCloneVolume(
 ): Promise<VolumeSpec> {
   const { registry, engines } = ctx;
   const snap = registry.snapshots.get(snapId);
-  if (!snap) throw new SvcError('NotFound', `snapshot '${snapId}' not found`);
+  if (!snap) throw notFound('snapshot', snapId);
   if (!isCreated(snap.status))
     throw new SvcError('FailedPrecondition', `snapshot '${snapId}' is not ready as a source`);
   if (body.size !== snap.metadata.spec_size) {
@@ -44,11 +44,13 @@ export async function createCloneVolume(
     const chosen = records
       .filter((r) => registry.pools.has(r.spec.source_id.pool_id))
       .slice(0, body.replicas);
-    const replicas = chosen.map((r) => ({
-      ...newReplicaSpec(volume, r.spec.source_id.pool_id),
-      thin: true,
-      kind: 'snapshotClone',
-    }));
+    const replicas = chosen.map(
+      (r): ReplicaSpec => ({
+        ...newReplicaSpec(volume, r.spec.source_id.pool_id),
+        thin: true,
+        kind: 'snapshotClone',
+      }),
+    );
     await registry.persist({ volumes: [volume], replicas });
     const made: typeof replicas = [];
     try {

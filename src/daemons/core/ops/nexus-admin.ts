@@ -1,22 +1,29 @@
+import { replicaUuidOfUri } from '../../../lib/child-uri.js';
+import {
+  cloneSpec,
+  isCreated,
+  type NexusChild,
+  type NexusOperation,
+  type NexusSpec,
+} from '../../../lib/specs/index.js';
 import { nexusInfoKey } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import type { ChildState } from '../engine-api.js';
 import { makeEvent } from '../events.js';
-import { childReplicaUuid, isCreated, type NexusChild, type NexusOp, type NexusSpec } from '../model.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
 import { rollbackOp, settleOp } from './settle.js';
 
 /**
  * Nexuses made and changed by an operator through REST (`/nodes/{node}/nexuses/{id}`,
  * `/nexuses/{id}/children/{uri}`, `.../share/{protocol}`), as Mayastor's nexus endpoints do: the spec
- * is unmanaged with no owner, each step logged before the io-engine acts (reference §1.5).
+ * is unmanaged with no owner, each step logged before the io-engine acts (docs/mayastor-compat.md §1.5).
  *
  * A nexus owned by a volume (its target, or one left for the nexus GC) is refused with InUse (409),
  * as Mayastor refuses to destroy an owned resource without disowning it (`start_destroy_by`): the
  * volume's publish / unpublish / scale and the reconcilers are what change it.
  */
 
-const logged = (operation: unknown) => ({ operation: operation as NexusOp, result: null });
+const logged = (operation: unknown) => ({ operation: operation as NexusOperation, result: null });
 
 const childUri = (c: NexusChild) => ('Replica' in c ? c.Replica.share_uri : c.Uri);
 
@@ -54,7 +61,7 @@ function usable(n: NexusSpec): void {
 /** A child URI as stored: a known replica's URI becomes a Replica child, anything else a Uri child. */
 function childSpec(ctx: CoreContext, uri: string): NexusChild {
   const c: NexusChild = { Uri: uri };
-  const uuid = childReplicaUuid(c) ?? /^bdev:\/\/\/([^?]+)/.exec(uri)?.[1];
+  const uuid = replicaUuidOfUri(uri);
   return uuid && ctx.registry.replicas.has(uuid) ? { Replica: { uuid, share_uri: uri } } : c;
 }
 
@@ -86,6 +93,7 @@ export async function createNexus(
       managed: false,
       owner: null,
       operation: logged('Create'),
+      nvmf_config: null,
       status_info: { shutdown_failed: false },
       allowed_hosts: [],
     };
@@ -118,7 +126,7 @@ export async function createNexus(
 export async function destroyNexus(ctx: CoreContext, uuid: string, node?: string): Promise<void> {
   const { registry, engines } = ctx;
   return registry.exclusive('nexus', uuid, async () => {
-    const n = structuredClone(nexusAt(ctx, uuid, node));
+    const n = cloneSpec(nexusAt(ctx, uuid, node));
     notOwned(n, 'remove it');
     if (n.operation) throw dirty('nexus', uuid);
     const engine = engines.get(n.node);
@@ -160,8 +168,8 @@ export async function nexusChildren(ctx: CoreContext, n: NexusSpec): Promise<Chi
 /** Same child: the same URI, or the same replica uuid (`?uuid=`). */
 export function sameChild(a: string, b: string): boolean {
   if (a === b) return true;
-  const ua = childReplicaUuid({ Uri: a });
-  return ua !== null && ua === childReplicaUuid({ Uri: b });
+  const ua = replicaUuidOfUri(a);
+  return ua !== null && ua === replicaUuidOfUri(b);
 }
 
 export async function addNexusChild(
@@ -172,7 +180,7 @@ export async function addNexusChild(
 ): Promise<ChildState> {
   const { registry, engines } = ctx;
   return registry.exclusive('nexus', uuid, async () => {
-    const n = structuredClone(nexusAt(ctx, uuid, node));
+    const n = cloneSpec(nexusAt(ctx, uuid, node));
     notOwned(n, 'change its children');
     usable(n);
     if (n.children.some((c) => sameChild(childUri(c), uri)))
@@ -206,7 +214,7 @@ export async function removeNexusChild(
 ): Promise<void> {
   const { registry, engines } = ctx;
   return registry.exclusive('nexus', uuid, async () => {
-    const n = structuredClone(nexusAt(ctx, uuid, node));
+    const n = cloneSpec(nexusAt(ctx, uuid, node));
     notOwned(n, 'change its children');
     usable(n);
     const child = n.children.find((c) => sameChild(childUri(c), uri));
@@ -236,7 +244,7 @@ export async function removeNexusChild(
 export async function shareNexus(ctx: CoreContext, uuid: string, node: string | undefined): Promise<string> {
   const { registry, engines } = ctx;
   return registry.exclusive('nexus', uuid, async () => {
-    const n = structuredClone(nexusAt(ctx, uuid, node));
+    const n = cloneSpec(nexusAt(ctx, uuid, node));
     notOwned(n, 'publish it');
     usable(n);
     if (n.share !== 'none')
@@ -263,7 +271,7 @@ export async function shareNexus(ctx: CoreContext, uuid: string, node: string | 
 export async function unshareNexus(ctx: CoreContext, uuid: string, node: string | undefined): Promise<void> {
   const { registry, engines } = ctx;
   return registry.exclusive('nexus', uuid, async () => {
-    const n = structuredClone(nexusAt(ctx, uuid, node));
+    const n = cloneSpec(nexusAt(ctx, uuid, node));
     notOwned(n, 'unpublish it');
     usable(n);
     if (n.share === 'none') throw new SvcError('NotShared', `nexus '${uuid}' is not shared`);

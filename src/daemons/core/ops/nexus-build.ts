@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { localReplicaUri } from '../../../lib/child-uri.js';
+import type { NexusChild, NexusInfo, NexusSpec, ReplicaSpec, VolumeSpec } from '../../../lib/specs/index.js';
+import { isCreated, nexusInfo } from '../../../lib/specs/index.js';
 import { nexusInfoKey } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import type { NexusState } from '../engine-api.js';
-import type { NexusChild, NexusInfo, NexusSpec, ReplicaSpec, VolumeSpec } from '../model.js';
-import { isCreated } from '../model.js';
 import { SvcError } from '../svc-error.js';
 
 /** The NexusInfo the io-engine persisted for a volume's last nexus, if any. */
@@ -13,17 +14,22 @@ export async function readNexusInfo(
   nexusId: string | null,
 ): Promise<NexusInfo | null> {
   if (!nexusId) return null;
-  const kv = await ctx.registry.store.get(nexusInfoKey(ctx.registry.space, nexusId, volume.uuid));
+  const key = nexusInfoKey(ctx.registry.space, nexusId, volume.uuid);
+  const kv = await ctx.registry.store.get(key);
   if (!kv) return null;
   try {
-    return JSON.parse(kv.value) as NexusInfo;
-  } catch {
-    return null;
+    return nexusInfo.decode(key, kv.value);
+  } catch (err) {
+    // Without it, which replicas hold the latest data is unknown: refuse rather than guess.
+    throw new SvcError(
+      'FailedPrecondition',
+      `${(err as Error).message}; it records which replicas of volume '${volume.uuid}' are up to date: restore it (storctl store load) before publishing`,
+    );
   }
 }
 
 /**
- * Replicas a new nexus may use (reference §3.6): created replicas on online nodes; when the previous
+ * Replicas a new nexus may use (docs/mayastor-compat.md §3.6): created replicas on online nodes; when the previous
  * nexus left a NexusInfo, only its healthy children, and only one of them after an unclean shutdown
  * (the others are rebuilt from it afterwards).
  */
@@ -61,7 +67,7 @@ export async function usableReplicas(
 export async function childUri(ctx: CoreContext, r: ReplicaSpec, targetNode: string): Promise<string> {
   const node = ctx.registry.replicaNode(r);
   if (!node) throw new SvcError('NotFound', `pool of replica ${r.uuid} not found`);
-  if (node === targetNode) return ctx.engines.get(targetNode).localReplicaUri(r.uuid);
+  if (node === targetNode) return localReplicaUri(r.uuid);
   return ctx.engines.get(node).shareReplica(r.uuid);
 }
 
@@ -77,6 +83,7 @@ export function newNexusSpec(volume: VolumeSpec, node: string, uuid = randomUUID
     managed: true,
     owner: volume.uuid,
     operation: { operation: 'Create', result: null },
+    nvmf_config: null,
     status_info: { shutdown_failed: false },
     allowed_hosts: [],
   };

@@ -1,11 +1,11 @@
+import { cloneSpec, type PoolSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { PoolSpec } from '../model.js';
-import { dirty, SvcError } from '../svc-error.js';
+import { dirty, notFound, SvcError } from '../svc-error.js';
 
 /**
  * Pool labels (`PUT /pools/{id}/label/{key}={value}`, `DELETE /pools/{id}/label/{key}`). Pool
- * operations are stored after the change (reference §1.5, log_op (false, true)). As Mayastor's
+ * operations are stored after the change (docs/mayastor-compat.md §1.5, log_op (false, true)). As Mayastor's
  * pool-label feature tests expect: a key held with another value and no overwrite, or an unlabel
  * of an absent key, is FailedPrecondition (412); the same label again changes nothing.
  */
@@ -18,9 +18,9 @@ async function editPool(
   const { registry } = ctx;
   return registry.exclusive('pool', id, async () => {
     const cached = registry.pools.get(id);
-    if (!cached) throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
+    if (!cached) throw notFound('pool', id, 'Pool');
     if (cached.operation) throw dirty('pool', id);
-    const spec = structuredClone(cached);
+    const spec = cloneSpec(cached);
     if (!edit(spec)) return spec;
     await registry.persist({
       pools: [spec],
@@ -46,7 +46,7 @@ export function labelPool(ctx: CoreContext, id: string, key: string, value: stri
       p.labels = { ...labels, [key]: value };
       return true;
     },
-    () => `Labelled ${key}=${value}`,
+    () => `LabelledTopology ${key}=${value}`,
   );
 }
 

@@ -1,9 +1,9 @@
-import { nodeSpec, type NodeSpec as SpecNodeSpec } from '../../../lib/specs/node.js';
+import type { CordonDrainState, NodeSpec, PoolSpec } from '../../../lib/specs/index.js';
+import { cloneSpec, poolRefName } from '../../../lib/specs/index.js';
+import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
 import { eventKey, makeEvent } from '../events.js';
-import type { CordonDrainState, NodeSpec, PoolSpec } from '../model.js';
-import { poolName } from '../model.js';
-import { SvcError, toSvcError } from '../svc-error.js';
+import { notFound, SvcError, toSvcError } from '../svc-error.js';
 
 /** Create a pool on a node's io-engine, then record it (pool ops are stored after acting, §1.5). */
 export async function createPool(
@@ -35,9 +35,8 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
   const { registry, engines } = ctx;
   return registry.exclusive('pool', id, async () => {
     const spec = registry.pools.get(id);
-    if (!spec || (node && spec.node !== node))
-      throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
-    const users = [...registry.replicas.values()].filter((r) => poolName(r.pool) === id);
+    if (!spec || (node && spec.node !== node)) throw notFound('pool', id, 'Pool');
+    const users = [...registry.replicas.values()].filter((r) => poolRefName(r.pool) === id);
     if (users.length)
       throw new SvcError(
         'InUse',
@@ -81,17 +80,18 @@ async function updateNode(
       let spec: NodeSpec;
       try {
         const cached = registry.nodes.get(id);
-        spec = (kv ? nodeSpec.decode(key, kv.value) : cached && structuredClone(cached)) as NodeSpec;
+        spec = (kv ? nodeSpec.decode(key, kv.value) : cached && cloneSpec(cached)) as NodeSpec;
       } catch (err) {
         throw new SvcError('Internal', `stored NodeSpec of '${id}' is invalid: ${(err as Error).message}`);
       }
-      if (!spec) throw new SvcError('NotFound', `node '${id}' not found`, `The node '${id}' was not found`);
+      if (!spec) throw notFound('node', id);
       if (edit(spec) === false) {
-        registry.nodes.set(id, structuredClone(spec));
+        registry.nodes.set(id, cloneSpec(spec));
         return spec;
       }
-      if (spec.draining_volumes?.length === 0) delete spec.draining_volumes;
-      const value = nodeSpec.encode(spec as SpecNodeSpec);
+      // Mayastor leaves empty draining volumes out (serde skip_serializing_if); absent reads as [].
+      if (spec.draining_volumes.length === 0) delete (spec as Partial<NodeSpec>).draining_volumes;
+      const value = nodeSpec.encode(spec);
       const res = await registry.store
         .txn({
           compare: [
@@ -114,7 +114,7 @@ async function updateNode(
           throw new SvcError('FailedPersist', `store write failed: ${err.message}`, 'Store error');
         });
       if (res.succeeded) {
-        registry.nodes.set(id, structuredClone(spec));
+        registry.nodes.set(id, cloneSpec(spec));
         return spec;
       }
       if (res.responses[0]?.kv?.lease !== registry.writer.leaseGuard.value) {
@@ -172,8 +172,8 @@ export function uncordonNode(ctx: CoreContext, id: string, label: string) {
       const cds = n.cordon_drain_state;
       if (d.length === 0) {
         // The drain is cancelled (RemoveAllDrainingVolumes): nothing is moved any more.
-        n.cordon_drain_state = c.length ? { Cordoned: { cordonlabels: c } } : null;
-        delete n.draining_volumes;
+        n.cordon_drain_state = c.length ? { Cordoned: { cordonlabels: c } } : undefined;
+        n.draining_volumes = [];
       } else if (cds && 'Drained' in cds)
         n.cordon_drain_state = { Drained: { cordonlabels: c, drainlabels: d } };
       else n.cordon_drain_state = { Draining: { cordonlabels: c, drainlabels: d } };
@@ -267,7 +267,7 @@ export function labelNode(ctx: CoreContext, id: string, key: string, value: stri
       }
       n.labels = { ...labels, [key]: value };
     },
-    `Labelled ${key}=${value}`,
+    `LabelledTopology ${key}=${value}`,
   );
 }
 

@@ -1,20 +1,23 @@
-import type { CoreContext } from '../context.js';
-import { makeEvent } from '../events.js';
+import { isLocalUri, localReplicaUri } from '../../../lib/child-uri.js';
 import {
   childReplicaUuid,
+  childUri,
+  cloneSpec,
   isCreated,
   type PoolSpec,
-  poolName,
-  type ReplicaOp,
+  poolRefName,
+  type ReplicaOperation,
   type ReplicaSpec,
-} from '../model.js';
+} from '../../../lib/specs/index.js';
+import type { CoreContext } from '../context.js';
+import { makeEvent } from '../events.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
 import { rollbackOp, settleOp } from './settle.js';
 
 /**
  * Replicas made and destroyed by an operator through REST (`/pools/{pool}/replicas/{replica}`), as
  * Mayastor's replica endpoints do: unmanaged specs (no volume owns them, the replica GC leaves them
- * alone), every step logged in the spec before the io-engine acts (reference §1.5).
+ * alone), every step logged in the spec before the io-engine acts (docs/mayastor-compat.md §1.5).
  */
 
 export interface ReplicaRef {
@@ -32,7 +35,7 @@ export interface CreateReplicaRequest extends ReplicaRef {
 }
 
 // Mayastor's ReplicaOperation also has Share / Unshare; model.ts lists only what volume ops use.
-const logged = (operation: unknown) => ({ operation: operation as ReplicaOp, result: null });
+const logged = (operation: unknown) => ({ operation: operation as ReplicaOperation, result: null });
 
 function poolOf(ctx: CoreContext, id: string, node?: string): PoolSpec {
   const p = ctx.registry.pools.get(id);
@@ -49,7 +52,7 @@ function poolOf(ctx: CoreContext, id: string, node?: string): PoolSpec {
 export function replicaAt(ctx: CoreContext, ref: ReplicaRef): ReplicaSpec {
   const pool = poolOf(ctx, ref.pool, ref.node);
   const r = ctx.registry.replicas.get(ref.uuid);
-  if (!r || poolName(r.pool) !== pool.id)
+  if (!r || poolRefName(r.pool) !== pool.id)
     throw new SvcError(
       'NotFound',
       `replica '${ref.uuid}' not found in pool '${pool.id}'`,
@@ -81,7 +84,7 @@ export async function createReplica(ctx: CoreContext, req: CreateReplicaRequest)
       if (isCreated(existing.status))
         throw new SvcError(
           'AlreadyExists',
-          `replica '${req.uuid}' already exists in pool '${poolName(existing.pool)}'`,
+          `replica '${req.uuid}' already exists in pool '${poolRefName(existing.pool)}'`,
         );
       throw new SvcError('Deleting', `replica '${req.uuid}' is being deleted; retry once it is gone`);
     }
@@ -152,7 +155,7 @@ export async function createReplica(ctx: CoreContext, req: CreateReplicaRequest)
 export async function deleteReplica(ctx: CoreContext, ref: ReplicaRef): Promise<void> {
   const { registry, engines } = ctx;
   return registry.exclusive('replica', ref.uuid, async () => {
-    const r = structuredClone(replicaAt(ctx, ref));
+    const r = cloneSpec(replicaAt(ctx, ref));
     if (r.operation) throw dirty('replica', r.uuid);
     if (r.owners.volume)
       throw new SvcError(
@@ -178,7 +181,7 @@ export async function deleteReplica(ctx: CoreContext, ref: ReplicaRef): Promise<
     const before = r.status;
     await registry.persist({ replicas: [{ ...r, status: 'Deleting', operation: logged('Destroy') }] });
     try {
-      await engine.destroyReplica(r.uuid, poolName(r.pool));
+      await engine.destroyReplica(r.uuid, poolRefName(r.pool));
     } catch (err) {
       if (toSvcError(err).kind !== 'NotFound') {
         await rollbackOp(
@@ -192,7 +195,7 @@ export async function deleteReplica(ctx: CoreContext, ref: ReplicaRef): Promise<
     registry.dropReplicaState(node, r.uuid);
     await settleOp(registry, { kind: 'replica', id: r.uuid }, true, {
       deleteReplicas: [r.uuid],
-      events: [makeEvent('replica', r.uuid, 'Deleted', `from pool ${poolName(r.pool)}`)],
+      events: [makeEvent('replica', r.uuid, 'Deleted', `from pool ${poolRefName(r.pool)}`)],
     });
   });
 }
@@ -205,7 +208,7 @@ export async function shareReplica(
 ): Promise<string> {
   const { registry, engines } = ctx;
   return registry.exclusive('replica', ref.uuid, async () => {
-    const r = structuredClone(replicaAt(ctx, ref));
+    const r = cloneSpec(replicaAt(ctx, ref));
     if (r.operation) throw dirty('replica', r.uuid);
     if (!isCreated(r.status))
       throw new SvcError('FailedPrecondition', `replica '${r.uuid}' is not created`, 'PendingCreation');
@@ -236,17 +239,13 @@ export async function shareReplica(
 export async function unshareReplica(ctx: CoreContext, ref: ReplicaRef): Promise<void> {
   const { registry, engines } = ctx;
   return registry.exclusive('replica', ref.uuid, async () => {
-    const r = structuredClone(replicaAt(ctx, ref));
+    const r = cloneSpec(replicaAt(ctx, ref));
     if (r.operation) throw dirty('replica', r.uuid);
     const node = registry.replicaNode(r)!;
     if (sharedAs(ctx, r, node) === 'none')
       throw new SvcError('NotShared', `replica '${r.uuid}' is not shared`);
     const remoteUsers = [...registry.nexuses.values()].filter((n) =>
-      n.children.some(
-        (c) =>
-          childReplicaUuid(c) === r.uuid &&
-          !('Replica' in c ? c.Replica.share_uri : c.Uri).startsWith('bdev:'),
-      ),
+      n.children.some((c) => childReplicaUuid(c) === r.uuid && !isLocalUri(childUri(c))),
     );
     if (remoteUsers.length)
       throw new SvcError(
@@ -262,7 +261,7 @@ export async function unshareReplica(ctx: CoreContext, ref: ReplicaRef): Promise
       throw err;
     }
     const st = registry.replicaStates.get(node)?.get(r.uuid);
-    if (st) registry.setReplicaState(node, { ...st, share: 'none', uri: engine.localReplicaUri(r.uuid) });
+    if (st) registry.setReplicaState(node, { ...st, share: 'none', uri: localReplicaUri(r.uuid) });
     await settleOp(registry, { kind: 'replica', id: r.uuid }, true, {
       replicas: [{ ...r, share: 'none', operation: null }],
       events: [makeEvent('replica', r.uuid, 'Unshared', 'NBD export removed')],

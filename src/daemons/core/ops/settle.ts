@@ -1,3 +1,4 @@
+import { cloneSpec } from '../../../lib/specs/index.js';
 import type { Registry } from '../registry.js';
 
 /** One store write of core: what `registry.persist` takes. */
@@ -45,7 +46,7 @@ function cachedOperation(registry: Registry, t: OpTarget): { result: boolean | n
 }
 
 /**
- * Record the io-engine action's outcome in the cached spec's pending operation (reference §1.5:
+ * Record the io-engine action's outcome in the cached spec's pending operation (docs/mayastor-compat.md §1.5:
  * `result` true = the action succeeded, false = it failed). Only in memory: if the commit or
  * rollback write then fails, the spec stays dirty with a known result, and the dirty-spec reconciler
  * completes a `true` instead of rolling it back.
@@ -74,7 +75,7 @@ export async function settleOp(
     for (const t of targets) pending.delete(keyOf(t));
   } catch (err) {
     // Every spec of the operation leads to the same write: whichever the reconciler meets first.
-    const kept = { result, change: structuredClone(change) };
+    const kept = { result, change: cloneSpec(change) };
     for (const t of targets) pending.set(keyOf(t), kept);
     throw err;
   }

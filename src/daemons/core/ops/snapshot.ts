@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import {
+  cloneSpec,
+  poolRefName,
+  type ReplicaSnapshot,
+  type VolumeSnapshot,
+} from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { poolName, type ReplicaSnapshotRecord, type VolumeSnapshot } from '../model.js';
 import { replicaOnline } from '../rest/present.js';
-import { SvcError } from '../svc-error.js';
+import { notFound, SvcError } from '../svc-error.js';
 import { rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
 
 /**
- * Volume snapshot (reference §1.11): one replica snapshot per online replica, named
+ * Volume snapshot (docs/mayastor-compat.md §1.11): one replica snapshot per online replica, named
  * `<snapshot-uuid>/<txn_id>` on the io-engine; the VolumeSnapshot record is logged Creating first and
  * left Creating on failure (LeaveAsIs: a retry with the same id is allowed).
  */
@@ -38,7 +43,7 @@ export async function createSnapshot(
     if (replicas.length === 0) throw new SvcError('FailedPrecondition', 'No online replicas are available');
     const txnId = String(Number(existing?.metadata.txn_id ?? '0') + 1);
     const snap: VolumeSnapshot = existing
-      ? structuredClone(existing)
+      ? cloneSpec(existing)
       : {
           status: 'Creating',
           spec: { source_id: volumeId, uuid: snapId },
@@ -55,17 +60,17 @@ export async function createSnapshot(
     snap.metadata.txn_id = txnId;
     snap.metadata.operation = { operation: { Create: { txn_id: txnId, replicas: [] } }, result: null };
     await registry.persist({ snapshots: [snap] });
-    const records: ReplicaSnapshotRecord[] = [];
+    const records: ReplicaSnapshot[] = [];
     try {
       for (const r of replicas) {
         const rsUuid = randomUUID();
-        const st = await engines
-          .get(registry.replicaNode(r)!)
-          .createReplicaSnapshot(r.uuid, rsUuid, `${snapId}/${txnId}`);
+        const engine = engines.get(registry.replicaNode(r)!);
+        const poolUuid = await poolUuidOf(ctx, poolRefName(r.pool));
+        const st = await engine.createReplicaSnapshot(r.uuid, rsUuid, `${snapId}/${txnId}`);
         records.push({
           status: { Created: null },
           spec: {
-            source_id: { replica_id: r.uuid, pool_id: poolName(r.pool), pool_uuid: null },
+            source_id: { replica_id: r.uuid, pool_id: poolRefName(r.pool), pool_uuid: poolUuid },
             uuid: rsUuid,
           },
           metadata: {
@@ -111,17 +116,16 @@ export async function deleteSnapshot(
 ): Promise<void> {
   const { registry, engines } = ctx;
   const snap = registry.snapshots.get(snapId);
-  if (!snap || (volumeId && snap.spec.source_id !== volumeId))
-    throw new SvcError('NotFound', `snapshot '${snapId}' not found`);
+  if (!snap || (volumeId && snap.spec.source_id !== volumeId)) throw notFound('snapshot', snapId);
   if ([...registry.volumes.values()].some((v) => v.content_source?.Snapshot[0] === snapId)) {
     throw new SvcError('InUse', `snapshot '${snapId}' is the source of a volume; delete the clone first`);
   }
   await registry.exclusive('snapshot', snapId, async () => {
-    const copy = structuredClone(snap);
+    const copy = cloneSpec(snap);
     copy.status = 'Deleting';
     copy.metadata.operation = { operation: 'Destroy', result: null };
     await registry.persist({ snapshots: [copy] });
-    const left: ReplicaSnapshotRecord[] = [];
+    const left: ReplicaSnapshot[] = [];
     for (const records of Object.values(copy.metadata.transactions)) {
       for (const rs of records) {
         const pool = registry.pools.get(rs.spec.source_id.pool_id);
@@ -149,4 +153,15 @@ export async function deleteSnapshot(
       events: [makeEvent('snapshot', snapId, 'Deleted', `of volume ${snap.spec.source_id}`)],
     });
   });
+}
+
+/** A pool's uuid, as last polled from its io-engine, else asked of it now. */
+async function poolUuidOf(ctx: CoreContext, poolId: string): Promise<string> {
+  const known = ctx.registry.poolStates.get(poolId)?.uuid;
+  if (known) return known;
+  const node = ctx.registry.pools.get(poolId)?.node;
+  const st = node ? (await ctx.engines.get(node).listPools()).find((p) => p.id === poolId) : undefined;
+  if (!st) throw new SvcError('NotFound', `pool '${poolId}' is not reported by its io-engine`);
+  ctx.registry.poolStates.set(poolId, st);
+  return st.uuid;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { ReplicaSpec, VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { ReplicaSpec, VolumeSpec } from '../model.js';
 import type { Registry } from '../registry.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { placeReplicas } from '../scheduler.js';
@@ -79,7 +79,7 @@ export async function destroyReplicasQuietly(
 
 /**
  * A new volume spec, status Creating with its Create operation recorded: the intent is stored
- * before any io-engine is touched (reference §1.5). `overrides` serve clones (thin, content source).
+ * before any io-engine is touched (docs/mayastor-compat.md §1.5). `overrides` serve clones (thin, content source).
  */
 /** Commit a create: volume and replicas Created, their operations cleared, one store write with its event. */
 export async function commitCreated(

@@ -1,8 +1,8 @@
+import { cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { ReplicaSpec, VolumeSpec } from '../model.js';
-import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { dirty, notFound, SvcError, toSvcError } from '../svc-error.js';
 import { settleOp } from './settle.js';
 import { destroyReplicasQuietly } from './volume-create.js';
 
@@ -14,8 +14,7 @@ import { destroyReplicasQuietly } from './volume-create.js';
 export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void> {
   return ctx.registry.exclusive('volume', uuid, async () => {
     const volume = ctx.registry.volumes.get(uuid);
-    if (!volume)
-      throw new SvcError('NotFound', `volume '${uuid}' not found`, `The volume '${uuid}' was not found`);
+    if (!volume) throw notFound('volume', uuid);
     if (volume.operation) throw dirty('volume', uuid);
     if ([...ctx.registry.snapshots.values()].some((s) => s.spec.source_id === uuid)) {
       // Mayastor keeps snapshots of a deleted volume; storctl keeps it simple and refuses instead.
@@ -24,7 +23,7 @@ export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void
         `volume '${uuid}' has snapshots; delete them first (storctl snapshot delete)`,
       );
     }
-    await finishVolumeDelete(ctx, structuredClone(volume));
+    await finishVolumeDelete(ctx, cloneSpec(volume));
   });
 }
 

@@ -1,6 +1,6 @@
+import type { VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { VolumeSpec } from '../model.js';
 import { SvcError } from '../svc-error.js';
 import { checkUsable } from './volume-publish.js';
 

@@ -1,6 +1,6 @@
+import { isCreated, newTargetConfig, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { isCreated, type TargetConfig, type VolumeSpec } from '../model.js';
 import type { PublishVolumeBody } from '../rest/validate.js';
 import { chooseTargetNode } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
@@ -63,17 +63,14 @@ async function publishOn(
   const { registry } = ctx;
   const replicas = await usableReplicas(ctx, volume, node);
   const nexus = newNexusSpec(volume, node);
-  const config: TargetConfig = {
+  const config = newTargetConfig({
     node,
     nexus: nexus.uuid,
     protocol: body.protocol,
-    active: true,
-    frontend: { host_acl: [] },
-  };
-  if (body.frontend_node)
-    config.frontend = {
-      host_acl: [{ node_name: body.frontend_node, node_nqn: `storctl:node-name:${body.frontend_node}` }],
-    };
+    frontendNode: body.frontend_node,
+    previous: volume.target,
+  });
+  nexus.nvmf_config = config.config;
   volume.operation = {
     operation: { Publish2: { config, publish_context: body.publish_context } },
     result: null,

@@ -1,6 +1,6 @@
+import { cloneSpec, type NexusSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../model.js';
 import { replicaOnline } from '../rest/present.js';
 import { placeReplicas } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
@@ -71,7 +71,7 @@ async function makeReplicas(
     r.operation = null;
   }
   const nexus = activeNexus(ctx, volume);
-  const nexusCopy = nexus ? structuredClone(nexus) : undefined;
+  const nexusCopy = nexus ? cloneSpec(nexus) : undefined;
   if (nexusCopy) {
     const engine = ctx.engines.get(nexusCopy.node);
     for (const r of specs) {
@@ -105,7 +105,7 @@ export async function removeReplicas(
 ): Promise<void> {
   const { registry } = ctx;
   const nexus = activeNexus(ctx, volume);
-  const nexusCopy = nexus ? structuredClone(nexus) : undefined;
+  const nexusCopy = nexus ? cloneSpec(nexus) : undefined;
   if (nexusCopy) {
     const engine = ctx.engines.tryGet(nexusCopy.node);
     for (const r of victims) {
@@ -264,7 +264,7 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
         `new size ${size} must be larger than the current ${volume.size}`,
         'VolumeResizeSize',
       );
-    const replicas = registry.volumeReplicas(uuid).map((r) => structuredClone(r));
+    const replicas = registry.volumeReplicas(uuid).map((r) => cloneSpec(r));
     const offline = replicas.filter((r) => !replicaOnline(registry, r));
     if (offline.length)
       throw new SvcError(

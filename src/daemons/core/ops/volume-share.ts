@@ -1,6 +1,6 @@
+import { cloneSpec, hostNqn, type NexusSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { NexusSpec, VolumeSpec } from '../model.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import { rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
@@ -46,7 +46,7 @@ export async function shareVolume(
   return registry.exclusive('volume', uuid, async () => {
     const volume = registry.volume(uuid);
     checkUsable(volume);
-    const nexus = structuredClone(targetNexus(ctx, volume));
+    const nexus = cloneSpec(targetNexus(ctx, volume));
     if (nexus.share !== 'none' && volume.target!.protocol) {
       throw new SvcError(
         'AlreadyShared',
@@ -72,7 +72,7 @@ export async function shareVolume(
     volume.target = { ...volume.target!, protocol };
     if (frontendHost)
       volume.target.frontend = {
-        host_acl: [{ node_name: frontendHost, node_nqn: `storctl:node-name:${frontendHost}` }],
+        host_acl: [{ node_name: frontendHost, node_nqn: hostNqn(frontendHost) }],
       };
     volume.operation = null;
     await settleOp(registry, { kind: 'volume', id: uuid }, true, {
@@ -90,7 +90,7 @@ export async function unshareVolume(ctx: CoreContext, uuid: string): Promise<voi
   await registry.exclusive('volume', uuid, async () => {
     const volume = registry.volume(uuid);
     checkUsable(volume);
-    const nexus = structuredClone(targetNexus(ctx, volume));
+    const nexus = cloneSpec(targetNexus(ctx, volume));
     if (nexus.share === 'none' || !volume.target!.protocol) {
       throw new SvcError('NotShared', `volume '${uuid}' is not shared`, `VolumeNotShared: ${uuid}`);
     }

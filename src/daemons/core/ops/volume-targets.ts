@@ -1,6 +1,6 @@
+import { cloneSpec, type NexusSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import type { NexusSpec } from '../model.js';
 import { toSvcError } from '../svc-error.js';
 
 /**
@@ -26,7 +26,7 @@ export async function shutdownStaleTargets(
     for (const n of stale) {
       const engine = engines.tryGet(n.node);
       if (!engine) {
-        deferred.push({ ...structuredClone(n), spec_status: 'Deleting', owner: null, operation: null });
+        deferred.push({ ...cloneSpec(n), spec_status: 'Deleting', owner: null, operation: null });
         continue;
       }
       try {

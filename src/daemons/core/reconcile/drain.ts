@@ -1,6 +1,6 @@
+import { isCreated, type NodeSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { isCreated, type NodeSpec, type VolumeSpec } from '../model.js';
 import { addDrainingVolumes, markDrained, removeDrainingVolumes } from '../ops/pool-node.js';
 import { publishVolume } from '../ops/volume-publish.js';
 import { chooseTargetNode } from '../scheduler.js';
@@ -12,7 +12,7 @@ const targetsOn = (ctx: CoreContext, node: string): VolumeSpec[] =>
   );
 
 /**
- * Node drain (reference §4.3 NodeNexusReconciler): for each Draining node, the volumes whose target
+ * Node drain (docs/mayastor-compat.md §4.3 NodeNexusReconciler): for each Draining node, the volumes whose target
  * (nexus) runs there are recorded in the NodeSpec's `draining_volumes` first (AddDrainingVolumes),
  * each is republished on another node, then removed from the list (RemoveDrainingVolumes); a node
  * with no target left and an empty list becomes Drained (SetDrained). A crash in between leaves the
@@ -78,7 +78,8 @@ async function drainOneNode(ctx: CoreContext, n: NodeSpec): Promise<void> {
     reportedBlocked.delete(`${n.id}/${v.uuid}`);
     try {
       const moved = await publishVolume(ctx, v.uuid, {
-        protocol: v.target!.protocol ?? 'nbd',
+        // storctl io-engines serve NBD only, whatever protocol the stored target names.
+        protocol: 'nbd',
         publish_context: v.publish_context ?? {},
         republish: true,
       });

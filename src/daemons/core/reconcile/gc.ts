@@ -1,6 +1,6 @@
+import { cloneSpec, poolRefName } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { poolName } from '../model.js';
 import { finishVolumeDelete } from '../ops/volume-delete.js';
 import { toSvcError } from '../svc-error.js';
 
@@ -32,7 +32,7 @@ export async function collectVolumes(ctx: CoreContext): Promise<void> {
       .exclusive('volume', id, async () => {
         // Re-read under the lock: a request may have deleted and re-created the volume meanwhile.
         const v = deletable(id);
-        if (v) await finishVolumeDelete(ctx, structuredClone(v));
+        if (v) await finishVolumeDelete(ctx, cloneSpec(v));
       })
       .catch((err) => ctx.log.warn({ volume: id, err: (err as Error).message }, 'volume GC failed'));
   }
@@ -89,7 +89,7 @@ export async function collectNexuses(ctx: CoreContext): Promise<void> {
 }
 
 /**
- * Replica GC (reference §4.3 ReplicaReconciler): destroy Deleting replicas; destroy managed replicas
+ * Replica GC (docs/mayastor-compat.md §4.3 ReplicaReconciler): destroy Deleting replicas; destroy managed replicas
  * whose owner is gone after a grace period; destroy replicas an io-engine holds without any spec.
  */
 export async function collectReplicas(ctx: CoreContext): Promise<void> {
@@ -109,7 +109,7 @@ export async function collectReplicas(ctx: CoreContext): Promise<void> {
     const engine = node ? engines.tryGet(node) : null;
     if (!engine) continue;
     try {
-      await engine.destroyReplica(r.uuid, poolName(r.pool));
+      await engine.destroyReplica(r.uuid, poolRefName(r.pool));
     } catch (err) {
       if (toSvcError(err).kind !== 'NotFound') continue;
     }
@@ -122,7 +122,7 @@ export async function collectReplicas(ctx: CoreContext): Promise<void> {
           'replica',
           r.uuid,
           'Destroyed',
-          `garbage collected from pool ${poolName(r.pool)} (${r.status === 'Deleting' ? 'Deleting' : `owner ${r.owners.volume ?? 'none'} gone`})`,
+          `garbage collected from pool ${poolRefName(r.pool)} (${r.status === 'Deleting' ? 'Deleting' : `owner ${r.owners.volume ?? 'none'} gone`})`,
         ),
       ],
     });

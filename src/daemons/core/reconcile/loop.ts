@@ -9,7 +9,7 @@ import { recordStatusChanges } from './status-events.js';
 import { healVolumes, recreateMissingNexuses } from './volumes.js';
 
 /**
- * The reconcile worker (reference §4.3): one pass runs every reconciler in the seed's priority
+ * The reconcile worker (docs/mayastor-compat.md §4.3): one pass runs every reconciler in the seed's priority
  * order — persistent store, pools, replicas, nexuses, targets — then sleeps the reconcile period if
  * any reported work, else the idle period; `wake()` cuts the sleep short.
  */

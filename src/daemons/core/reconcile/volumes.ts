@@ -1,6 +1,6 @@
+import { cloneSpec, isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { isCreated, type ReplicaSpec, type VolumeSpec } from '../model.js';
 import { buildAndShareNexus, childUri, usableReplicas } from '../ops/nexus-build.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
 import { replicaOnline } from '../rest/present.js';
@@ -69,7 +69,7 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
 }
 
 /**
- * Self-heal (HotSpare, reference §4.3): a replica on a node offline past the deadline is removed; a
+ * Self-heal (HotSpare, docs/mayastor-compat.md §4.3): a replica on a node offline past the deadline is removed; a
  * replica whose nexus child is Faulted while its io-engine still answers (an I/O error, a child
  * faulted through the io-engine) is removed at once — waiting for a node deadline would leave the
  * volume Degraded for nothing. Replacements are then created where the scheduler places them (the
@@ -104,7 +104,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         }
         if (nexus && missingChildren.length) {
           const engine = engines.get(nexus.node);
-          const copy = structuredClone(registry.nexuses.get(nexus.uuid)!);
+          const copy = cloneSpec(registry.nexuses.get(nexus.uuid)!);
           for (const r of missingChildren) {
             const uri = await childUri(ctx, r, nexus.node);
             const st = await engine.addChild(nexus.uuid, uri);
@@ -168,7 +168,7 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   const { registry, config } = ctx;
   const stored = registry.volumes.get(id);
   if (!stored || !idle(ctx, stored, locked) || !stored.policy.self_heal) return null;
-  const volume = structuredClone(stored);
+  const volume = cloneSpec(stored);
   const nexus = activeNexus(ctx, volume);
   const nst = nexus ? registry.nexusStates.get(nexus.node)?.get(nexus.uuid) : undefined;
   if (nexus && !nst) return null; // target not running: it is recreated first

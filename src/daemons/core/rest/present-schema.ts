@@ -1,13 +1,14 @@
 import {
   childReplicaUuid,
-  flatStatus,
   type NexusSpec,
-  opName,
-  poolName,
-  type ReplicaSnapshotRecord,
+  operationName,
+  poolRefName,
+  poolRefUuid,
+  type ReplicaSnapshot,
   type ReplicaSpec,
+  specStatusName,
   type VolumeSnapshot,
-} from '../model.js';
+} from '../../../lib/specs/index.js';
 import type { Registry } from '../registry.js';
 import { poolOut, volumeOut } from './present.js';
 
@@ -54,8 +55,10 @@ export function replicaUsage(reg: Registry, replicaUuid: string, capacity: numbe
   return { capacity, allocated, allocated_snapshots: snapshots, allocated_all_snapshots: snapshots };
 }
 
-const op = (o: { operation: unknown; result: boolean | null } | null | undefined) =>
-  o ? { operation: opName(o.operation), result: o.result ?? undefined } : undefined;
+const op = (o: { operation: string | object; result: boolean | null } | null | undefined) =>
+  o ? { operation: operationName(o.operation), result: o.result ?? undefined } : undefined;
+
+const KIND = { regular: 'Regular', snapshot: 'Snapshot', snapshotClone: 'SnapshotClone' } as const;
 
 /** REST `ReplicaSpec`: the nexuses owning a replica are those whose children name it. */
 export function replicaSpecOut(reg: Registry, r: ReplicaSpec) {
@@ -64,16 +67,16 @@ export function replicaSpecOut(reg: Registry, r: ReplicaSpec) {
     .map((n) => n.uuid);
   return {
     uuid: r.uuid,
-    pool: poolName(r.pool),
-    poolUuid: Array.isArray(r.pool) ? r.pool[1] : undefined,
+    pool: poolRefName(r.pool),
+    poolUuid: poolRefUuid(r.pool) ?? undefined,
     size: r.size,
     thin: r.thin,
     share: r.share,
-    status: flatStatus(r.status),
+    status: specStatusName(r.status),
     managed: r.managed,
     owners: { nexuses, volume: r.owners.volume ?? undefined },
     operation: op(r.operation),
-    kind: 'Regular',
+    kind: KIND[r.kind ?? 'regular'],
   };
 }
 
@@ -87,7 +90,7 @@ export function nexusSpecOut(n: NexusSpec) {
     owner: n.owner ?? undefined,
     share: n.share,
     size: n.size,
-    status: flatStatus(n.spec_status),
+    status: specStatusName(n.spec_status),
     operation: op(n.operation),
   };
 }
@@ -110,7 +113,7 @@ export function transactionsOut(s: VolumeSnapshot) {
       records.map((r) => ({
         uuid: r.spec.uuid,
         source_id: r.spec.source_id.replica_id,
-        status: flatStatus(r.status),
+        status: specStatusName(r.status),
       })),
     ]),
   );
@@ -123,7 +126,7 @@ export function transactionsOut(s: VolumeSnapshot) {
  */
 export function replicaSnapshotsOut(reg: Registry, s: VolumeSnapshot) {
   const txn = s.metadata.transactions[s.metadata.txn_id] ?? [];
-  return txn.map((r: ReplicaSnapshotRecord) => {
+  return txn.map((r: ReplicaSnapshot) => {
     const src = r.spec.source_id;
     const base = {
       uuid: r.spec.uuid,

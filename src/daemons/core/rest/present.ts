@@ -1,24 +1,25 @@
-import type { NexusState } from '../engine-api.js';
+import { localReplicaUri, replicaUuidOfUri } from '../../../lib/child-uri.js';
 import {
   childReplicaUuid,
-  flatStatus,
   isCordoned,
   type NexusSpec,
   type NodeSpec,
-  opName,
+  operationName,
   type PoolSpec,
-  poolName,
+  poolRefName,
   type ReplicaSpec,
+  specStatusName,
   type VolumeSnapshot,
   type VolumeSpec,
-} from '../model.js';
+} from '../../../lib/specs/index.js';
+import type { NexusState } from '../engine-api.js';
 import type { Registry } from '../registry.js';
 import { replicaSnapshotsOut, replicaSpace, replicaUsage, transactionsOut } from './present-schema.js';
 
-/** Stored specs + live state → REST v0 bodies (reference §2.1–2.2). */
+/** Stored specs + live state → REST v0 bodies (docs/mayastor-compat.md §2.1–2.2). */
 
-const op = (o: { operation: unknown; result: boolean | null } | null | undefined) =>
-  o ? { operation: opName(o.operation), result: o.result ?? undefined } : undefined;
+const op = (o: { operation: string | object; result: boolean | null } | null | undefined) =>
+  o ? { operation: operationName(o.operation), result: o.result ?? undefined } : undefined;
 
 function topologyOut(t: VolumeSpec['topology']) {
   if (!t) return undefined;
@@ -102,8 +103,8 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
   const nst = nexusStateOf(reg, nexus);
   const childState = new Map<string, string>();
   for (const c of nst?.children ?? []) {
-    const m = /[?&]uuid=([^&]+)/.exec(c.uri) ?? /([0-9a-f-]{36})/.exec(c.uri);
-    if (m) childState.set(m[1], c.state);
+    const uuid = replicaUuidOfUri(c.uri);
+    if (uuid) childState.set(uuid, c.state);
   }
   const replica_topology: Record<string, unknown> = {};
   for (const r of reg.volumeReplicas(v.uuid)) {
@@ -111,7 +112,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
     const child = nst?.children.find((c) => c.uri.includes(r.uuid));
     replica_topology[r.uuid] = {
       node: reg.replicaNode(r),
-      pool: poolName(r.pool),
+      pool: poolRefName(r.pool),
       state: replicaOnline(reg, r) ? 'Online' : 'Unknown',
       'child-status': childState.get(r.uuid),
       'rebuild-progress': child?.rebuildProgress ?? undefined,
@@ -124,7 +125,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
       size: v.size,
       labels: v.labels ?? undefined,
       num_replicas: v.num_replicas,
-      status: flatStatus(v.status),
+      status: specStatusName(v.status),
       operation: op(v.operation),
       target:
         v.target && v.target.active !== false
@@ -164,11 +165,11 @@ export function replicaOut(reg: Registry, r: ReplicaSpec) {
   return {
     uuid: r.uuid,
     node,
-    pool: poolName(r.pool),
+    pool: poolRefName(r.pool),
     size: r.size,
     thin: r.thin,
     share: st?.share ?? r.share,
-    uri: st?.uri ?? `bdev:///${r.uuid}?uuid=${r.uuid}`,
+    uri: st?.uri ?? localReplicaUri(r.uuid),
     state: replicaOnline(reg, r) ? 'Online' : 'Unknown',
     kind: 'Regular',
     owner: r.owners.volume ?? undefined,
@@ -180,7 +181,7 @@ export function replicaOut(reg: Registry, r: ReplicaSpec) {
 export function poolOut(reg: Registry, p: PoolSpec) {
   const st = reg.poolStates.get(p.id);
   const committed = [...reg.replicas.values()]
-    .filter((r) => poolName(r.pool) === p.id)
+    .filter((r) => poolRefName(r.pool) === p.id)
     .reduce((a, r) => a + r.size, 0);
   return {
     id: p.id,
@@ -189,7 +190,7 @@ export function poolOut(reg: Registry, p: PoolSpec) {
       node: p.node,
       disks: p.disks,
       labels: p.labels ?? undefined,
-      status: flatStatus(p.status),
+      status: specStatusName(p.status),
     },
     state:
       st && reg.isOnline(p.node)
@@ -243,7 +244,7 @@ export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
     definition: {
       spec: { uuid: s.spec.uuid, source_volume: s.spec.source_id },
       metadata: {
-        status: flatStatus(s.status),
+        status: specStatusName(s.status),
         timestamp: s.metadata.timestamp ?? undefined,
         size: s.metadata.size,
         spec_size: s.metadata.spec_size,
@@ -260,7 +261,7 @@ export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
       source_volume: s.spec.source_id,
       allocated_size: s.metadata.total_allocated_size,
       timestamp: s.metadata.timestamp ?? undefined,
-      ready_as_source: flatStatus(s.status) === 'Created',
+      ready_as_source: specStatusName(s.status) === 'Created',
       replica_snapshots: replicaSnapshotsOut(reg, s),
     },
   };

@@ -11,7 +11,7 @@ const appNodeOut = (a: AppNodeSpec) => ({
   spec: { id: a.id, endpoint: a.endpoint, labels: a.labels ?? undefined },
 });
 
-/** App-node registry of reference §2.2 (CSI nodes register with core): paginated list, get, register, deregister. */
+/** App-node registry of docs/mayastor-compat.md §2.2 (CSI nodes register with core): paginated list, get, register, deregister. */
 export function appNodeRoutes(router: Router, ctx: CoreContext): void {
   const id = (req: RestRequest) => nameParam(req.params.app_node_id, 'app_node_id');
   router

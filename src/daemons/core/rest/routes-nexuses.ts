@@ -23,7 +23,7 @@ const childOut = (c: { uri: string; state: string; rebuildProgress?: number | nu
 });
 
 /**
- * Nexus endpoints of reference §2.2: node-scoped create / get / destroy, destroy by id, children
+ * Nexus endpoints of docs/mayastor-compat.md §2.2: node-scoped create / get / destroy, destroy by id, children
  * (the child id is its URI, %-encoded as one path segment) and share / unshare.
  */
 export function nexusRoutes(router: Router, ctx: CoreContext): void {

@@ -13,7 +13,7 @@ import { nameParam, uuidParam } from './validate.js';
 import { createReplicaBody, shareProtocol } from './validate-resources.js';
 
 /**
- * Replica endpoints of reference §2.2, pool-scoped and node-scoped: create / destroy an unmanaged
+ * Replica endpoints of docs/mayastor-compat.md §2.2, pool-scoped and node-scoped: create / destroy an unmanaged
  * replica, share it (over NBD; Mayastor's path says nvmf) and unshare it.
  */
 export function replicaRoutes(router: Router, ctx: CoreContext): void {

@@ -1,5 +1,5 @@
+import { poolRefName } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
-import { poolName } from '../model.js';
 import { labelPool, unlabelPool } from '../ops/pool-label.js';
 import {
   cordonNode,
@@ -10,7 +10,7 @@ import {
   uncordonNode,
   unlabelNode,
 } from '../ops/pool-node.js';
-import { SvcError } from '../svc-error.js';
+import { notFound } from '../svc-error.js';
 import { nexusOut, nodeOut, poolOut, replicaOut } from './present.js';
 import { specsOut } from './present-schema.js';
 import type { Router } from './router.js';
@@ -20,7 +20,7 @@ import { replicaRoutes } from './routes-replicas.js';
 import { createPoolBody, labelParam, nameParam, uuidParam } from './validate.js';
 import { boolQuery } from './validate-resources.js';
 
-/** Pools, nodes, replicas, nexuses, block devices, app nodes and /specs (reference §2.2). */
+/** Pools, nodes, replicas, nexuses, block devices, app nodes and /specs (docs/mayastor-compat.md §2.2). */
 export function resourceRoutes(router: Router, ctx: CoreContext): void {
   replicaRoutes(router, ctx);
   nexusRoutes(router, ctx);
@@ -28,14 +28,12 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
   const reg = ctx.registry;
   const allNodeIds = () => [...new Set([...reg.nodes.keys(), ...reg.nodeLive.keys()])].sort();
   const node = (id: string) => {
-    if (!reg.nodes.has(id) && !reg.nodeLive.has(id))
-      throw new SvcError('NotFound', `node '${id}' not found`, `The node '${id}' was not found`);
+    if (!reg.nodes.has(id) && !reg.nodeLive.has(id)) throw notFound('node', id);
     return nodeOut(reg, id, reg.nodes.get(id));
   };
   const pool = (id: string, nodeId?: string) => {
     const p = reg.pools.get(id);
-    if (!p || (nodeId && p.node !== nodeId))
-      throw new SvcError('NotFound', `pool '${id}' not found`, `The Pool '${id}' was not found`);
+    if (!p || (nodeId && p.node !== nodeId)) throw notFound('pool', id, 'Pool');
     return p;
   };
   const overwrite = (q: URLSearchParams) => q.get('overwrite') === 'true';
@@ -87,7 +85,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     })
     .add('GET', '/pools', async (req) => {
       const vol = req.query.get('volume_id');
-      const used = vol ? new Set(reg.volumeReplicas(vol).map((r) => poolName(r.pool))) : null;
+      const used = vol ? new Set(reg.volumeReplicas(vol).map((r) => poolRefName(r.pool))) : null;
       return {
         status: 200,
         body: [...reg.pools.values()].filter((p) => !used || used.has(p.id)).map((p) => poolOut(reg, p)),
@@ -154,7 +152,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     }))
     .add('GET', '/replicas/:id', async (req) => {
       const r = reg.replicas.get(uuidParam(req.params.id, 'id'));
-      if (!r) throw new SvcError('NotFound', `replica '${req.params.id}' not found`);
+      if (!r) throw notFound('replica', req.params.id);
       return { status: 200, body: replicaOut(reg, r) };
     })
     .add('GET', '/nodes/:node_id/replicas', async (req) => ({
@@ -166,7 +164,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     .add('GET', '/nodes/:node_id/pools/:pool_id/replicas', async (req) => ({
       status: 200,
       body: [...reg.replicas.values()]
-        .filter((r) => poolName(r.pool) === pool(req.params.pool_id, req.params.node_id).id)
+        .filter((r) => poolRefName(r.pool) === pool(req.params.pool_id, req.params.node_id).id)
         .map((r) => replicaOut(reg, r)),
     }))
     .add('GET', '/nexuses', async () => ({
@@ -175,7 +173,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     }))
     .add('GET', '/nexuses/:nexus_id', async (req) => {
       const n = reg.nexuses.get(uuidParam(req.params.nexus_id, 'nexus_id'));
-      if (!n) throw new SvcError('NotFound', `nexus '${req.params.nexus_id}' not found`);
+      if (!n) throw notFound('nexus', req.params.nexus_id);
       return { status: 200, body: nexusOut(reg, n) };
     })
     .add('GET', '/nodes/:node_id/nexuses', async (req) => ({

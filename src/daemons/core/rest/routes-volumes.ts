@@ -1,5 +1,5 @@
+import type { VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
-import type { VolumeSpec } from '../model.js';
 import { createCloneVolume } from '../ops/clone.js';
 import { createSnapshot, deleteSnapshot } from '../ops/snapshot.js';
 import { createVolume } from '../ops/volume-create.js';
@@ -10,7 +10,7 @@ import { resizeVolume, scaleVolume } from '../ops/volume-scale.js';
 import { shareProtocol, shareVolume, unshareVolume } from '../ops/volume-share.js';
 import { shutdownStaleTargets } from '../ops/volume-targets.js';
 import type { RebuildHistory } from '../rebuild-history.js';
-import { SvcError } from '../svc-error.js';
+import { notFound, SvcError } from '../svc-error.js';
 import { snapshotOut, volumeOut } from './present.js';
 import type { RestRequest, Router } from './router.js';
 import {
@@ -23,7 +23,7 @@ import {
   uuidParam,
 } from './validate.js';
 
-/** Offset pagination over the insertion-ordered spec map (reference §2.1). */
+/** Offset pagination over the insertion-ordered spec map (docs/mayastor-compat.md §2.1). */
 export function paginate<T>(items: T[], q: URLSearchParams): { entries: T[]; next_token?: number } {
   const max = q.get('max_entries');
   if (max === null)
@@ -154,7 +154,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
     })
     .add('GET', '/volumes/snapshots/:snapshot_id', async (req) => {
       const s = reg.snapshots.get(uuidParam(req.params.snapshot_id, 'snapshot_id'));
-      if (!s) throw new SvcError('NotFound', `snapshot '${req.params.snapshot_id}' not found`);
+      if (!s) throw notFound('snapshot', req.params.snapshot_id);
       return { status: 200, body: snapshotOut(reg, s) };
     })
     .add('DELETE', '/volumes/snapshots/:snapshot_id', async (req) => {
@@ -174,8 +174,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
     })
     .add('GET', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {
       const s = reg.snapshots.get(uuidParam(req.params.snapshot_id, 'snapshot_id'));
-      if (!s || s.spec.source_id !== vid(req))
-        throw new SvcError('NotFound', `snapshot '${req.params.snapshot_id}' not found`);
+      if (!s || s.spec.source_id !== vid(req)) throw notFound('snapshot', req.params.snapshot_id);
       return { status: 200, body: snapshotOut(reg, s) };
     })
     .add('PUT', '/volumes/:volume_id/snapshots/:snapshot_id', async (req) => {

@@ -5,7 +5,7 @@ import { uuidParam } from './validate.js';
 
 const vid = (req: RestRequest) => uuidParam(req.params.volume_id, 'volume_id');
 
-/** `/watches/volumes/{volume_id}?callback=url` (reference §2.2): list, register, remove. */
+/** `/watches/volumes/{volume_id}?callback=url` (docs/mayastor-compat.md §2.2): list, register, remove. */
 export function watchRoutes(router: Router, ctx: CoreContext, watches: VolumeWatches): void {
   router
     .add('GET', '/watches/volumes/:volume_id', async (req) => {

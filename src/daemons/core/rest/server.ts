@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../../lib/logger.js';
+import { stringifyJson } from '../../../lib/specs/index.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import type { Router } from './router.js';
 
@@ -28,7 +29,8 @@ function send(res: ServerResponse, status: number, body: unknown): void {
     res.writeHead(status).end();
     return;
   }
-  const text = JSON.stringify(body);
+  // Stored specs may hold u64s beyond 2^53 (reservation keys) as bigints: written as JSON numbers.
+  const text = stringifyJson(body);
   res
     .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
     .end(text);

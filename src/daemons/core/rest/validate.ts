@@ -1,4 +1,4 @@
-import type { Labelled, Topology } from '../model.js';
+import type { LabelledTopology, Topology } from '../../../lib/specs/index.js';
 import { SvcError } from '../svc-error.js';
 
 /** Boundary validation of REST bodies: a bad body is a 400 that names the field. */
@@ -83,7 +83,7 @@ export function labelParam(v: string, name: string, { key = false } = {}): strin
   return v;
 }
 
-function labelled(v: unknown, path: string): Labelled {
+function labelled(v: unknown, path: string): LabelledTopology {
   const o = asObject(v, path);
   return {
     exclusion: o.exclusion == null ? {} : stringMap(o.exclusion, `${path}.exclusion`),
@@ -165,7 +165,7 @@ export function createVolumeBody(body: unknown): CreateVolumeBody {
 
 export interface PublishVolumeBody {
   publish_context: Record<string, string>;
-  protocol: string;
+  protocol: (typeof PROTOCOLS)[number];
   node?: string;
   reuse_existing?: boolean;
   republish?: boolean;
@@ -188,7 +188,7 @@ export function publishVolumeBody(body: unknown): PublishVolumeBody {
   }
   return {
     publish_context: stringMap(o.publish_context, 'publish_context'),
-    protocol,
+    protocol: protocol as PublishVolumeBody['protocol'],
     node: optString(o, 'node', 'node'),
     reuse_existing: optBool(o, 'reuse_existing', 'reuse_existing'),
     republish: optBool(o, 'republish', 'republish'),

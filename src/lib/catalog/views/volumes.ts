@@ -4,11 +4,11 @@ import {
   createdState,
   healthInfoNexusId,
   healthyChildren,
+  operationName,
   specStatusName,
   type VolumeSpec,
   volumeContentSource,
   volumeNexusId,
-  volumeOperationName,
   volumeTargetNode,
   volumeTargetProtocol,
 } from '../../specs/index.js';
@@ -77,7 +77,7 @@ export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => b
       { header: 'NEXUS', get: (r) => volumeNexusId(r.spec), wide: true },
       {
         header: 'OPERATION',
-        get: (r) => (r.spec.operation ? volumeOperationName(r.spec.operation.operation) : null),
+        get: (r) => (r.spec.operation ? operationName(r.spec.operation.operation) : null),
         wide: true,
       },
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
