@@ -25,8 +25,22 @@ export interface Volume {
     target?: Nexus;
     replica_topology: Record<
       string,
-      { node?: string; pool?: string; state: string; 'child-status'?: string; 'rebuild-progress'?: number }
+      {
+        node?: string;
+        pool?: string;
+        state: string;
+        'child-status'?: string;
+        'rebuild-progress'?: number;
+        usage?: { capacity: number; allocated: number; allocated_snapshots: number };
+      }
     >;
+    usage?: {
+      capacity: number;
+      allocated: number;
+      allocated_replica: number;
+      total_allocated: number;
+      total_allocated_replicas: number;
+    };
   };
 }
 

@@ -38,6 +38,13 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(created.spec.status).toBe('Created');
       const nodes = Object.values(created.state.replica_topology).map((r) => r.node);
       expect(new Set(nodes).size).toBe(3);
+      // The volume's usage sums up its replicas' (REST VolumeUsage).
+      const perReplica = Object.values(created.state.replica_topology).map((r) => r.usage?.allocated ?? 0);
+      expect(created.state.usage).toMatchObject({
+        capacity: 64 * MiB,
+        allocated_replica: Math.max(...perReplica),
+        total_allocated_replicas: perReplica.reduce((a, b) => a + b, 0),
+      });
 
       const published = await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
       const uri = published.state.target!.deviceUri;

@@ -55,6 +55,30 @@ export function replicaUsage(reg: Registry, replicaUuid: string, capacity: numbe
   return { capacity, allocated, allocated_snapshots: snapshots, allocated_all_snapshots: snapshots };
 }
 
+type ReplicaUsage = ReturnType<typeof replicaUsage>;
+
+/**
+ * REST `VolumeUsage` from its replicas' usage (replica_topology): the largest of the online replicas,
+ * and totals over all replicas that report one. Undefined while no replica reports its usage.
+ */
+export function volumeUsage(capacity: number, replicas: { state?: unknown; usage?: ReplicaUsage }[]) {
+  const all = replicas.filter((r) => r.usage).map((r) => r.usage!);
+  const healthy = replicas.filter((r) => r.state === 'Online' && r.usage).map((r) => r.usage!);
+  if (all.length === 0) return undefined;
+  const max = (f: (u: ReplicaUsage) => number) => Math.max(0, ...healthy.map(f));
+  const sum = (f: (u: ReplicaUsage) => number) => all.reduce((a, u) => a + f(u), 0);
+  return {
+    capacity,
+    allocated: max((u) => u.allocated + u.allocated_snapshots),
+    allocated_replica: max((u) => u.allocated),
+    allocated_snapshots: max((u) => u.allocated_snapshots),
+    allocated_all_snapshots: max((u) => u.allocated_all_snapshots),
+    total_allocated: sum((u) => u.allocated + u.allocated_snapshots),
+    total_allocated_replicas: sum((u) => u.allocated),
+    total_allocated_snapshots: sum((u) => u.allocated_snapshots),
+  };
+}
+
 const op = (o: { operation: string | object; result: boolean | null } | null | undefined) =>
   o ? { operation: operationName(o.operation), result: o.result ?? undefined } : undefined;
 

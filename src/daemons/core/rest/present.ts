@@ -14,7 +14,13 @@ import {
 } from '../../../lib/specs/index.js';
 import type { NexusState } from '../engine-api.js';
 import type { Registry } from '../registry.js';
-import { replicaSnapshotsOut, replicaSpace, replicaUsage, transactionsOut } from './present-schema.js';
+import {
+  replicaSnapshotsOut,
+  replicaSpace,
+  replicaUsage,
+  transactionsOut,
+  volumeUsage,
+} from './present-schema.js';
 
 /** Stored specs + live state → REST v0 bodies (docs/mayastor-compat.md §2.1–2.2). */
 
@@ -155,6 +161,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
       status: volumeStatus(reg, v),
       target: nexus ? nexusOut(reg, nexus) : undefined,
       replica_topology,
+      usage: volumeUsage(v.size, Object.values(replica_topology) as Parameters<typeof volumeUsage>[1]),
     },
   };
 }
