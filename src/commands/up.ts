@@ -39,6 +39,12 @@ export default class Up extends StorctlCommand {
     const dataDir = flags['data-dir'] ?? defaultDataDir();
     const storeUrl = flags.store ?? defaultStoreUrl(dataDir);
     const poolCapacity = sizeArg('pool-capacity', flags['pool-capacity']);
+    // From here on a signal stops the cluster in order (the roles run in process groups of their
+    // own, so a terminal's Ctrl-C reaches only this process), also while it is still starting.
+    const signalled = new Promise<'signal'>((resolve) => {
+      process.once('SIGINT', () => resolve('signal'));
+      process.once('SIGTERM', () => resolve('signal'));
+    });
     this.logToStderr(`starting ${flags.nodes} io-engine(s) and core in ${dataDir} …`);
     const cluster = await up({
       dataDir,
@@ -62,13 +68,7 @@ export default class Up extends StorctlCommand {
     this.log(`logs      ${dataDir}/logs`);
     this.log(`endpoints ${endpointsFile(dataDir)}`);
     this.log('ready: try `storctl volume create --size 1GiB --replicas 3`; Ctrl-C stops the cluster');
-    const outcome = await Promise.race([
-      new Promise<'signal'>((resolve) => {
-        process.once('SIGINT', () => resolve('signal'));
-        process.once('SIGTERM', () => resolve('signal'));
-      }),
-      cluster.firstExit,
-    ]);
+    const outcome = await Promise.race([signalled, cluster.firstExit]);
     if (outcome !== 'signal')
       this.logToStderr(`${outcome.name} exited unexpectedly (see ${dataDir}/logs); stopping the cluster`);
     this.logToStderr('stopping …');

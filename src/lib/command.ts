@@ -125,7 +125,10 @@ export abstract class StorctlCommand extends Command {
       else this.logToStderr('Re-run with --log-level debug for details.');
       this.exit(ExitCode.failure);
     }
-    this.logToStderr(`Error: ${err.message}`);
+    // A flag's own parser (durationFlag) throws a UsageError that already names the flag; oclif wraps
+    // its message in "Parsing --flag \n\t…\nSee more help with --help", which is taken off again.
+    const message = err.message.replace(/^Parsing --\S+ \n\t([\s\S]*)\nSee more help with --help$/, '$1');
+    this.logToStderr(`Error: ${message}`);
     for (const s of err.suggestions) this.logToStderr(`Try: ${s}`);
     if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
     this.exit(err.exitCode);

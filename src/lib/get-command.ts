@@ -3,31 +3,9 @@ import { type ClusterState, readCluster } from './catalog/cluster.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
-import { type DecodeError, ExitCode, UsageError } from './errors.js';
+import { type DecodeError, ExitCode } from './errors.js';
 import type { Listing } from './output/render.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
-
-const LABEL_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-
-/** Parse `k=v,k2=v2` (kubectl-mayastor's label rules: a key may hold one `/` prefix). */
-export function parseSelector(text: string | undefined): Record<string, string> | undefined {
-  if (!text) return undefined;
-  const out: Record<string, string> = {};
-  for (const part of text.split(',')) {
-    const [key, value, ...rest] = part.split('=');
-    const keyOk = key?.split('/').length <= 2 && key.split('/').every((p) => LABEL_PART.test(p));
-    if (rest.length || value === undefined || !keyOk || !LABEL_PART.test(value)) {
-      throw new UsageError(
-        `invalid selector '${part}': expected key=value (alphanumeric edges, [-._] inside, ≤63 chars)`,
-        {
-          suggestions: ['storctl get pools --selector openebs.io/created-by=operator-diskpool'],
-        },
-      );
-    }
-    out[key] = value;
-  }
-  return out;
-}
 
 export const selectorFlag = Flags.string({
   char: 'l',

@@ -8,9 +8,6 @@ import { createLogger } from '../../lib/logger.js';
 /** Mayastor's exit code when another core replaced this one (docs/mayastor-compat.md §4.4). */
 const EXIT_LEASE_LOST = 128;
 
-const dur = (description: string, def: number) =>
-  Flags.string({ description: `${description} (default ${def / 1000}s)` });
-
 export default class DaemonCore extends StorctlCommand {
   static override description =
     'Run the core agent: REST API v0, single-writer store lease, scheduler, crash-safe volume operations and reconcilers';
@@ -34,22 +31,34 @@ export default class DaemonCore extends StorctlCommand {
     'instance-name': Flags.string({
       description: 'name recorded in StoreLeaseOwner (default: host name and pid)',
     }),
-    'reconcile-period': dur('reconcile loop period while work is pending', CORE_DEFAULTS.reconcilePeriodMs),
-    'reconcile-idle-period': dur('reconcile loop period when idle', CORE_DEFAULTS.reconcileIdlePeriodMs),
-    'cache-period': dur(
-      'how often io-engines are polled for pools, replicas and nexuses',
-      CORE_DEFAULTS.cachePeriodMs,
-    ),
-    'gc-period': dur('how often orphaned replicas and nexuses are collected', CORE_DEFAULTS.gcPeriodMs),
-    'replica-gc-grace': dur(
-      'grace period before an ownerless replica is destroyed',
-      CORE_DEFAULTS.replicaGcGraceMs,
-    ),
-    'node-deadline': dur(
-      'a replica on a node offline this long is replaced (self-heal)',
-      CORE_DEFAULTS.nodeOfflineDeadlineMs,
-    ),
-    'request-timeout': dur('gRPC request timeout towards io-engines', CORE_DEFAULTS.requestTimeoutMs),
+    'reconcile-period': durationFlag({
+      description: 'reconcile loop period while work is pending',
+      default: CORE_DEFAULTS.reconcilePeriodMs,
+    }),
+    'reconcile-idle-period': durationFlag({
+      description: 'reconcile loop period when idle',
+      default: CORE_DEFAULTS.reconcileIdlePeriodMs,
+    }),
+    'cache-period': durationFlag({
+      description: 'how often io-engines are polled for pools, replicas and nexuses',
+      default: CORE_DEFAULTS.cachePeriodMs,
+    }),
+    'gc-period': durationFlag({
+      description: 'how often orphaned replicas and nexuses are collected',
+      default: CORE_DEFAULTS.gcPeriodMs,
+    }),
+    'replica-gc-grace': durationFlag({
+      description: 'grace period before an ownerless replica is destroyed',
+      default: CORE_DEFAULTS.replicaGcGraceMs,
+    }),
+    'node-deadline': durationFlag({
+      description: 'a replica on a node offline this long is replaced (self-heal)',
+      default: CORE_DEFAULTS.nodeOfflineDeadlineMs,
+    }),
+    'request-timeout': durationFlag({
+      description: 'gRPC request timeout towards io-engines',
+      default: CORE_DEFAULTS.requestTimeoutMs,
+    }),
     'pool-commitment': Flags.integer({
       description: 'thin overcommit limit, percent of pool capacity',
       default: CORE_DEFAULTS.poolCommitmentPercent,
@@ -71,8 +80,6 @@ export default class DaemonCore extends StorctlCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(DaemonCore);
     const rest = hostPortFlag('rest', flags.rest, '127.0.0.1:8081');
-    const d = (name: keyof typeof flags, def: number) =>
-      flags[name] === undefined ? def : durationFlag(name, String(flags[name]));
     const log = createLogger('core', this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel);
     const abort = new AbortController();
     const onSignal = () => abort.abort();
@@ -88,13 +95,13 @@ export default class DaemonCore extends StorctlCommand {
         restPort: rest.port,
         leaseTtlSeconds: flags['lease-ttl'],
         instanceName: flags['instance-name'] ?? `${hostname()}-${process.pid}`,
-        reconcilePeriodMs: d('reconcile-period', CORE_DEFAULTS.reconcilePeriodMs),
-        reconcileIdlePeriodMs: d('reconcile-idle-period', CORE_DEFAULTS.reconcileIdlePeriodMs),
-        cachePeriodMs: d('cache-period', CORE_DEFAULTS.cachePeriodMs),
-        gcPeriodMs: d('gc-period', CORE_DEFAULTS.gcPeriodMs),
-        replicaGcGraceMs: d('replica-gc-grace', CORE_DEFAULTS.replicaGcGraceMs),
-        nodeOfflineDeadlineMs: d('node-deadline', CORE_DEFAULTS.nodeOfflineDeadlineMs),
-        requestTimeoutMs: d('request-timeout', CORE_DEFAULTS.requestTimeoutMs),
+        reconcilePeriodMs: flags['reconcile-period'],
+        reconcileIdlePeriodMs: flags['reconcile-idle-period'],
+        cachePeriodMs: flags['cache-period'],
+        gcPeriodMs: flags['gc-period'],
+        replicaGcGraceMs: flags['replica-gc-grace'],
+        nodeOfflineDeadlineMs: flags['node-deadline'],
+        requestTimeoutMs: flags['request-timeout'],
         poolCommitmentPercent: flags['pool-commitment'],
         volumeCommitmentPercent: flags['volume-commitment'],
         eventsKept: flags['events-kept'],

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { socketPathOf } from '../../daemons/mounter/config.js';
 import { start } from '../../daemons/mounter/index.js';
-import { parseDuration } from '../../lib/cli-args.js';
+import { durationFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
 import { defaultMounterStateDir } from '../../lib/mount/state-dir.js';
@@ -57,10 +57,11 @@ export default class DaemonMounter extends StorctlCommand {
         'driver-level keys file (access_key_id=..., secret_access_key=...; mode 0600); default: AWS_* environment',
       env: 'STORCTL_S3_SECRETS_FILE',
     }),
-    'mount-timeout': Flags.string({
+    'mount-timeout': durationFlag({
       description: 'how long to wait for a mount to appear',
-      default: '30s',
+      default: 30_000,
       env: 'STORCTL_MOUNT_TIMEOUT',
+      positive: true,
     }),
   };
 
@@ -71,11 +72,6 @@ export default class DaemonMounter extends StorctlCommand {
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const mountTimeoutMs = parseDuration(flags['mount-timeout']);
-    if (mountTimeoutMs === undefined || mountTimeoutMs <= 0)
-      throw new UsageError(
-        `--mount-timeout '${flags['mount-timeout']}' is not a duration such as 30s or 500ms`,
-      );
     if (flags['s3-endpoint'] && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(flags['s3-endpoint'])) {
       throw new UsageError(`--s3-endpoint '${flags['s3-endpoint']}' is not an http(s) URL`);
     }
@@ -89,7 +85,7 @@ export default class DaemonMounter extends StorctlCommand {
       s3Region: flags['s3-region'],
       stateDir: flags['state-dir'] ?? defaultMounterStateDir(),
       secretsFile: flags['secrets-file'],
-      mountTimeoutMs,
+      mountTimeoutMs: flags['mount-timeout'],
       logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
     });
     this.logToStderr(

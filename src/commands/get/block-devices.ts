@@ -1,9 +1,8 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
 import { humanizeBytes } from '../../lib/output/humanize.js';
 import type { Listing } from '../../lib/output/render.js';
-import { restClient, restFlags } from '../../lib/rest/cli.js';
 import type { BlockDevice } from '../../lib/rest/types.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
 function blockDeviceListing(rows: BlockDevice[]): Listing<BlockDevice> {
   return {
@@ -26,9 +25,9 @@ function blockDeviceListing(rows: BlockDevice[]): Listing<BlockDevice> {
   };
 }
 
-export default class GetBlockDevices extends StorctlCommand {
+export default class GetBlockDevices extends RestCommand {
   static override description =
-    "list a node's block devices as its io-engine sees them (usable ones unless --all): not mounted, no filesystem, no partitions, writable";
+    "list a node's block devices as its io-engine sees them, through core's REST API (core must run: unlike the other get commands it does not read the store); usable ones unless --all: not mounted, no filesystem, no partitions, writable";
   static override examples = [
     '<%= config.bin %> <%= command.id %> node-1',
     '<%= config.bin %> <%= command.id %> node-1 --all -o wide',
@@ -36,7 +35,6 @@ export default class GetBlockDevices extends StorctlCommand {
   ];
   static override args = { node: Args.string({ description: 'node id', required: true }) };
   static override flags = {
-    ...restFlags,
     all: Flags.boolean({
       description: 'also list devices in use (mounted, formatted, partitioned)',
       default: false,
@@ -45,17 +43,12 @@ export default class GetBlockDevices extends StorctlCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(GetBlockDevices);
-    const client = restClient(flags.rest);
-    try {
-      const rows = await client.call<BlockDevice[]>(
-        'GET',
-        `/nodes/${encodeURIComponent(args.node)}/block_devices`,
-        undefined,
-        { all: flags.all },
-      );
-      this.print(blockDeviceListing(rows));
-    } finally {
-      await client.close();
-    }
+    const rows = await this.client.call<BlockDevice[]>(
+      'GET',
+      `/nodes/${encodeURIComponent(args.node)}/block_devices`,
+      undefined,
+      { all: flags.all },
+    );
+    this.print(blockDeviceListing(rows));
   }
 }

@@ -1,5 +1,6 @@
 import { NODE_TYPES, nodeListing } from '../../lib/catalog/views/nodes.js';
-import { GetCommand, parseSelector, selectorFlag } from '../../lib/get-command.js';
+import { parseSelector } from '../../lib/cli-args.js';
+import { GetCommand, selectorFlag } from '../../lib/get-command.js';
 import { type NodeSpec, nodeMatches } from '../../lib/specs/index.js';
 
 export default class GetNodes extends GetCommand {

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { POOL_TYPES, poolListing } from '../../lib/catalog/views/pools.js';
-import { GetCommand, parseSelector, selectorFlag } from '../../lib/get-command.js';
+import { parseSelector } from '../../lib/cli-args.js';
+import { GetCommand, selectorFlag } from '../../lib/get-command.js';
 import { type PoolSpec, poolMatches } from '../../lib/specs/index.js';
 
 export default class GetPools extends GetCommand {

@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { nodeListing, restClient, restFlags } from '../../lib/rest/cli.js';
+import { nodeListing } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class NodeCordon extends StorctlCommand {
+export default class NodeCordon extends RestCommand {
   static override description =
     'cordon a node: no new replicas or targets are placed on it (existing ones stay)';
   static override examples = [
@@ -11,7 +11,6 @@ export default class NodeCordon extends StorctlCommand {
   ];
   static override args = { node: Args.string({ description: 'node id', required: true }) };
   static override flags = {
-    ...restFlags,
     label: Flags.string({
       description: 'cordon label (several labels can cordon one node)',
       default: 'storctl',
@@ -20,11 +19,6 @@ export default class NodeCordon extends StorctlCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeCordon);
-    const client = restClient(flags.rest);
-    try {
-      this.print(nodeListing([await client.cordonNode(args.node, flags.label)]));
-    } finally {
-      await client.close();
-    }
+    this.print(nodeListing([await this.client.cordonNode(args.node, flags.label)]));
   }
 }

@@ -1,8 +1,9 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { nodeListing, restClient, restFlags, waitDrained } from '../../lib/rest/cli.js';
+import { durationFlag } from '../../lib/cli-args.js';
+import { nodeListing, waitDrained } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class NodeDrain extends StorctlCommand {
+export default class NodeDrain extends RestCommand {
   static override description =
     'drain a node: cordon it and move every volume target off it (progress on stderr with --wait)';
   static override examples = [
@@ -11,29 +12,26 @@ export default class NodeDrain extends StorctlCommand {
   ];
   static override args = { node: Args.string({ description: 'node id', required: true }) };
   static override flags = {
-    ...restFlags,
     label: Flags.string({
       description: 'drain label (uncordon with it to cancel)',
       default: 'storctl-drain',
     }),
     wait: Flags.boolean({ description: 'wait until the node is drained', default: false }),
-    timeout: Flags.integer({ description: 'seconds to wait with --wait', default: 300 }),
+    timeout: durationFlag({
+      description: 'how long to wait with --wait, e.g. 90s or 10m (a bare number is seconds)',
+      default: 300_000,
+    }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeDrain);
-    const client = restClient(flags.rest);
-    try {
-      let node = await client.drainNode(args.node, flags.label);
-      if (flags.wait) {
-        node = await waitDrained(client, args.node, node, flags.timeout, (left) =>
-          this.logToStderr(`draining ${args.node}: ${left} volume target(s) left to move`),
-        );
-        this.logToStderr(`node ${args.node} drained`);
-      }
-      this.print(nodeListing([node]));
-    } finally {
-      await client.close();
+    let node = await this.client.drainNode(args.node, flags.label);
+    if (flags.wait) {
+      node = await waitDrained(this.client, args.node, node, flags.timeout, (left) =>
+        this.logToStderr(`draining ${args.node}: ${left} volume target(s) left to move`),
+      );
+      this.logToStderr(`node ${args.node} drained`);
     }
+    this.print(nodeListing([node]));
   }
 }

@@ -1,10 +1,10 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { UsageError } from '../../lib/errors.js';
-import { nodeListing, restClient, restFlags } from '../../lib/rest/cli.js';
+import { parseLabelEdit } from '../../lib/cli-args.js';
+import { nodeListing } from '../../lib/rest/cli.js';
 import { RestError } from '../../lib/rest/errors.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class NodeLabel extends StorctlCommand {
+export default class NodeLabel extends RestCommand {
   static override description = 'set (KEY=VALUE) or remove (KEY-) a node label used by volume topology';
   static override examples = [
     '<%= config.bin %> node label node-1 zone=a',
@@ -16,46 +16,34 @@ export default class NodeLabel extends StorctlCommand {
     label: Args.string({ description: 'KEY=VALUE to set, KEY- to remove', required: true }),
   };
   static override flags = {
-    ...restFlags,
     overwrite: Flags.boolean({ description: 'replace an existing value', default: false }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeLabel);
-    const client = restClient(flags.rest);
-    const eq = args.label.indexOf('=');
+    const label = parseLabelEdit(args.label);
     try {
-      let node: Awaited<ReturnType<typeof client.getNode>>;
-      if (eq > 0)
-        node = await client.labelNode(
-          args.node,
-          args.label.slice(0, eq),
-          args.label.slice(eq + 1),
-          flags.overwrite,
-        );
-      else if (args.label.endsWith('-') && args.label.length > 1)
-        node = await client.unlabelNode(args.node, args.label.slice(0, -1));
-      else throw new UsageError(`label '${args.label}' is neither KEY=VALUE nor KEY-`);
+      const node =
+        label.op === 'set'
+          ? await this.client.labelNode(args.node, label.key, label.value, flags.overwrite)
+          : await this.client.unlabelNode(args.node, label.key);
       this.print(nodeListing([node]));
     } catch (err) {
       // 412 FailedPrecondition (Mayastor's label semantics): say exactly what to do next.
       if (err instanceof RestError && err.kind === 'FailedPrecondition') {
-        const key = eq > 0 ? args.label.slice(0, eq) : args.label.slice(0, -1);
         throw new RestError(
           err.kind,
           err.status,
           err.message.replace(/^FailedPrecondition: /, ''),
           err.details,
           [
-            eq > 0
+            label.op === 'set'
               ? `replace the value with \`storctl node label ${args.node} ${args.label} --overwrite\``
-              : `see the node's labels with \`storctl get node ${args.node} -o json\`; '${key}' is not one of them`,
+              : `see the node's labels with \`storctl get node ${args.node} -o json\`; '${label.key}' is not one of them`,
           ],
         );
       }
       throw err;
-    } finally {
-      await client.close();
     }
   }
 }

@@ -1,8 +1,9 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { labelsArg, poolListing, restClient, restFlags, sizeArg } from '../../lib/rest/cli.js';
+import { parseLabels } from '../../lib/cli-args.js';
+import { poolListing, sizeArg } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class PoolCreate extends StorctlCommand {
+export default class PoolCreate extends RestCommand {
   static override description =
     "create a pool on a node's io-engine: a directory holding replicas, with a declared capacity";
   static override examples = [
@@ -14,7 +15,6 @@ export default class PoolCreate extends StorctlCommand {
     id: Args.string({ description: 'pool id', required: true }),
   };
   static override flags = {
-    ...restFlags,
     disk: Flags.string({
       description: 'absolute pool directory on the node (default: <io-engine pool-dir>/<pool id>)',
       default: '',
@@ -25,17 +25,12 @@ export default class PoolCreate extends StorctlCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PoolCreate);
-    const labels = labelsArg(flags.label ?? []);
-    const client = restClient(flags.rest);
-    try {
-      const p = await client.createPool(args.node, args.id, {
-        disks: [flags.disk],
-        capacity: sizeArg('capacity', flags.capacity),
-        ...(flags.label ? { labels } : {}),
-      });
-      this.print(poolListing([p]));
-    } finally {
-      await client.close();
-    }
+    const labels = parseLabels(flags.label);
+    const p = await this.client.createPool(args.node, args.id, {
+      disks: [flags.disk],
+      capacity: sizeArg('capacity', flags.capacity),
+      ...(labels ? { labels } : {}),
+    });
+    this.print(poolListing([p]));
   }
 }

@@ -1,21 +1,14 @@
 import { Args } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { restClient, restFlags } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class PoolDelete extends StorctlCommand {
+export default class PoolDelete extends RestCommand {
   static override description = 'delete a pool (refused while it holds replicas)';
   static override examples = ['<%= config.bin %> pool delete pool-1'];
   static override args = { id: Args.string({ description: 'pool id', required: true }) };
-  static override flags = { ...restFlags };
 
   async run(): Promise<void> {
-    const { args, flags } = await this.parse(PoolDelete);
-    const client = restClient(flags.rest);
-    try {
-      await client.deletePool(args.id);
-      this.logToStderr(`pool ${args.id} deleted`);
-    } finally {
-      await client.close();
-    }
+    const { args } = await this.parse(PoolDelete);
+    await this.client.deletePool(args.id);
+    this.logToStderr(`pool ${args.id} deleted`);
   }
 }

@@ -1,10 +1,10 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { UsageError } from '../../lib/errors.js';
-import { poolListing, restClient, restFlags } from '../../lib/rest/cli.js';
+import { parseLabelEdit } from '../../lib/cli-args.js';
+import { poolListing } from '../../lib/rest/cli.js';
 import type { Pool } from '../../lib/rest/types.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class PoolLabel extends StorctlCommand {
+export default class PoolLabel extends RestCommand {
   static override description =
     'set (KEY=VALUE) or remove (KEY-) a pool label, used by volume pool topology (labelled inclusion/exclusion)';
   static override examples = [
@@ -18,7 +18,6 @@ export default class PoolLabel extends StorctlCommand {
     label: Args.string({ description: 'KEY=VALUE to set, KEY- to remove', required: true }),
   };
   static override flags = {
-    ...restFlags,
     overwrite: Flags.boolean({
       description: 'replace the value of a key the pool already has',
       default: false,
@@ -27,34 +26,22 @@ export default class PoolLabel extends StorctlCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PoolLabel);
-    const eq = args.label.indexOf('=');
-    const removing = eq < 0 && args.label.endsWith('-') && args.label.length > 1;
-    if (eq <= 0 && !removing) throw new UsageError(`label '${args.label}' is neither KEY=VALUE nor KEY-`);
-    const client = restClient(flags.rest);
-    const pool = encodeURIComponent(args.pool);
-    try {
-      const out = removing
-        ? await client.call<Pool>(
-            'DELETE',
-            `/pools/${pool}/label/${encodeURIComponent(args.label.slice(0, -1))}`,
-          )
-        : await client.call<Pool>(
-            'PUT',
-            `/pools/${pool}/label/${encodeURIComponent(args.label.slice(0, eq))}=${encodeURIComponent(args.label.slice(eq + 1))}`,
-            undefined,
-            { overwrite: flags.overwrite },
-          );
-      const listing = poolListing([out]);
-      listing.columns.push({
-        header: 'LABELS',
-        get: (p) =>
-          Object.entries(p.spec?.labels ?? {})
-            .map(([k, v]) => `${k}=${v}`)
-            .join(','),
-      });
-      this.print(listing);
-    } finally {
-      await client.close();
-    }
+    const label = parseLabelEdit(args.label);
+    const path = `/pools/${encodeURIComponent(args.pool)}/label/${encodeURIComponent(label.key)}`;
+    const out =
+      label.op === 'set'
+        ? await this.client.call<Pool>('PUT', `${path}=${encodeURIComponent(label.value)}`, undefined, {
+            overwrite: flags.overwrite,
+          })
+        : await this.client.call<Pool>('DELETE', path);
+    const listing = poolListing([out]);
+    listing.columns.push({
+      header: 'LABELS',
+      get: (p) =>
+        Object.entries(p.spec?.labels ?? {})
+          .map(([k, v]) => `${k}=${v}`)
+          .join(','),
+    });
+    this.print(listing);
   }
 }

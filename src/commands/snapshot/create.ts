@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Args } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
 import { humanizeBytes } from '../../lib/output/humanize.js';
-import { restClient, restFlags, uuidArg } from '../../lib/rest/cli.js';
+import { uuidArg } from '../../lib/rest/cli.js';
 import type { VolumeSnapshot } from '../../lib/rest/types.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class SnapshotCreate extends StorctlCommand {
+export default class SnapshotCreate extends RestCommand {
   static override description = 'snapshot a volume (one snapshot per online replica)';
   static override examples = [
     '<%= config.bin %> snapshot create 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b',
@@ -15,29 +15,23 @@ export default class SnapshotCreate extends StorctlCommand {
     volume: Args.string({ description: 'volume uuid', required: true }),
     id: Args.string({ description: 'snapshot uuid (default: a new one)' }),
   };
-  static override flags = { ...restFlags };
 
   async run(): Promise<void> {
-    const { args, flags } = await this.parse(SnapshotCreate);
-    const client = restClient(flags.rest);
-    try {
-      const s = await client.createSnapshot(
-        uuidArg('volume id', args.volume),
-        args.id ? uuidArg('snapshot id', args.id) : randomUUID(),
-      );
-      this.print<VolumeSnapshot>({
-        rows: [s],
-        single: true,
-        columns: [
-          { header: 'ID', get: (r) => r.definition.spec.uuid },
-          { header: 'SOURCE-VOLUME', get: (r) => r.definition.spec.source_volume },
-          { header: 'STATUS', get: (r) => r.definition.metadata.status },
-          { header: 'SIZE', get: (r) => humanizeBytes(r.definition.metadata.size) },
-          { header: 'CREATED', get: (r) => r.definition.metadata.timestamp },
-        ],
-      });
-    } finally {
-      await client.close();
-    }
+    const { args } = await this.parse(SnapshotCreate);
+    const s = await this.client.createSnapshot(
+      uuidArg('volume id', args.volume),
+      args.id ? uuidArg('snapshot id', args.id) : randomUUID(),
+    );
+    this.print<VolumeSnapshot>({
+      rows: [s],
+      single: true,
+      columns: [
+        { header: 'ID', get: (r) => r.definition.spec.uuid },
+        { header: 'SOURCE-VOLUME', get: (r) => r.definition.spec.source_volume },
+        { header: 'STATUS', get: (r) => r.definition.metadata.status },
+        { header: 'SIZE', get: (r) => humanizeBytes(r.definition.metadata.size) },
+        { header: 'CREATED', get: (r) => r.definition.metadata.timestamp },
+      ],
+    });
   }
 }

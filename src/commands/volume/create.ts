@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { labelsArg, restClient, restFlags, sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { parseLabels } from '../../lib/cli-args.js';
+import { sizeArg, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class VolumeCreate extends StorctlCommand {
+export default class VolumeCreate extends RestCommand {
   static override description =
     'create a replicated volume: replicas are placed on distinct nodes and created on their io-engines';
   static override examples = [
@@ -12,7 +13,6 @@ export default class VolumeCreate extends StorctlCommand {
   ];
   static override args = { id: Args.string({ description: 'volume uuid (default: a new one)' }) };
   static override flags = {
-    ...restFlags,
     size: Flags.string({ description: 'volume size, e.g. 1GiB', required: true }),
     replicas: Flags.integer({ description: 'number of replicas', default: 1, min: 1, max: 255 }),
     thin: Flags.boolean({ description: 'thin-provision the replicas', default: false }),
@@ -26,19 +26,14 @@ export default class VolumeCreate extends StorctlCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeCreate);
     const id = args.id ? uuidArg('volume id', args.id) : randomUUID();
-    const labels = labelsArg(flags.label ?? []);
-    const client = restClient(flags.rest);
-    try {
-      const v = await client.createVolume(id, {
-        size: sizeArg('size', flags.size),
-        replicas: flags.replicas,
-        thin: flags.thin,
-        policy: { self_heal: !flags['no-self-heal'] },
-        ...(flags.label ? { labels } : {}),
-      });
-      this.print(volumeListing([v]));
-    } finally {
-      await client.close();
-    }
+    const labels = parseLabels(flags.label);
+    const v = await this.client.createVolume(id, {
+      size: sizeArg('size', flags.size),
+      replicas: flags.replicas,
+      thin: flags.thin,
+      policy: { self_heal: !flags['no-self-heal'] },
+      ...(labels ? { labels } : {}),
+    });
+    this.print(volumeListing([v]));
   }
 }

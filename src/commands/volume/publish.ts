@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { restClient, restFlags, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class VolumePublish extends StorctlCommand {
+export default class VolumePublish extends RestCommand {
   static override description =
     'publish a volume: build its nexus on a node and share it over NBD; prints the target URI';
   static override examples = [
@@ -12,7 +12,6 @@ export default class VolumePublish extends StorctlCommand {
   ];
   static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
   static override flags = {
-    ...restFlags,
     node: Flags.string({ description: 'node for the target (default: a node holding a replica)' }),
     republish: Flags.boolean({
       description: 'move an already published target to another node',
@@ -25,19 +24,14 @@ export default class VolumePublish extends StorctlCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumePublish);
-    const client = restClient(flags.rest);
-    try {
-      const v = await client.publishVolume(uuidArg('volume id', args.id), {
-        protocol: 'nbd',
-        publish_context: {},
-        node: flags.node,
-        republish: flags.republish || undefined,
-        frontend_node: flags['frontend-node'],
-      });
-      if (this.globals.output === 'table') this.log(v.state.target?.deviceUri ?? '');
-      else this.print(volumeListing([v]));
-    } finally {
-      await client.close();
-    }
+    const v = await this.client.publishVolume(uuidArg('volume id', args.id), {
+      protocol: 'nbd',
+      publish_context: {},
+      node: flags.node,
+      republish: flags.republish || undefined,
+      frontend_node: flags['frontend-node'],
+    });
+    if (this.globals.output === 'table') this.log(v.state.target?.deviceUri ?? '');
+    else this.print(volumeListing([v]));
   }
 }

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
+import { durationFlag, formatDuration } from '../../lib/cli-args.js';
 import { TimeoutError } from '../../lib/errors.js';
-import { rebuildProgress, restClient, restFlags, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { rebuildProgress, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class VolumeScale extends StorctlCommand {
+export default class VolumeScale extends RestCommand {
   static override description =
     'change the replica count of a volume by one; a new replica of a published volume is rebuilt while I/O continues (progress on stderr)';
   static override examples = [
@@ -13,40 +14,37 @@ export default class VolumeScale extends StorctlCommand {
   ];
   static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
   static override flags = {
-    ...restFlags,
     replicas: Flags.integer({ description: 'new replica count', required: true, min: 1, max: 255 }),
     wait: Flags.boolean({ description: 'wait until rebuilds finish', default: true, allowNo: true }),
-    timeout: Flags.integer({ description: 'seconds to wait for rebuilds', default: 600 }),
+    timeout: durationFlag({
+      description: 'how long to wait for rebuilds, e.g. 90s or 10m (a bare number is seconds)',
+      default: 600_000,
+    }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeScale);
     const id = uuidArg('volume id', args.id);
-    const client = restClient(flags.rest);
-    try {
-      let v = await client.scaleVolume(id, flags.replicas);
-      if (flags.wait && v.state.target) {
-        const deadline = Date.now() + flags.timeout * 1000;
-        let last = -1;
-        for (;;) {
-          v = await client.getVolume(id);
-          const { rebuilding, percent } = rebuildProgress(v);
-          if (rebuilding === 0 && v.state.status === 'Online') break;
-          if (percent !== last) this.logToStderr(`rebuilding ${rebuilding} replica(s): ${percent}%`);
-          last = percent;
-          if (Date.now() > deadline)
-            throw new TimeoutError(`volume ${id} still rebuilding after ${flags.timeout}s`, {
-              suggestions: [
-                `watch it with \`storctl volume scale ${id} --replicas ${flags.replicas}\` or \`storctl events --watch\``,
-              ],
-            });
-          await sleep(500);
-        }
-        this.logToStderr('rebuild complete');
+    let v = await this.client.scaleVolume(id, flags.replicas);
+    if (flags.wait && v.state.target) {
+      const deadline = Date.now() + flags.timeout;
+      let last = -1;
+      for (;;) {
+        v = await this.client.getVolume(id);
+        const { rebuilding, percent } = rebuildProgress(v);
+        if (rebuilding === 0 && v.state.status === 'Online') break;
+        if (percent !== last) this.logToStderr(`rebuilding ${rebuilding} replica(s): ${percent}%`);
+        last = percent;
+        if (Date.now() > deadline)
+          throw new TimeoutError(`volume ${id} still rebuilding after ${formatDuration(flags.timeout)}`, {
+            suggestions: [
+              `watch it with \`storctl volume scale ${id} --replicas ${flags.replicas}\` or \`storctl events --watch\``,
+            ],
+          });
+        await sleep(500);
       }
-      this.print(volumeListing([v]));
-    } finally {
-      await client.close();
+      this.logToStderr('rebuild complete');
     }
+    this.print(volumeListing([v]));
   }
 }

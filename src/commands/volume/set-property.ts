@@ -1,9 +1,9 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { restClient, restFlags, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { uuidArg, volumeListing } from '../../lib/rest/cli.js';
 import type { Volume } from '../../lib/rest/types.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class VolumeSetProperty extends StorctlCommand {
+export default class VolumeSetProperty extends RestCommand {
   static override description =
     'set a volume property; --max-snapshots caps its snapshots (creating one more is refused, OutOfRange)';
   static override examples = [
@@ -11,7 +11,6 @@ export default class VolumeSetProperty extends StorctlCommand {
   ];
   static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
   static override flags = {
-    ...restFlags,
     'max-snapshots': Flags.integer({
       description: 'most snapshots the volume may have (at least the number it has now)',
       required: true,
@@ -23,14 +22,9 @@ export default class VolumeSetProperty extends StorctlCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeSetProperty);
     const id = uuidArg('volume id', args.id);
-    const client = restClient(flags.rest);
-    try {
-      const v = await client.call<Volume>('PUT', `/volumes/${id}/property`, {
-        max_snapshots: flags['max-snapshots'],
-      });
-      this.print(volumeListing([v]));
-    } finally {
-      await client.close();
-    }
+    const v = await this.client.call<Volume>('PUT', `/volumes/${id}/property`, {
+      max_snapshots: flags['max-snapshots'],
+    });
+    this.print(volumeListing([v]));
   }
 }

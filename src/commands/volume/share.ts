@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { restClient, restFlags, uuidArg } from '../../lib/rest/cli.js';
+import { uuidArg } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class VolumeShare extends StorctlCommand {
+export default class VolumeShare extends RestCommand {
   static override description =
     'share the target of a published volume again (after `volume unshare`); prints the target URI';
   static override examples = [
@@ -11,7 +11,6 @@ export default class VolumeShare extends StorctlCommand {
   ];
   static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
   static override flags = {
-    ...restFlags,
     protocol: Flags.string({ description: 'share protocol', options: ['nbd'], default: 'nbd' }),
     'frontend-host': Flags.string({ description: 'host allowed to connect (recorded in the target)' }),
   };
@@ -19,14 +18,9 @@ export default class VolumeShare extends StorctlCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeShare);
     const id = uuidArg('volume id', args.id);
-    const client = restClient(flags.rest);
-    try {
-      const uri = await client.call<string>('PUT', `/volumes/${id}/share/${flags.protocol}`, undefined, {
-        frontend_host: flags['frontend-host'],
-      });
-      this.log(uri);
-    } finally {
-      await client.close();
-    }
+    const uri = await this.client.call<string>('PUT', `/volumes/${id}/share/${flags.protocol}`, undefined, {
+      frontend_host: flags['frontend-host'],
+    });
+    this.log(uri);
   }
 }

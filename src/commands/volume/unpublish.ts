@@ -1,8 +1,8 @@
 import { Args, Flags } from '@oclif/core';
-import { StorctlCommand } from '../../lib/command.js';
-import { restClient, restFlags, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { RestCommand } from '../../lib/rest-command.js';
 
-export default class VolumeUnpublish extends StorctlCommand {
+export default class VolumeUnpublish extends RestCommand {
   static override description =
     'unpublish a volume: destroy its nexus and NBD target (the replicas and data stay)';
   static override examples = [
@@ -11,18 +11,12 @@ export default class VolumeUnpublish extends StorctlCommand {
   ];
   static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
   static override flags = {
-    ...restFlags,
     force: Flags.boolean({ description: 'unpublish even when the target node is offline', default: false }),
   };
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeUnpublish);
-    const client = restClient(flags.rest);
-    try {
-      const v = await client.unpublishVolume(uuidArg('volume id', args.id), flags.force);
-      this.print(volumeListing([v]));
-    } finally {
-      await client.close();
-    }
+    const v = await this.client.unpublishVolume(uuidArg('volume id', args.id), flags.force);
+    this.print(volumeListing([v]));
   }
 }

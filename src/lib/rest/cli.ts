@@ -1,40 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Flags } from '@oclif/core';
+import { formatDuration } from '../cli-args.js';
 import { TimeoutError, UsageError } from '../errors.js';
 import { humanizeBytes, parseBytes } from '../output/humanize.js';
 import type { Column, Listing } from '../output/render.js';
-import { RestClient } from './client.js';
-import { resolveRestUrl } from './endpoint.js';
+import type { RestClient } from './client.js';
 import type { Node, Pool, Volume } from './types.js';
-
-/** The flag every operator command that talks to core takes. */
-export const restFlags = {
-  rest: Flags.string({
-    description: 'core REST URL (default: the cluster `storctl up` started, else http://127.0.0.1:8081)',
-    env: 'STORCTL_REST',
-  }),
-};
-
-export function restClient(flag: string | undefined, timeoutMs?: number): RestClient {
-  return new RestClient(resolveRestUrl(flag), { timeoutMs });
-}
 
 export function sizeArg(flag: string, text: string): number {
   const n = parseBytes(text);
   if (n === null || n <= 0)
     throw new UsageError(`--${flag} '${text}' is not a size (e.g. 1GiB, 512MiB, 1073741824)`);
   return n;
-}
-
-/** Repeated `--label KEY=VALUE` flags as a label map. */
-export function labelsArg(flags: string[]): Record<string, string> {
-  const labels: Record<string, string> = {};
-  for (const l of flags) {
-    const eq = l.indexOf('=');
-    if (eq <= 0) throw new UsageError(`--label '${l}' is not KEY=VALUE`);
-    labels[l.slice(0, eq)] = l.slice(eq + 1);
-  }
-  return labels;
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -115,25 +91,28 @@ export function rebuildProgress(v: Volume): { rebuilding: number; percent: numbe
 
 /**
  * Poll node `nodeId` (last seen as `node`) every 500 ms until core reports it drained, reporting how
- * many volume targets are still on it whenever that number changes; a TimeoutError after `timeoutSeconds`.
+ * many volume targets are still on it whenever that number changes; a TimeoutError after `timeoutMs`.
  */
 export async function waitDrained(
   client: RestClient,
   nodeId: string,
   node: Node,
-  timeoutSeconds: number,
+  timeoutMs: number,
   progress: (targetsLeft: number) => void,
 ): Promise<Node> {
-  const deadline = Date.now() + timeoutSeconds * 1000;
+  const deadline = Date.now() + timeoutMs;
   let last = -1;
   while (!node.spec?.cordondrainstate?.drainedstate) {
     const left = (await client.listVolumes()).filter((v) => v.spec.target?.node === nodeId).length;
     if (left !== last) progress(left);
     last = left;
     if (Date.now() > deadline)
-      throw new TimeoutError(`node ${nodeId} not drained after ${timeoutSeconds}s (${left} target(s) left)`, {
-        suggestions: ['see why with `storctl events`'],
-      });
+      throw new TimeoutError(
+        `node ${nodeId} not drained after ${formatDuration(timeoutMs)} (${left} target(s) left)`,
+        {
+          suggestions: ['see why with `storctl events`'],
+        },
+      );
     await sleep(500);
     node = await client.getNode(nodeId);
   }

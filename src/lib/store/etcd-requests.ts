@@ -40,6 +40,27 @@ const FIELD = {
   lease: 'lease',
 } as const;
 
+let ipServerNameWarningDropped = false;
+
+/**
+ * grpc-js sets the TLS ServerName (SNI) to the endpoint's host even when it is an IP address, and
+ * Node then prints a DEP0123 DeprecationWarning on stderr for every `etcd+https://127.0.0.1:…`
+ * store. Only that warning is dropped: the certificate is still verified against the IP (its
+ * subjectAltName), which is what the warning's "will be ignored" refers to (the SNI field).
+ */
+function dropIpServerNameWarning(): void {
+  if (ipServerNameWarningDropped) return;
+  ipServerNameWarningDropped = true;
+  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+  process.emitWarning = ((warning: unknown, ...rest: unknown[]) => {
+    const options = rest[0];
+    const code =
+      typeof options === 'object' && options !== null ? (options as { code?: unknown }).code : rest[1];
+    if (code === 'DEP0123') return;
+    emit(warning, ...rest);
+  }) as typeof process.emitWarning;
+}
+
 export function readTls(tls: StoreTlsFiles): {
   rootCertificate: Buffer;
   privateKey?: Buffer;
@@ -57,6 +78,7 @@ export function readTls(tls: StoreTlsFiles): {
   const key = read('key', tls.key);
   if (Boolean(cert) !== Boolean(key))
     throw new UsageError('etcd TLS needs both a client certificate and its key, or neither');
+  dropIpServerNameWarning();
   // grpc-js accepts a null root certificate (system roots); etcd3's typing insists on a Buffer.
   return { rootCertificate: read('CA', tls.ca) as Buffer, privateKey: key, certChain: cert };
 }

@@ -1,6 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ConflictError } from '../errors.js';
+import { IoEngineClient } from '../io-engine/client.js';
 import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { RestClient } from '../rest/client.js';
 import { endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
@@ -69,19 +71,29 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     STORCTL_LOG_LEVEL: o.logLevel,
   };
   const roles: RoleProcess[] = [];
+  const engines: { node: string; dir: string; r: RoleProcess; grpc?: string }[] = [];
   const stop = async () => {
-    // Core first (it stops writing), then the io-engines.
-    for (const r of [...roles].reverse()) await r.stop();
+    // The mounter and core first: core stops writing and reconciling (it would rebuild what the next
+    // step shuts down). Then every nexus shuts down cleanly while all of its children are still up,
+    // so NexusInfo records them healthy and the next start rebuilds nothing; only then the io-engines.
+    const engineRoles = new Set(engines.map((e) => e.r));
+    for (const r of [...roles].reverse()) if (!engineRoles.has(r)) await r.stop();
+    await shutdownNexuses(
+      engines.flatMap((e) => (e.grpc && e.r.running ? [e.grpc] : [])),
+      o.say,
+    );
+    for (const e of [...engines].reverse()) await e.r.stop();
     const file = endpointsFile(o.dataDir);
     if (existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).pid === process.pid)
       rmSync(file, { force: true });
   };
   try {
-    const engines = [];
     for (let i = 1; i <= o.nodes; i++) {
       const node = `node-${i}`;
       const dir = join(o.dataDir, 'nodes', node);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
+      // The ports of the last run, when still free: targets come back at the URIs they had.
+      const last = await lastPorts(dir);
       const r = new RoleProcess(
         `io-engine ${node}`,
         o.bin,
@@ -93,9 +105,9 @@ export async function up(o: UpOptions): Promise<UpCluster> {
           '--pool-dir',
           dir,
           '--grpc',
-          '127.0.0.1:0',
+          `127.0.0.1:${last.grpc}`,
           '--nbd',
-          '127.0.0.1:0',
+          `127.0.0.1:${last.nbd}`,
         ],
         env,
         join(logs, `io-engine-${node}.log`),
@@ -105,6 +117,10 @@ export async function up(o: UpOptions): Promise<UpCluster> {
       engines.push({ node, dir, r });
     }
     const ready = await Promise.all(engines.map((e) => e.r.ready));
+    for (const [i, e] of engines.entries()) {
+      e.grpc = String(ready[i].grpcEndpoint);
+      await savePorts(e.dir, e.grpc, String(ready[i].nbdEndpoint));
+    }
     const core = new RoleProcess(
       'core',
       o.bin,
@@ -185,6 +201,55 @@ async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, logs: string, 
     `mounter runs FUSE daemons as ${ready.mounter === 'systemd' ? 'systemd units' : 'supervised processes'}`,
   );
   return socket;
+}
+
+/** `nodes/<node>/ports.json`: the gRPC and NBD ports an io-engine of `up` last listened on. */
+const portsFile = (nodeDir: string) => join(nodeDir, 'ports.json');
+
+async function savePorts(nodeDir: string, grpc: string, nbd: string): Promise<void> {
+  const port = (hostPort: string) => Number(hostPort.slice(hostPort.lastIndexOf(':') + 1));
+  writeFileSync(portsFile(nodeDir), `${JSON.stringify({ grpc: port(grpc), nbd: port(nbd) })}\n`, {
+    mode: 0o600,
+  });
+}
+
+/** The ports of the last run where nothing else listens on them now; 0 (any free port) otherwise. */
+async function lastPorts(nodeDir: string): Promise<{ grpc: number; nbd: number }> {
+  let saved: { grpc?: unknown; nbd?: unknown } = {};
+  try {
+    saved = JSON.parse(readFileSync(portsFile(nodeDir), 'utf8'));
+  } catch {
+    // first start (or an unreadable file): any free port
+  }
+  const usable = async (p: unknown) =>
+    typeof p === 'number' && Number.isInteger(p) && p > 0 && p < 65536 && (await portFree(p)) ? p : 0;
+  return { grpc: await usable(saved.grpc), nbd: await usable(saved.nbd) };
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** Shut every nexus down cleanly (ShutdownNexus records clean_shutdown in NexusInfo). */
+async function shutdownNexuses(grpcEndpoints: string[], say: (line: string) => void): Promise<void> {
+  await Promise.all(
+    grpcEndpoints.map(async (endpoint) => {
+      const client = new IoEngineClient(endpoint, { deadlineMs: 10_000 });
+      try {
+        for (const n of await client.listNexuses()) await client.shutdownNexus(n.uuid);
+      } catch (err) {
+        say(
+          `could not shut down the nexuses of the io-engine at ${endpoint} cleanly: ${(err as Error).message}`,
+        );
+      } finally {
+        client.close();
+      }
+    }),
+  );
 }
 
 const isAwsKey = (k: string) => k.startsWith('AWS_');

@@ -24,7 +24,9 @@ export class RoleProcess {
     this.child = spawn(process.execPath, [bin, ...args], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
-      detached: false,
+      // A process group of its own: a terminal's Ctrl-C reaches `up` alone, which stops the roles
+      // in order (all at once, a nexus would see its remote children die first).
+      detached: true,
     });
     let buffer = '';
     this.ready = new Promise((resolve, reject) => {

@@ -70,6 +70,13 @@ export function mounterSuite(title: string, ctx: () => SuiteContext) {
       await c().csi.node('NodeUnpublishVolume', { volume_id: 'pv-a', target_path: target });
     });
 
+    // What this test does NOT show: that S3 accepted the rotated secret. s3rver 3.7.1 verifies V2
+    // signatures only; for V4, which s3fs signs with, its authentication middleware checks that the
+    // access key id exists and skips the signature ("Signature version 4 calculation is
+    // unimplemented") — which is why 'first-secret', not s3rver's secret, mounts at all. And s3fs
+    // reads its passwd file only when it starts, so the running mount keeps the first secret either
+    // way. Shown here: the secret file is rewritten in place for the next start, and no secret
+    // reaches the daemon's argv or environment.
     it('per-volume secrets: refreshed in place on republish, never in argv or env', async () => {
       const target = targetPath(c().env, 'pod-s', 'pv-s');
       const secrets = { access_key_id: S3RVER_KEYS.accessKeyId, secret_access_key: 'first-secret' };

@@ -7,7 +7,7 @@ import {
 } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { replicaOnline } from '../rest/present.js';
+import { replicaOnline } from '../health.js';
 import { notFound, SvcError } from '../svc-error.js';
 import { rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';

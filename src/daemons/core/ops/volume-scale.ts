@@ -1,7 +1,7 @@
 import { cloneSpec, type NexusSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { replicaOnline } from '../rest/present.js';
+import { replicaOnline } from '../health.js';
 import { placeReplicas } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
 import { childUri } from './nexus-build.js';

@@ -1,6 +1,6 @@
 import type { CoreContext } from '../context.js';
 import { type CoreEvent, makeEvent } from '../events.js';
-import { volumeStatus } from '../rest/present.js';
+import { volumeStatus } from '../health.js';
 
 const lastVolume = new Map<string, string>();
 const lastNode = new Map<string, boolean>();

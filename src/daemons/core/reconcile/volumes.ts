@@ -1,9 +1,9 @@
 import { cloneSpec, isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
+import { replicaOnline } from '../health.js';
 import { buildAndShareNexus, childUri, usableReplicas } from '../ops/nexus-build.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
-import { replicaOnline } from '../rest/present.js';
 import { toSvcError } from '../svc-error.js';
 
 /** Created, nothing pending, and (unless the caller holds its lock) no operation running on it. */

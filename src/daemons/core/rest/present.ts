@@ -12,7 +12,7 @@ import {
   type VolumeSnapshot,
   type VolumeSpec,
 } from '../../../lib/specs/index.js';
-import type { NexusState } from '../engine-api.js';
+import { nexusStateOf, replicaOnline, volumeStatus } from '../health.js';
 import type { Registry } from '../registry.js';
 import {
   replicaSnapshotsOut,
@@ -50,10 +50,6 @@ function topologyOut(t: VolumeSpec['topology']) {
   return out;
 }
 
-export function nexusStateOf(reg: Registry, n: NexusSpec | undefined): NexusState | undefined {
-  return n ? reg.nexusStates.get(n.node)?.get(n.uuid) : undefined;
-}
-
 export function nexusOut(reg: Registry, spec: NexusSpec) {
   const st = nexusStateOf(reg, spec);
   return {
@@ -77,31 +73,6 @@ export function nexusOut(reg: Registry, spec: NexusSpec) {
       rebuildProgress: c.rebuildProgress ?? undefined,
     })),
   };
-}
-
-/** Volume health from its nexus (published) or its replicas (unpublished). */
-export function volumeStatus(reg: Registry, v: VolumeSpec): string {
-  const replicas = reg.volumeReplicas(v.uuid);
-  const live = replicas.filter((r) => replicaOnline(reg, r));
-  if (v.target && v.target.active !== false) {
-    const st = nexusStateOf(reg, reg.nexuses.get(v.target.nexus));
-    if (!st) return 'Unknown';
-    if (st.state === 'Faulted' || st.state === 'Shutdown') return st.state;
-    const healthy = st.children.filter((c) => c.state === 'Online').length;
-    if (healthy === 0) return 'Faulted';
-    if (st.state === 'Degraded' || healthy < v.num_replicas || st.children.length > healthy)
-      return 'Degraded';
-    return 'Online';
-  }
-  if (live.length === 0) return replicas.length ? 'Faulted' : 'Unknown';
-  return live.length < v.num_replicas ? 'Degraded' : 'Online';
-}
-
-export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
-  const node = reg.replicaNode(r);
-  if (!node || !reg.isOnline(node)) return false;
-  const states = reg.replicaStates.get(node);
-  return !states || states.has(r.uuid);
 }
 
 export function volumeOut(reg: Registry, v: VolumeSpec) {

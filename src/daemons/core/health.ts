@@ -1,0 +1,39 @@
+import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../../lib/specs/index.js';
+import type { NexusState } from './engine-api.js';
+import type { Registry } from './registry.js';
+
+/**
+ * Health of volumes, replicas and nexuses from the stored specs and the state polled from the
+ * io-engines: what REST shows, what the status events report and what the operations decide on.
+ */
+
+/** The nexus's state as last polled from its io-engine. */
+export function nexusStateOf(reg: Registry, n: NexusSpec | undefined): NexusState | undefined {
+  return n ? reg.nexusStates.get(n.node)?.get(n.uuid) : undefined;
+}
+
+/** Volume health from its nexus (published) or its replicas (unpublished). */
+export function volumeStatus(reg: Registry, v: VolumeSpec): string {
+  const replicas = reg.volumeReplicas(v.uuid);
+  const live = replicas.filter((r) => replicaOnline(reg, r));
+  if (v.target && v.target.active !== false) {
+    const st = nexusStateOf(reg, reg.nexuses.get(v.target.nexus));
+    if (!st) return 'Unknown';
+    if (st.state === 'Faulted' || st.state === 'Shutdown') return st.state;
+    const healthy = st.children.filter((c) => c.state === 'Online').length;
+    if (healthy === 0) return 'Faulted';
+    if (st.state === 'Degraded' || healthy < v.num_replicas || st.children.length > healthy)
+      return 'Degraded';
+    return 'Online';
+  }
+  if (live.length === 0) return replicas.length ? 'Faulted' : 'Unknown';
+  return live.length < v.num_replicas ? 'Degraded' : 'Online';
+}
+
+/** Online: its node is, and its io-engine reported it at the last poll (or was not polled yet). */
+export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
+  const node = reg.replicaNode(r);
+  if (!node || !reg.isOnline(node)) return false;
+  const states = reg.replicaStates.get(node);
+  return !states || states.has(r.uuid);
+}
