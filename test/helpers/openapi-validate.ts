@@ -40,6 +40,12 @@ function segmentRegex(seg: string): RegExp {
   return new RegExp(`^${src}$`);
 }
 
+/** JSON pointer of an operation's response schema within the document. */
+function responsePointer(op: Operation, key: string): string {
+  const path = op.template.replace(/~/g, '~0').replace(/\//g, '~1');
+  return `/paths/${path}/${op.method.toLowerCase()}/responses/${key}/content/application~1json/schema`;
+}
+
 /** A validator over one OpenAPI document; `check` throws OpenApiDrift when a response drifts. */
 export class OpenApiValidator {
   readonly ops: Operation[] = [];
@@ -81,6 +87,18 @@ export class OpenApiValidator {
       if (!best || op.literals > best.literals) best = op;
     }
     return best;
+  }
+
+  /** Compile the schema of every documented JSON response (unresolvable references throw); their count. */
+  compileAll(): number {
+    let n = 0;
+    for (const op of this.ops)
+      for (const [key, resp] of Object.entries(op.responses))
+        if (resp.content) {
+          this.validator(responsePointer(op, key));
+          n++;
+        }
+    return n;
   }
 
   private validator(pointer: string): ValidateFunction {
@@ -126,7 +144,7 @@ export class OpenApiValidator {
           this.validated++;
           return;
         }
-        pointer = `/paths/${op.template.replace(/~/g, '~0').replace(/\//g, '~1')}/${op.method.toLowerCase()}/responses/${key}/content/application~1json/schema`;
+        pointer = responsePointer(op, key);
       }
     }
     if (body === undefined) throw new OpenApiDrift(`${where}: empty body where the document has a schema`);
