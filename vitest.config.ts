@@ -5,6 +5,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Builds dist/ when it is missing or older than the sources: CLI-driven tests run the build.
+    globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 60_000,

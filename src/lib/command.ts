@@ -1,5 +1,6 @@
 import { Command, Flags, type Interfaces } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
+import { closest } from './did-you-mean.js';
 
 // oclif does not export these two constraint types; they are plain records.
 // biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition
@@ -117,8 +118,18 @@ export abstract class StorctlCommand extends Command {
   ): Promise<unknown> {
     await flushStdout(); // output written before the error must reach a pipe before the exit
     if (!isStorctlError(err)) {
-      // oclif's parse errors (unknown flag, bad option value, missing arg) are usage errors: exit 2.
-      if ('parse' in err && err.oclif) err.oclif.exit = ExitCode.usage;
+      // oclif's parse errors (unknown flag, bad option value, missing arg) are usage errors: exit 2,
+      // one line naming the problem (and the closest flag for a typo), not the whole usage block.
+      if ('parse' in err && err.oclif) {
+        this.logToStderr(`Error: ${err.message.split('\n')[0]}`);
+        const typo = (err as { flags?: string[] }).flags?.[0];
+        const own = this.constructor as typeof Command;
+        const flags = Object.keys({ ...own.baseFlags, ...own.flags }).map((f) => `--${f}`);
+        const near = typo ? closest(typo.split('=')[0], flags) : null;
+        if (near) this.logToStderr(`Did you mean ${near}?`);
+        this.logToStderr(`Try: storctl ${this.id?.replaceAll(':', ' ') ?? ''} --help`);
+        this.exit(ExitCode.usage);
+      }
       if (err.oclif?.exit !== undefined) return super.catch(err);
       this.logToStderr(`Error: ${err.message}`);
       if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');

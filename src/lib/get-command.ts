@@ -1,5 +1,6 @@
 import { Flags } from '@oclif/core';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
+import { liveRestUrl, readLive } from './catalog/live.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
@@ -20,8 +21,12 @@ export abstract class GetCommand extends StorctlCommand {
   protected async show<T>(
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
+    { live = false } = {},
   ): Promise<void> {
     const state = await withStore(this.globals, (store) => readCluster(store, this.globals.keySpace, types));
+    // Tables only: -o json|yaml print the stored specs exactly as stored.
+    if (live && (this.globals.output === 'table' || this.globals.output === 'wide'))
+      await this.joinLive(state);
     this.print(build(state));
     this.reportDecodeErrors(state.errors);
   }
@@ -35,13 +40,25 @@ export abstract class GetCommand extends StorctlCommand {
     filter: ((value: SpecTypes[K]) => boolean) | undefined,
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
+    options: { live?: boolean } = {},
   ): Promise<void> {
     const format = this.globals.output;
-    if (format !== 'json' && format !== 'yaml') return this.show(types, build);
+    if (format !== 'json' && format !== 'yaml') return this.show(types, build, options);
     const errors = await withStore(this.globals, (store) =>
       streamSpecs(store, this.globals.keySpace, type, format, writeStdout, filter),
     );
     this.reportDecodeErrors(errors);
+  }
+
+  /** Join core's live state to a table; without core, say once that the table shows stored specs. */
+  private async joinLive(state: ClusterState): Promise<void> {
+    const url = liveRestUrl(this.globals.storeUrl);
+    const live = url ? await readLive(url) : null;
+    if (live) state.live = live;
+    else
+      this.logToStderr(
+        `note: core is not reachable${url ? ` at ${url}` : ''}: showing stored specs only (capacity, usage and target URIs need a running core)`,
+      );
   }
 
   private reportDecodeErrors(errors: DecodeError[]): void {

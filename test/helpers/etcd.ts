@@ -5,7 +5,7 @@ import { get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { isAddressInUse, unusedPort } from './ports.js';
-import { waitFor } from './wait.js';
+import { failIfExited, waitFor } from './wait.js';
 
 /**
  * A real single-node etcd (Debian's etcd-server) on free loopback ports, data in a temp dir.
@@ -99,10 +99,14 @@ export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<E
     child.stderr?.on('data', (d) => {
       log = (log + d).slice(-4000);
     });
+    // A health request to a port some other process holds may hang: the exit ends it too.
+    const exited = once(child, 'exit').then(() => '');
     await waitFor(
       async () => {
-        if (child.exitCode !== null) throw new Error(`etcd exited with ${child.exitCode}: ${log}`);
-        return (await health(clientUrl, tls)).includes('"health":"true"');
+        await failIfExited(child, 'etcd', () => log);
+        const body = await Promise.race([health(clientUrl, tls), exited]);
+        await failIfExited(child, 'etcd', () => log);
+        return body.includes('"health":"true"');
       },
       { timeoutMs: 20_000, intervalMs: 20, what: `etcd /health on ${clientUrl}` },
     );
@@ -123,6 +127,9 @@ export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<E
       await launch();
       break;
     } catch (e) {
+      // An etcd that exited failed the wait at once (a port collision costs no timeout); one that
+      // never became healthy is stopped here, so nothing is left running.
+      await terminate();
       if (attempt >= 5 || !isAddressInUse(log)) {
         rmSync(dir, { recursive: true, force: true });
         throw e;
@@ -151,7 +158,7 @@ export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<E
 }
 
 async function health(clientUrl: string, tls: EtcdTlsFiles | undefined): Promise<string> {
-  if (!tls) return (await fetch(`${clientUrl}/health`)).text();
+  if (!tls) return (await fetch(`${clientUrl}/health`, { signal: AbortSignal.timeout(2000) })).text();
   return new Promise((resolve, reject) => {
     const req = httpsGet(
       `${clientUrl}/health`,
@@ -164,6 +171,7 @@ async function health(clientUrl: string, tls: EtcdTlsFiles | undefined): Promise
         res.on('end', () => resolve(body));
       },
     );
+    req.setTimeout(2000, () => req.destroy(new Error('etcd /health timed out')));
     req.on('error', reject);
   });
 }

@@ -190,7 +190,7 @@ export function checkResponse(r: { method: string; path: string; status: number;
 /** fetch, with the response body checked against the document; the body is read and returned parsed. */
 export async function checkedFetch(
   url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+  init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {},
 ): Promise<{ status: number; body: unknown; text: string }> {
   const res = await fetch(url, init);
   const text = await res.text();

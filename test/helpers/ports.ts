@@ -52,3 +52,28 @@ async function canBind(port: number): Promise<boolean> {
   await once(server, 'close');
   return true;
 }
+
+/**
+ * Start a server told its ports up front on `count` ports from `unusedPort()`; while the start fails
+ * with a bind collision (its error text says "address already in use", as the tail of a server log
+ * in a FatalWaitError does), start it again on new ports, at most `attempts` times. `start` must
+ * leave nothing running when it throws.
+ */
+export async function withUnusedPorts<T>(
+  count: number,
+  start: (ports: number[]) => Promise<T>,
+  attempts = 5,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    while (ports.length < count) {
+      const p = await unusedPort();
+      if (!ports.includes(p)) ports.push(p);
+    }
+    try {
+      return await start(ports);
+    } catch (e) {
+      if (attempt >= attempts || !isAddressInUse(String(e))) throw e;
+    }
+  }
+}

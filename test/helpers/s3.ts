@@ -4,7 +4,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isAddressInUse, unusedPort } from './ports.js';
-import { waitFor } from './wait.js';
+import { failIfExited, waitFor } from './wait.js';
 
 const S3RVER = fileURLToPath(new URL('../../node_modules/s3rver/bin/s3rver.js', import.meta.url));
 
@@ -36,11 +36,17 @@ export class S3Server {
         stderr += d;
       });
       const server = new S3Server(child, port, dataDir);
+      // A request to a port some other process holds may hang: the exit ends it too.
+      const exited = once(child, 'exit').then(() => undefined);
       try {
         await waitFor(
           async () => {
-            if (child.exitCode !== null) throw new Error(`s3rver exited: ${stderr}`);
-            const res = await fetch(`${server.endpoint}/`).catch(() => undefined);
+            await failIfExited(child, 's3rver', () => stderr);
+            const res = await Promise.race([
+              fetch(`${server.endpoint}/`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined),
+              exited,
+            ]);
+            await failIfExited(child, 's3rver', () => stderr);
             return res !== undefined;
           },
           { what: 's3rver to answer', timeoutMs: 15_000 },

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { failIfExited } from './wait.js';
 
 /** The built CLI (`npm run build` first); tests run it exactly as a user does. */
 export const STORCTL_BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -59,6 +60,14 @@ export class StorctlProcess {
 
   get running(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /**
+   * In a `waitFor` check: fails the wait at once (a FatalWaitError with the tail of the output) when
+   * the process has exited, e.g. a daemon that died at start.
+   */
+  failIfExited(what = `storctl ${this.child.spawnargs.slice(2, 4).join(' ')}`): Promise<null> {
+    return failIfExited(this.child, what, () => this.output);
   }
 
   /** Resolves with the exit code (null when killed by a signal). */

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from './wait.js';
+import { failIfExited, waitFor } from './wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const WORKER = fileURLToPath(new URL('./store-worker.ts', import.meta.url));
@@ -41,13 +41,12 @@ export class StoreWorker {
   /** Wait for a stdout line matching `pattern`; fails early when the worker dies. */
   async waitForLine(pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
     return waitFor(
-      () => {
+      async () => {
         for (const line of this.lines) {
           const m = line.match(pattern);
           if (m) return m;
         }
-        if (!this.running)
-          throw new Error(`worker ${this.pid} exited (${this.child.exitCode}): ${this.stderr}`);
+        await failIfExited(this.child, `worker ${this.pid}`, () => this.stderr);
         return null;
       },
       { timeoutMs, intervalMs: 10, what: `worker line ${pattern}` },

@@ -10,11 +10,15 @@ export default class GetPool extends GetCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GetPool);
-    await this.show(POOL_TYPES, (state) => {
-      const listing = poolListing(state, (p) => p.id === args.id);
-      if (!listing.rows.length)
-        throw new NotFoundError('pool', args.id, { suggestions: ['storctl get pools'] });
-      return { ...listing, single: true };
-    });
+    await this.show(
+      POOL_TYPES,
+      (state) => {
+        const listing = poolListing(state, (p) => p.id === args.id);
+        if (!listing.rows.length)
+          throw new NotFoundError('pool', args.id, { suggestions: ['storctl get pools'] });
+        return { ...listing, single: true };
+      },
+      { live: true },
+    );
   }
 }

@@ -12,11 +12,15 @@ export default class GetVolume extends GetCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GetVolume);
-    await this.show(VOLUME_TYPES, (state) => {
-      const listing = volumeListing(state, (v) => v.uuid === args.id);
-      if (!listing.rows.length)
-        throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
-      return { ...listing, single: true };
-    });
+    await this.show(
+      VOLUME_TYPES,
+      (state) => {
+        const listing = volumeListing(state, (v) => v.uuid === args.id);
+        if (!listing.rows.length)
+          throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
+        return { ...listing, single: true };
+      },
+      { live: true },
+    );
   }
 }

@@ -11,6 +11,8 @@ export default class GetVolumes extends GetCommand {
 
   async run(): Promise<void> {
     await this.parse(GetVolumes);
-    await this.showSpecs('VolumeSpec', undefined, VOLUME_TYPES, (state) => volumeListing(state));
+    await this.showSpecs('VolumeSpec', undefined, VOLUME_TYPES, (state) => volumeListing(state), {
+      live: true,
+    });
   }
 }

@@ -1,5 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { RestError } from '../../lib/rest/errors.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
 export default class VolumePublish extends RestCommand {
@@ -24,13 +25,24 @@ export default class VolumePublish extends RestCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumePublish);
-    const v = await this.client.publishVolume(uuidArg('volume id', args.id), {
-      protocol: 'nbd',
-      publish_context: {},
-      node: flags.node,
-      republish: flags.republish || undefined,
-      frontend_node: flags['frontend-node'],
-    });
+    const id = uuidArg('volume id', args.id);
+    const v = await this.client
+      .publishVolume(id, {
+        protocol: 'nbd',
+        publish_context: {},
+        node: flags.node,
+        republish: flags.republish || undefined,
+        frontend_node: flags['frontend-node'],
+      })
+      .catch(async (err) => {
+        // Already published where asked (anywhere, when no node is named): the same answer as a
+        // first publish, so a script can call it again to learn the current URI.
+        if (!(err instanceof RestError && err.kind === 'AlreadyPublished') || flags.republish) throw err;
+        const current = await this.client.getVolume(id);
+        const target = current.state.target;
+        if (!target?.deviceUri || (flags.node && current.spec.target?.node !== flags.node)) throw err;
+        return current;
+      });
     if (this.globals.output === 'table') this.log(v.state.target?.deviceUri ?? '');
     else this.print(volumeListing([v]));
   }

@@ -3,6 +3,7 @@ import { Args, Flags } from '@oclif/core';
 import { durationFlag, formatDuration } from '../../lib/cli-args.js';
 import { TimeoutError } from '../../lib/errors.js';
 import { rebuildProgress, uuidArg, volumeListing } from '../../lib/rest/cli.js';
+import { RestError } from '../../lib/rest/errors.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
 export default class VolumeScale extends RestCommand {
@@ -25,7 +26,14 @@ export default class VolumeScale extends RestCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeScale);
     const id = uuidArg('volume id', args.id);
-    let v = await this.client.scaleVolume(id, flags.replicas);
+    // Already at that count: nothing to do (core answers ReplicaCountAchieved, as upstream does).
+    let v = await this.client
+      .scaleVolume(id, flags.replicas)
+      .catch((err) =>
+        err instanceof RestError && err.details === 'ReplicaCountAchieved'
+          ? this.client.getVolume(id)
+          : Promise.reject(err),
+      );
     if (flags.wait && v.state.target) {
       const deadline = Date.now() + flags.timeout;
       let last = -1;

@@ -1,6 +1,6 @@
 import type { EngineApi } from './engine-api.js';
 import type { Registry } from './registry.js';
-import { SvcError } from './svc-error.js';
+import { notFound, SvcError } from './svc-error.js';
 
 export type EngineFactory = (nodeId: string, grpcEndpoint: string) => EngineApi;
 
@@ -16,6 +16,8 @@ export class Engines {
   /** The io-engine of `node`; Unavailable (503) when the node is not online. */
   get(node: string): EngineApi {
     const live = this.registry.nodeLive.get(node);
+    // A node no io-engine ever registered as does not exist (404), rather than being offline (503).
+    if (!live && !this.registry.nodes.has(node)) throw notFound('node', node);
     if (!live?.online || !live.grpcEndpoint) {
       throw new SvcError('Unavailable', `io-engine node '${node}' is not online`, `NodeNotOnline: ${node}`);
     }

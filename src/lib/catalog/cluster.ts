@@ -3,6 +3,7 @@ import { isStorctlError } from '../errors.js';
 import { codecFor, decodeRecord, type SpecType, type SpecTypes } from '../specs/index.js';
 import { clusterPrefix, type KeySpace, nodeLivenessPrefix, typePrefix } from '../store/keys.js';
 import type { Store } from '../store/types.js';
+import type { LiveState } from './live.js';
 import { type NodeLiveness, parseLiveness } from './liveness.js';
 import { readPrefix } from './pages.js';
 
@@ -17,6 +18,8 @@ export interface ClusterState {
   errors: DecodeError[];
   /** The stored JSON text of each decoded spec, by `<type>/<id>` (printed as is by `-o json`). */
   raw: Map<string, string>;
+  /** Core's live state, when a `get` table asked for it and core answered. */
+  live?: LiveState;
 }
 
 /**

@@ -1,15 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../cli-args.js';
 import { TimeoutError, UsageError } from '../errors.js';
-import { humanizeBytes, parseBytes } from '../output/humanize.js';
+import { humanizeBytes, parseBytes, SIZE_FORMS } from '../output/humanize.js';
 import type { Column, Listing } from '../output/render.js';
 import type { RestClient } from './client.js';
 import type { Node, Pool, Volume } from './types.js';
 
 export function sizeArg(flag: string, text: string): number {
   const n = parseBytes(text);
-  if (n === null || n <= 0)
-    throw new UsageError(`--${flag} '${text}' is not a size (e.g. 1GiB, 512MiB, 1073741824)`);
+  if (n === null || n <= 0) throw new UsageError(`--${flag} '${text}' is not a size: use ${SIZE_FORMS}`);
   return n;
 }
 

@@ -37,6 +37,9 @@ function exitCodeOf(kind: string): ExitCodeValue {
     case 'NotPublished':
     case 'AlreadyShared':
     case 'NotShared':
+    // The cluster's state (capacity, cordons) forbids the request as asked.
+    case 'ResourceExhausted':
+    case 'CapacityLimitExceeded':
       return ExitCode.conflict;
     case 'Unavailable':
     case 'Aborted':

@@ -47,6 +47,13 @@ describe('durations, labels and --rest through the built CLI', () => {
       ['pool', 'create', 'node-1', 'p', '--capacity', '1GiB', '--label', 'ssd'],
       "--label 'ssd' is not KEY=VALUE",
     ],
+    // Sizes are Kubernetes quantities: 1G is 10^9, 1Gi 2^30; an ambiguous unit is refused.
+    [
+      ['volume', 'create', '--size', '1GB'],
+      "--size '1GB' is not a size: use bytes (1073741824), or a Kubernetes quantity",
+    ],
+    [['volume', 'create', '--size', '1 Gi'], "--size '1 Gi' is not a size"],
+    [['pool', 'create', 'node-1', 'p', '--capacity', '64m'], "--capacity '64m' is not a size"],
   ])('%j: exit 2, one line naming the value', async (args, message) => {
     const r = await runStorctl(args, { env: { STORCTL_REST: NO_CORE } });
     expect(r.code, r.stderr).toBe(2);

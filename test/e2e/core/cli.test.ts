@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,10 +29,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     };
     for (const k of Object.keys(env)) if (env[k] === '') env[k] = undefined;
     upProc = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB'], env);
-    await waitFor(
-      () => upProc.output.includes('ready:') || (!upProc.running && Promise.reject(new Error(upProc.output))),
-      { what: 'storctl up ready', timeoutMs: 45_000 },
-    );
+    await waitFor(async () => upProc.output.includes('ready:') || (await upProc.failIfExited('storctl up')), {
+      what: 'storctl up ready',
+      timeoutMs: 45_000,
+    });
   }, 60_000);
 
   afterAll(async () => {
@@ -50,8 +50,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
   it('starts the S3 mounter and prints its CSI socket, which answers', async () => {
     const socket = join(home, 'storctl', 'mounter', 'csi.sock');
     expect(upProc.output).toContain(`mounter   unix://${socket}`);
-    // No systemd manager answers on this machine's system bus: FUSE daemons run as processes.
-    expect(upProc.output).toMatch(/mounter runs FUSE daemons as (supervised processes|systemd units)/);
+    // Transient units where systemd is the init system (sd_booted: /run/systemd/system exists, so a
+    // manager answers on the system bus), else supervised processes: the one this machine calls for.
+    const kind = existsSync('/run/systemd/system') ? 'systemd units' : 'supervised processes';
+    expect(upProc.output).toContain(`mounter runs FUSE daemons as ${kind}`);
     expect(JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).mounterSocket).toBe(
       socket,
     );
@@ -75,11 +77,24 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     await qemuIo(uri, 'write -P 0x42 0 2M');
     await qemuIo(uri, 'read -P 0x42 0 2M');
 
-    // An error from core: the REST kind, its message and a next step; exit code 4 (conflict).
+    // With core up, get tables join its live state: pool capacity and usage, target URIs.
+    const pools = await cli('get', 'pools');
+    expect(pools.stderr).toBe('');
+    expect(pools.stdout).toMatch(/^\s*pool-node-1 .* 1GiB /m);
+    expect(pools.stdout).not.toContain('<none>');
+    expect((await cli('get', 'volume', id, '-o', 'wide')).stdout).toContain(uri);
+    expect((await cli('get', 'nexuses', '-o', 'wide')).stdout).toContain(uri);
+
+    // Publishing again where it is published answers the current target, exit 0.
     const again = await cli('volume', 'publish', id);
-    expect(again.code).toBe(4);
-    expect(again.stderr).toContain('AlreadyPublished');
-    expect(again.stderr).toContain('Try: unpublish it first');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout.trim()).toBe(uri);
+    const node = JSON.parse((await cli('volume', 'publish', id, '-o', 'json')).stdout).spec.target.node;
+    // Elsewhere, it is an error from core: the REST kind, its message and a next step; exit 4.
+    const elsewhere = await cli('volume', 'publish', id, '--node', node === 'node-1' ? 'node-2' : 'node-1');
+    expect(elsewhere.code).toBe(4);
+    expect(elsewhere.stderr).toContain('AlreadyPublished');
+    expect(elsewhere.stderr).toContain('Try: unpublish it first');
 
     const scaled = await cli('volume', 'scale', id, '--replicas', '2', '-o', 'json');
     expect(scaled.code, scaled.stderr).toBe(0);
@@ -90,6 +105,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(grown.code, grown.stderr).toBe(0);
     expect(grown.stderr).toContain('rebuild complete');
     await qemuIo(uri, 'read -P 0x42 0 2M');
+    // Scaling to the count it has is a no-op, not a conflict.
+    const same = await cli('volume', 'scale', id, '--replicas', '3', '-o', 'json');
+    expect(same.code, same.stderr).toBe(0);
+    expect(JSON.parse(same.stdout).spec.num_replicas).toBe(3);
 
     const snap = await cli('snapshot', 'create', id, '-o', 'json');
     expect(snap.code, snap.stderr).toBe(0);
@@ -117,7 +136,7 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(JSON.parse(cordon.stdout).state.cordoned).toBe(true);
     // Cordoned node-1 is skipped: a 3-replica volume no longer fits on 3 nodes.
     const tooMany = await cli('volume', 'create', '--size', '8MiB', '--replicas', '3');
-    expect(tooMany.code).toBe(1);
+    expect(tooMany.code).toBe(4);
     expect(tooMany.stderr).toMatch(/ResourceExhausted: .*node cordoned/);
     expect((await cli('node', 'uncordon', 'node-1')).code).toBe(0);
 
@@ -137,7 +156,15 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
       `${JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).rest}/v0/volumes/${v}`,
     ).then((r) => r.json() as Promise<{ spec: { target: { node: string } } }>);
     expect(vol.spec.target.node).not.toBe('node-3');
-    expect((await cli('node', 'uncordon', 'node-3', '--label', 'storctl-drain')).code).toBe(0);
+    // Without --label, uncordon removes the node's one label: here the drain's.
+    const wide = await cli('get', 'nodes', '-o', 'wide');
+    expect(wide.stdout).toMatch(/DRAIN LABELS/);
+    expect(wide.stdout).toMatch(/node-3 .*storctl-drain/);
+    const uncordoned = await cli('node', 'uncordon', 'node-3');
+    expect(uncordoned.code, uncordoned.stderr).toBe(0);
+    const notCordoned = await cli('node', 'uncordon', 'node-3');
+    expect(notCordoned.code).toBe(4);
+    expect(notCordoned.stderr).toContain("node 'node-3' is not cordoned or draining");
 
     const pools = await cli('pool', 'delete', 'pool-node-1');
     expect(pools.code).toBe(4);
@@ -156,14 +183,19 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
       const created = await cli('volume', 'create', '--size', '4MiB', '-o', 'json');
       const id = JSON.parse(created.stdout).spec.uuid as string;
       const line = await waitFor(
-        () => watcher.output.split('\n').find((l) => l.includes(id) && l.includes('"Created"')),
+        async () =>
+          watcher.output.split('\n').find((l) => l.includes(id) && l.includes('"Created"')) ??
+          (await watcher.failIfExited('storctl events --watch')),
         { what: 'the create event on the watch' },
       );
       expect(JSON.parse(line)).toMatchObject({ resource: 'volume', id, action: 'Created' });
       await cli('volume', 'delete', id);
-      await waitFor(() => watcher.output.split('\n').some((l) => l.includes(id) && l.includes('"Deleted"')), {
-        what: 'the delete event',
-      });
+      await waitFor(
+        async () =>
+          watcher.output.split('\n').some((l) => l.includes(id) && l.includes('"Deleted"')) ||
+          (await watcher.failIfExited('storctl events --watch')),
+        { what: 'the delete event' },
+      );
     } finally {
       expect(await watcher.kill('SIGINT')).toBe(0);
     }
@@ -178,5 +210,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     const after = await cli('volume', 'create', '--size', '1MiB');
     expect(after.code).toBe(6);
     expect(after.stderr).toContain('storctl up');
+    // get still answers from the store, and says what it cannot show.
+    const stored = await cli('get', 'pools');
+    expect(stored.code).toBe(0);
+    expect(stored.stdout).toMatch(/^\s*pool-node-1 /m);
+    expect(stored.stderr).toContain('showing stored specs only');
   });
 });

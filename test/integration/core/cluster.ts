@@ -7,6 +7,7 @@ import { eventsPrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
 import { checkResponse, failOnDrift } from '../../helpers/openapi-validate.js';
+import { withUnusedPorts } from '../../helpers/ports.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -114,7 +115,19 @@ export class TestCluster {
     };
   }
 
+  /**
+   * Start an io-engine; with `ports`, restart one on the ports it had. A fresh start takes its ports
+   * below the kernel's ephemeral range (retried on a bind collision), so a restart on the same ports
+   * cannot find them taken by some process's outgoing connection, as a `:0` port could be.
+   */
   async startEngine(node: string, ports?: { grpc: string; nbd: string }): Promise<Engine> {
+    if (ports) return this.launchEngine(node, ports);
+    return withUnusedPorts(2, ([grpc, nbd]) =>
+      this.launchEngine(node, { grpc: `127.0.0.1:${grpc}`, nbd: `127.0.0.1:${nbd}` }),
+    );
+  }
+
+  private async launchEngine(node: string, ports: { grpc: string; nbd: string }): Promise<Engine> {
     const proc = new StorctlProcess(
       [
         'daemon',
@@ -124,22 +137,27 @@ export class TestCluster {
         '--pool-dir',
         join(this.dir, node),
         '--grpc',
-        ports?.grpc ?? '127.0.0.1:0',
+        ports.grpc,
         '--nbd',
-        ports?.nbd ?? '127.0.0.1:0',
+        ports.nbd,
         '--heartbeat-ttl',
         '2',
       ],
       this.env,
     );
     const ready = await waitFor(
-      () =>
-        readyLine(proc, 'io-engine ready') ??
-        (proc.running ? null : Promise.reject(new Error(`io-engine ${node} exited: ${proc.output}`))),
+      async () => {
+        const line = readyLine(proc, 'io-engine ready');
+        if (!line) await proc.failIfExited(`io-engine ${node}`);
+        return line;
+      },
       {
         what: `io-engine ${node} ready`,
       },
-    );
+    ).catch(async (e) => {
+      await proc.kill('SIGKILL');
+      throw e;
+    });
     const engine: Engine = { node, proc, grpc: String(ready.grpcEndpoint), nbd: String(ready.nbdEndpoint) };
     this.engines = [...this.engines.filter((e) => e.node !== node), engine];
     return engine;
@@ -155,9 +173,11 @@ export class TestCluster {
 
   async waitCoreReady(proc: StorctlProcess, timeoutMs = 30_000): Promise<string> {
     const ready = await waitFor(
-      () =>
-        readyLine(proc, '"core ready"') ??
-        (proc.running ? null : Promise.reject(new Error(`core exited: ${proc.output}`))),
+      async () => {
+        const line = readyLine(proc, '"core ready"');
+        if (!line) await proc.failIfExited('core');
+        return line;
+      },
       {
         what: 'core ready',
         timeoutMs,

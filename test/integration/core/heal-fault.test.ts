@@ -48,12 +48,13 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       grpc = new IoEngineClient(c.engine('node-1').grpc);
       const nexus = (await grpc.listNexuses()).find((n) => n.volumeId === id)!;
       const child = nexus.children.find((ch) => ch.uri.includes(victim))!;
-      const faultedAt = Date.now();
       const after = await grpc.faultNexusChild(nexus.uuid, child.uri);
       expect(after.children.find((ch) => ch.uri === child.uri)?.state).toBe('Faulted');
       // Writes while the volume heals land on every healthy child and on the rebuild.
       await qemuIo(uri, 'write -P 0xa5 8M 8M');
 
+      // The bound is this wait's patience (60 s), a tenth of the 600 s node deadline: healed in time,
+      // it was healed by the faulted-child path (and the events below say so), never by the node's.
       const healed = await waitFor(
         async () => {
           const v = await c.rest.getVolume(id);
@@ -72,8 +73,6 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         console.log((await c.events()).slice(-20).join('\n'));
         throw err;
       });
-      // Well before the 600 s node deadline: healed by the faulted-child path.
-      expect(Date.now() - faultedAt).toBeLessThan(60_000);
       // Three engines, three replicas: the best (only) place for the replacement is the same node.
       const replacement = replicaIds(healed).find((r) => !replicaIds(published).includes(r))!;
       expect(replicaNodeOf(healed, replacement)).toBe('node-2');
@@ -94,6 +93,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(events).toMatch(new RegExp(`"id":"${victim}","action":"Removed".*faulted`));
       expect(events).toContain('"Healing"');
       // The node never went away.
+      expect(events).not.toContain('"id":"node-2","action":"Offline"');
       expect((await c.rest.getNode('node-2')).state.status).toBe('Online');
     }, 120_000);
   });

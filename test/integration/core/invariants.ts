@@ -7,11 +7,12 @@ import type { TestCluster } from './cluster.js';
 /**
  * What must hold once core has recovered and reconciled, read straight from the store and the
  * io-engines: every volume fully created or gone, no pending operations, no orphan replicas, no
- * nexus without a volume. Returns the violations (empty = consistent).
+ * nexus without a volume. Returns the violations (empty = consistent) and the volume and replica
+ * specs it read.
  */
 export async function checkConsistency(
   cluster: TestCluster,
-): Promise<{ violations: string[]; volumes: number }> {
+): Promise<{ violations: string[]; volumes: number; specs: VolumeSpec[]; replicas: ReplicaSpec[] }> {
   const store = await openStore(cluster.storeUrl);
   const space = { clusterId: cluster.clusterId, namespace: 'default' };
   const read = async <T>(type: string) =>
@@ -63,7 +64,7 @@ export async function checkConsistency(
         engine.close();
       }
     }
-    return { violations, volumes: volumes.length };
+    return { violations, volumes: volumes.length, specs: volumes, replicas };
   } finally {
     await store.close();
   }

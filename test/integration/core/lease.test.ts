@@ -55,8 +55,9 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       const killedAt = Date.now();
       await cluster.waitCoreReady(second, 15_000);
       const takeover = Date.now() - killedAt;
-      // TTL is 3 s; allow the poll interval and a loaded CI machine on top.
-      expect(takeover).toBeLessThan(3_000 + 2_500);
+      // TTL is 3 s; on top, three times the 2.5 s of slack (poll interval, start-up) this once allowed,
+      // so a machine 3x slower still passes and a takeover that waits for anything else does not.
+      expect(takeover).toBeLessThan(3_000 + 3 * 2_500);
       const next = await leaseOwner();
       expect(next?.lease_id).not.toBe(owner?.lease_id);
       // The new core has the first one's volume and writes.

@@ -69,4 +69,20 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       expect(clash.code).toBe(4);
       expect((await cli('node', 'label', 'node-1', 'tier=silver', '--overwrite')).code).toBe(0);
     });
+
+    it('a node no io-engine registered as is NotFound (404, exit 3), not offline (503, exit 6)', async () => {
+      const pool = await call(cluster.restUrl, 'PUT', '/nodes/node-9/pools/p9', { disks: ['/tmp/p9'] });
+      expect(pool.status, JSON.stringify(pool.body)).toBe(404);
+      expect(pool.body.message).toBe("node 'node-9' not found");
+      const nexus = await call(cluster.restUrl, 'PUT', `/nodes/node-9/nexuses/${crypto.randomUUID()}`, {
+        size: 1 << 20,
+        children: ['bdev:///x'],
+      });
+      expect(nexus.status, JSON.stringify(nexus.body)).toBe(404);
+      const cli = await runStorctl(['pool', 'create', 'node-9', 'p9', '--capacity', '64Mi'], {
+        env: cluster.env,
+      });
+      expect(cli.code).toBe(3);
+      expect(cli.stderr).toContain("NotFound: node 'node-9' not found");
+    });
   });

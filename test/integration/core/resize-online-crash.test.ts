@@ -112,5 +112,5 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       expect(await nbdSize(uri)).toBe(24 * MiB);
       await qemuIo(uri, 'write -P 0x3c 23M 1M');
       await qemuIo(uri, 'read -P 0x2b 0 8M', 'read -P 0x3c 23M 1M');
-    });
+    }, 120_000);
   });

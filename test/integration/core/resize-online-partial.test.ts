@@ -97,5 +97,5 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       expect(await nbdSize(uri)).toBe(32 * MiB);
       await qemuIo(uri, 'write -P 0x5e 30M 2M');
       await qemuIo(uri, 'read -P 0x3c 0 8M', 'read -P 0x4d 15M 1M', 'read -P 0x5e 30M 2M');
-    });
+    }, 120_000);
   });

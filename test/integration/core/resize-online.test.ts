@@ -101,5 +101,5 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       const again = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-2' });
       expect(again.state.target!.size).toBe(48 * MiB);
       await qemuIo(again.state.target!.deviceUri, 'read -P 0x6b 12M 4M', 'read -P 0x8e 47M 1M');
-    });
+    }, 120_000);
   });

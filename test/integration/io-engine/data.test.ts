@@ -122,7 +122,7 @@ describe('data through a 3-child nexus with real clients', () => {
     try {
       await waitFor(
         async () => {
-          if (fuse.child.exitCode !== null) throw new Error(`nbdfuse exited: ${fuse.output}`);
+          await fuse.failIfExited();
           return (await run('ls', [fuseDir])).includes('nbd');
         },
         { what: 'nbdfuse file' },

@@ -50,10 +50,11 @@ export async function startEngine(
   ];
   const proc = new StorctlProcess(args);
   const ready = await waitFor(
-    () => {
-      if (!proc.running) throw new Error(`io-engine ${node} exited: ${proc.output}`);
+    async () => {
       const line = proc.output.split('\n').find((l) => l.includes('"io-engine ready"'));
-      return line ? (JSON.parse(line) as { grpcEndpoint: string; nbdEndpoint: string }) : null;
+      if (line) return JSON.parse(line) as { grpcEndpoint: string; nbdEndpoint: string };
+      await proc.failIfExited(`io-engine ${node}`);
+      return null;
     },
     { what: `io-engine ${node} ready`, timeoutMs: 30_000 },
   );

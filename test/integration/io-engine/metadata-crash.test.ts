@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../helpers/wait.js';
+import { fatal, waitFor } from '../../helpers/wait.js';
 import { type RunningEngine, startEngine } from './engines.js';
 
 const MiB = 1024 * 1024;
@@ -30,14 +30,19 @@ describe('io-engine pool metadata survives kill -9 during concurrent replica cha
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('keeps exactly the acknowledged replicas over three crashes', async () => {
+  it('keeps exactly the acknowledged replicas over three crashes and a clean restart', async () => {
     const attempted = new Set<string>();
     const live = new Set<string>(); // acknowledged creates not (acknowledged-)destroyed
     const destroyed = new Set<string>(); // acknowledged destroys
-    const destroying = new Set<string>(); // destroys sent, maybe applied
-    for (let round = 0; round < 3; round++) {
+    const destroying = new Set<string>(); // destroys sent, not answered: maybe applied
+    // Three rounds end in kill -9; the fourth stops its requests, then the engine (SIGTERM).
+    for (let round = 0; round < 4; round++) {
+      const kill = round < 3;
       let stop = false;
+      let killing = false;
       let acked = 0;
+      // Requests that failed although the engine was not being killed: each one a defect.
+      const failures: string[] = [];
       const client = engine.client;
       const worker = async (w: number) => {
         for (let i = 0; !stop; i++) {
@@ -47,6 +52,7 @@ describe('io-engine pool metadata survives kill -9 during concurrent replica cha
             if (victim) {
               destroying.add(victim);
               await client.destroyReplica(victim);
+              destroying.delete(victim);
               live.delete(victim);
               destroyed.add(victim);
             } else {
@@ -62,18 +68,36 @@ describe('io-engine pool metadata survives kill -9 during concurrent replica cha
               live.add(uuid);
             }
             acked++;
-          } catch {
-            return; // the engine died under this request
+          } catch (err) {
+            // Once the kill is under way the engine may die under this request; before, nothing
+            // may fail.
+            if (!killing) failures.push(`${victim ? `destroy ${victim}` : 'create'}: ${String(err)}`);
+            return;
           }
         }
       };
       const workers = Array.from({ length: 32 }, (_, w) => worker(w));
       // Kill at a different point each round, while requests are in flight.
-      await waitFor(() => acked >= 60 + round * 70, { what: 'acknowledged changes', timeoutMs: 60_000 });
-      await engine.proc.kill('SIGKILL');
-      stop = true;
-      await Promise.all(workers);
+      await waitFor(
+        () => {
+          if (failures.length > 0) fatal(`requests failed with the engine up:\n${failures.join('\n')}`);
+          return acked >= 60 + round * 70;
+        },
+        { what: 'acknowledged changes', timeoutMs: 60_000 },
+      );
+      if (kill) {
+        killing = true;
+        await engine.proc.kill('SIGKILL');
+        stop = true;
+        await Promise.all(workers);
+      } else {
+        stop = true;
+        await Promise.all(workers);
+        expect(destroying.size, 'destroys in flight at a clean stop').toBe(0);
+        expect(await engine.proc.kill('SIGTERM')).toBe(0);
+      }
       client.close();
+      expect(failures).toEqual([]);
 
       engine = await startEngine(dir, 'node-a');
       const pool = await engine.client.importPool({ name: POOL });
@@ -90,6 +114,8 @@ describe('io-engine pool metadata survives kill -9 during concurrent replica cha
       }
       for (const u of destroyed) expect(listed.has(u), `destroyed replica ${u} back`).toBe(false);
       for (const u of listed) expect(attempted.has(u), `unknown replica ${u}`).toBe(true);
+      // After a clean stop nothing is in doubt: exactly the acknowledged replicas are there.
+      if (!kill) expect(listed).toEqual(live);
       expect((await readdir(join(engine.poolDir, POOL))).filter((f) => f.includes('.tmp-'))).toEqual([]);
       // Unacknowledged changes that made it count from now on.
       for (const u of listed) if (!destroyed.has(u)) live.add(u);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NbdClient, parseNbdUri } from '../../../src/lib/nbd/client.js';
 import { FileBackend } from '../../../src/lib/nbd/file-backend.js';
 import { NbdServer } from '../../../src/lib/nbd/server.js';
-import { unusedPort } from '../../helpers/ports.js';
+import { withUnusedPorts } from '../../helpers/ports.js';
 import { waitFor } from '../../helpers/wait.js';
 import { startTool } from './nbd-tools.js';
 
@@ -65,12 +65,23 @@ describe('NBD client', () => {
   });
 
   it('interoperates with nbdkit and fails pending I/O when the server dies', async () => {
-    const port = await unusedPort();
-    const kit = startTool('nbdkit', ['-f', '-p', String(port), '-i', '127.0.0.1', 'memory', '8M']);
-    try {
-      const c = await waitFor(() => NbdClient.connect(`nbd://127.0.0.1:${port}/`).catch(() => null), {
-        what: 'nbdkit',
+    // A port below the ephemeral range, again on a new one when nbdkit cannot bind it.
+    const { kit, c } = await withUnusedPorts(1, async ([port]) => {
+      const kit = startTool('nbdkit', ['-f', '-p', String(port), '-i', '127.0.0.1', 'memory', '8M']);
+      const c = await waitFor(
+        async () => {
+          const c = await NbdClient.connect(`nbd://127.0.0.1:${port}/`).catch(() => null);
+          if (!c) await kit.failIfExited();
+          return c;
+        },
+        { what: 'nbdkit' },
+      ).catch((e) => {
+        kit.kill('SIGKILL');
+        throw e;
       });
+      return { kit, c };
+    });
+    try {
       expect(c.size).toBe(8 * 1024 * 1024);
       const data = randomBytes(1024 * 1024);
       await c.write(data, 1024 * 1024, true);

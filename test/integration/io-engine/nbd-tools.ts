@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
+import { failIfExited } from '../../helpers/wait.js';
 
 export const execFileP = promisify(execFile);
 
@@ -39,6 +40,10 @@ export function startTool(cmd: string, args: string[]) {
     child,
     get output() {
       return output;
+    },
+    /** In a `waitFor` check: fails the wait at once, with the tail of the output, once the tool exited. */
+    failIfExited(): Promise<null> {
+      return failIfExited(child, cmd, () => output);
     },
     kill(signal: NodeJS.Signals = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);

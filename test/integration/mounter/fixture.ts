@@ -130,8 +130,9 @@ export const targetPath = (env: Env, pod: string, vol: string) =>
 const REPO = join(import.meta.dirname, '../../..');
 
 /**
- * The CLI tests run the built CLI (bin/run.js → dist/), which `npm test` builds first. Tests never
- * build or rewrite the committed manifest themselves: a missing build is reported, not repaired.
+ * The CLI tests run the built CLI (bin/run.js → dist/), which `npm test` builds first and vitest's
+ * global setup (test/global-setup.ts) rebuilds when it is missing or older than the sources. This
+ * checks that the build it left has the mounter commands.
  */
 export function ensureBuilt(): void {
   const built = ['dist/commands/doctor/mounts.js', 'dist/commands/daemon/mounter.js'];

@@ -74,7 +74,9 @@ export function registerKvContract(ctx: ContractContext): void {
       expect(await values({ endKey: `${p.slice(0, -1)}0` })).toEqual(['a', 'b', 'c', 'd']);
       const limited = await s.range(p, { limit: 1, endKey: `${p}c` });
       expect([limited.kvs.map((kv) => kv.value), limited.more]).toEqual([['a'], true]);
-      if (limited.count !== undefined) expect(limited.count).toBe(2);
+      // The count is optional by contract, reported by etcd and left out by the embedded store: each
+      // backend is held to what it promises.
+      expect(limited.count).toBe(ctx.harness.name === 'etcd' ? 2 : undefined);
       await expect(s.range(p, { endKey: 'zz/' })).rejects.toBeInstanceOf(UsageError);
       await expect(s.range(p, { endKey: p })).rejects.toBeInstanceOf(UsageError);
     });

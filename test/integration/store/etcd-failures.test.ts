@@ -29,19 +29,22 @@ describe('etcd store when etcd goes away', () => {
     const err = await store.get('k').catch((e) => e);
     expect(err).toBeInstanceOf(StoreUnavailableError);
     expect(err.message).toContain(etcd.url);
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    // Failed by the 1.5 s retry budget, not by the 10 s call deadline: 9 s holds 6x slower.
+    expect(Date.now() - t0).toBeLessThan(9_000);
     // the lease cannot be kept alive: lost within the TTL (plus a keepalive period)
     await waitFor(() => lease.lost.aborted, { timeoutMs: 3_000, what: 'lease lost while etcd is down' });
 
     await etcd.resume();
     const t1 = Date.now();
     await waitFor(async () => (await store.get('k'))?.value === 'before', {
-      timeoutMs: 5_000,
+      timeoutMs: 20_000,
       what: 'first read after restart',
     });
     const recovery = Date.now() - t1;
     console.log(`[etcd] first successful read ${recovery} ms after etcd was healthy again`);
-    expect(recovery).toBeLessThan(2_000);
+    // Typically well under 1 s; 6 s (3x the 2 s this once held) still tells a client that reconnects
+    // at once from one left in gRPC's reconnect backoff.
+    expect(recovery).toBeLessThan(6_000);
   });
 });
 

@@ -25,10 +25,14 @@ describe('volume extras: boundary validation', () => {
     expect(() => shareProtocol('nvmf')).toThrow(/not supported.*nbd/);
     expect(() => shareProtocol('iscsi')).toThrow(/not supported.*nbd/);
     expect(() => shareProtocol('bogus')).toThrow(/unknown share protocol/);
-    try {
-      shareProtocol('nvmf');
-    } catch (e) {
-      expect((e as { status: number }).status).toBe(400);
+    for (const protocol of ['nvmf', 'iscsi', 'bogus']) {
+      let thrown: unknown;
+      try {
+        shareProtocol(protocol);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, protocol).toMatchObject({ status: 400 });
     }
   });
 });

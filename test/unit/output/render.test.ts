@@ -13,7 +13,15 @@ describe('sizes', () => {
   });
   it('parses sizes and refuses garbage', () => {
     expect(parseBytes('10GiB')).toBe(10 * 1024 ** 3);
-    expect(parseBytes('512M')).toBe(512 * 1024 ** 2);
+    expect(parseBytes('512M')).toBe(512e6);
+    expect(parseBytes('1G')).toBe(1e9);
+    expect(parseBytes('1Gi')).toBe(2 ** 30);
+    expect(parseBytes('1.5Gi')).toBe(1.5 * 2 ** 30);
+    expect(parseBytes('4k')).toBe(4000);
+    expect(parseBytes('4Ki')).toBe(4096);
+    // Not Kubernetes quantities: ambiguous or malformed sizes are refused, not guessed.
+    for (const bad of ['1GB', '1 GB', '1 Gi', '1g', '4K', '0.1', '1.5', 'Gi', '1e9', ''])
+      expect(parseBytes(bad), bad).toBeNull();
     expect(parseBytes('4096')).toBe(4096);
     expect(parseBytes('ten')).toBeNull();
     expect(parseBytes('-1G')).toBeNull();

@@ -166,7 +166,10 @@ export function uncordonNode(ctx: CoreContext, id: string, label: string) {
     (n) => {
       const { cordon, drain } = labelsOf(n.cordon_drain_state);
       if (!cordon.includes(label) && !drain.includes(label))
-        throw new SvcError('NotFound', `node '${id}' has no cordon label '${label}'`);
+        throw new SvcError(
+          'NotFound',
+          `node '${id}' has no cordon label '${label}'; its labels: ${[...cordon, ...drain].join(', ') || 'none'}`,
+        );
       const c = cordon.filter((l) => l !== label);
       const d = drain.filter((l) => l !== label);
       const cds = n.cordon_drain_state;

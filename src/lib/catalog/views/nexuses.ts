@@ -16,6 +16,7 @@ export function nexusListing(state: ClusterState): Listing<NexusSpec> {
       { header: 'CHILDREN', get: (n) => n.children.length },
       { header: 'SHARE', get: (n) => n.share },
       { header: 'STATUS', get: (n) => createdState(n.spec_status) ?? specStatusName(n.spec_status) },
+      { header: 'TARGET', get: (n) => state.live?.nexuses.get(n.uuid), wide: true },
       { header: 'CHILD URIS', get: (n) => n.children.map(childUri).join(', '), wide: true },
       {
         header: 'OPERATION',

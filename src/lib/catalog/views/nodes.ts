@@ -1,5 +1,11 @@
 import type { Listing } from '../../output/render.js';
-import { cordonLabels, drainStateText, type NodeSpec, nodeStatusText } from '../../specs/index.js';
+import {
+  cordonLabels,
+  drainLabels,
+  drainStateText,
+  type NodeSpec,
+  nodeStatusText,
+} from '../../specs/index.js';
 import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
 import type { NodeLiveness } from '../liveness.js';
 import { labelsText } from './volumes.js';
@@ -26,6 +32,8 @@ export function nodeListing(state: ClusterState, filter?: (n: NodeSpec) => boole
       { header: 'NBD ENDPOINT', get: (r) => r.live?.nbdEndpoint, wide: true },
       { header: 'CORDON LABELS', get: (r) => cordonLabels(r.spec).join(',') || null, wide: true },
       { header: 'DRAIN STATE', get: (r) => drainStateText(r.spec), wide: true },
+      // The label `node uncordon --label` takes to cancel the drain.
+      { header: 'DRAIN LABELS', get: (r) => drainLabels(r.spec).join(',') || null, wide: true },
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
     object: (r) => specJson('NodeSpec', r.spec),

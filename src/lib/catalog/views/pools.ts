@@ -20,7 +20,7 @@ interface PoolRow {
 
 /**
  * Pools as the store knows them. COMMITTED is the sum of the replica sizes the specs place on the
- * pool; capacity and usage are live io-engine state, not in the store (`<none>` here).
+ * pool; capacity and usage are live io-engine state, joined from core when it answers (else `<none>`).
  */
 export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boolean): Listing<PoolRow> {
   const committed = new Map<string, number>();
@@ -37,6 +37,8 @@ export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boole
         created === null ? specStatusName(spec.status) : state.liveness.has(spec.node) ? created : 'Unknown';
       return { spec, status, committed: committed.get(spec.id) ?? 0 };
     });
+  const live = (r: PoolRow) => state.live?.pools.get(r.spec.id);
+  const size = (n: number | undefined) => (n === undefined ? null : humanizeBytes(n));
   return {
     rows,
     columns: [
@@ -45,9 +47,9 @@ export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boole
       { header: 'MANAGED', get: () => 'true' },
       { header: 'NODE', get: (r) => r.spec.node },
       { header: 'STATUS', get: (r) => r.status },
-      { header: 'CAPACITY', get: () => null },
-      { header: 'ALLOCATED', get: () => null },
-      { header: 'AVAILABLE', get: () => null },
+      { header: 'CAPACITY', get: (r) => size(live(r)?.capacity) },
+      { header: 'ALLOCATED', get: (r) => size(live(r)?.used) },
+      { header: 'AVAILABLE', get: (r) => size(live(r) && live(r)!.capacity - live(r)!.used) },
       { header: 'COMMITTED', get: (r) => humanizeBytes(r.committed) },
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],

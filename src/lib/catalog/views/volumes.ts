@@ -58,7 +58,8 @@ export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => b
     .filter((v) => !filter || filter(v))
     .map((spec) => ({
       spec,
-      status: volumeStatus(state, spec),
+      // Core's view when it answers (it sees the nexus and its children), else the store's.
+      status: state.live?.volumes.get(spec.uuid)?.status ?? volumeStatus(state, spec),
       snapshots: snapshotCounts.get(spec.uuid) ?? 0,
     }));
   return {
@@ -75,6 +76,7 @@ export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => b
       { header: 'SNAPSHOTS', get: (r) => r.snapshots },
       { header: 'SOURCE', get: (r) => (volumeContentSource(r.spec) ? 'Snapshot' : null) },
       { header: 'NEXUS', get: (r) => volumeNexusId(r.spec), wide: true },
+      { header: 'TARGET', get: (r) => state.live?.volumes.get(r.spec.uuid)?.targetUri, wide: true },
       {
         header: 'OPERATION',
         get: (r) => (r.spec.operation ? operationName(r.spec.operation.operation) : null),

@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { runStorctl } from '../../helpers/storctl.js';
+
+/** Mistyped commands and flags: exit 2 (usage), a short answer with the closest match, no usage dump. */
+describe('typos through the built CLI', () => {
+  it.each([
+    [['get', 'volumez'], "Error: 'get volumez' is not a storctl command", 'Did you mean: storctl get volume'],
+    [
+      ['volum', 'create'],
+      "Error: 'volum create' is not a storctl command",
+      'Did you mean: storctl volume create?',
+    ],
+    [['frobnicate'], "Error: 'frobnicate' is not a storctl command", 'Try: storctl --help'],
+  ])('%j is an unknown command: exit 2 and the closest command', async (args, first, second) => {
+    const r = await runStorctl(args);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.split('\n').filter(Boolean)).toEqual([first, expect.stringContaining(second)]);
+  });
+
+  it.each([
+    [['get', 'volumes', '--outptu', 'json'], '--output', 'storctl get volumes --help'],
+    [['volume', 'create', '--size', '1Gi', '--replica', '2'], '--replicas', 'storctl volume create --help'],
+  ])('%j has a mistyped flag: three lines, the closest flag, exit 2', async (args, near, help) => {
+    const r = await runStorctl(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n').filter(Boolean)).toEqual([
+      `Error: Nonexistent flag: ${args.find((a) => a.startsWith('--') && a !== '--size')}`,
+      `Did you mean ${near}?`,
+      `Try: ${help}`,
+    ]);
+  });
+});
