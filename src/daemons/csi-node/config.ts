@@ -27,4 +27,3 @@ export interface CsiNodeConfig {
 export function defaultCsiNodeStateDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.STORCTL_CSI_NODE_STATE_DIR ?? join(defaultDataDir(env), 'csi-node');
 }
-
