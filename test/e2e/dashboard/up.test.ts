@@ -1,10 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RestClient } from '../../../src/lib/rest/client.js';
-import { StorctlProcess } from '../../helpers/storctl.js';
-import { waitFor } from '../../helpers/wait.js';
+import type { StorctlProcess } from '../../helpers/storctl.js';
+import { UpHome } from '../core/up-fixture.js';
 import { DashboardPty } from './pty.js';
 
 /**
@@ -13,33 +11,20 @@ import { DashboardPty } from './pty.js';
  * store's; a volume created while it runs appears.
  */
 describe('storctl dashboard against a running cluster (built CLI, pseudo-terminal)', () => {
-  let home: string;
+  const cluster = new UpHome();
   let up: StorctlProcess;
-  const env = () => ({
-    XDG_DATA_HOME: home,
-    STORCTL_STORE: undefined,
-    STORCTL_REST: undefined,
-    STORCTL_CLUSTER_ID: undefined,
-    STORCTL_DATA_DIR: undefined,
-  });
-  const endpoints = () => JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
 
   beforeAll(async () => {
-    home = mkdtempSync(join(tmpdir(), 'storctl-dash-up-'));
-    up = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1Gi'], env());
-    await waitFor(async () => up.output.includes('ready:') || (await up.failIfExited('storctl up')), {
-      what: 'storctl up ready',
-      timeoutMs: 60_000,
-    });
+    up = await cluster.start();
   }, 90_000);
   afterAll(async () => {
     await up?.kill('SIGINT');
-    rmSync(home, { recursive: true, force: true });
+    rmSync(cluster.home, { recursive: true, force: true });
   });
 
   it('shows core live: the published target URI, pool capacity; a new volume appears', async () => {
-    const rest = new RestClient(endpoints().rest);
-    const pty = new DashboardPty([], env(), { cols: 140, rows: 30 });
+    const rest = new RestClient(cluster.endpoints().rest);
+    const pty = new DashboardPty([], cluster.env, { cols: 140, rows: 30 });
     try {
       const id = crypto.randomUUID();
       await rest.createVolume(id, { size: 16 << 20, replicas: 2, thin: true, policy: { self_heal: true } });
