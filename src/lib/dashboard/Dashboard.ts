@@ -1,6 +1,6 @@
 import { Box, type Key, Text, useApp, useInput } from 'ink';
 import { createElement as h, useMemo, useRef, useState, useSyncExternalStore } from 'react';
-import { EventLog } from './EventLog.js';
+import { EventLog, eventLine } from './EventLog.js';
 import { Header } from './Header.js';
 import { clip } from './layout.js';
 import type { DashboardModel } from './model.js';
@@ -82,6 +82,14 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
   }, [snapshot, barWidth, compact]);
   const table = active === 'events' ? null : tables[active];
   const ids = useMemo(() => (table ? filterIds(table, filters[active]) : []), [table, filters, active]);
+  const eventsFilter = filters.events.toLowerCase();
+  const shownEvents = useMemo(
+    () =>
+      eventsFilter
+        ? snapshot.events.filter((e) => eventLine(e).toLowerCase().includes(eventsFilter))
+        : snapshot.events,
+    [snapshot, eventsFilter],
+  );
   const detailLines = useMemo(
     () => (details ? volumeDetailLines(snapshot, details) : null),
     [snapshot, details],
@@ -148,7 +156,7 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
     }
     const digit = Number(input);
     if (Number.isInteger(digit) && digit >= 1 && digit <= PANELS.length) return setActive(PANELS[digit - 1]);
-    if (input === '/' && active !== 'events') return setFiltering(true);
+    if (input === '/') return setFiltering(true);
     if (key.escape && filters[active]) return setFilters((f) => ({ ...f, [active]: '' }));
     if (key.return && (active === 'volumes' || active === 'switchovers') && ids[sel]) {
       setDetails(ids[sel]);
@@ -170,7 +178,7 @@ export function Dashboard({ model, source, width, height, theme: given }: Dashbo
         height: mainHeight,
       })
     : active === 'events'
-      ? h(EventLog, { events: snapshot.events, width: cols, height: mainHeight, back: eventsBack })
+      ? h(EventLog, { events: shownEvents, width: cols, height: mainHeight, back: eventsBack })
       : h(TablePanel, {
           table: table!,
           ids,

@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Dashboard } from '../../../src/lib/dashboard/Dashboard.js';
 import { DashboardModel } from '../../../src/lib/dashboard/model.js';
 import { makeTheme } from '../../../src/lib/dashboard/theme.js';
-import { nodeLivenessKey } from '../../../src/lib/store/keys.js';
+import { nodeSpec } from '../../../src/lib/specs/index.js';
+import { nodeLivenessKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -82,6 +83,18 @@ describe('storctl dashboard (Ink frames over a real embedded store)', () => {
     app!.stdin.write(TAB); // → nodes
     await until('nodes', (f) => f.includes('[Nodes 3]'));
     expect(frame()).toMatch(/node-2\s+Online, Cordoned/);
+    // A drain written by core shows as soon as the store has it.
+    await store.put(
+      objectKey(space, 'NodeSpec', 'node-3'),
+      nodeSpec.encode({
+        id: 'node-3',
+        endpoint: '127.0.0.1:10127',
+        labels: {},
+        draining_volumes: [volumeId(2)],
+        cordon_drain_state: { Draining: { cordonlabels: [], drainlabels: ['drain'] } },
+      }),
+    );
+    await until('node-3 draining', (f) => /node-3\s+Online, Cordoned, Draining/.test(f));
     app!.stdin.write(TAB); // → pools
     await until('pools', (f) => f.includes('[Pools 2]'));
     // Capacity is core's live state: without core the bar says it is unknown; committed is stored.
@@ -128,6 +141,12 @@ describe('storctl dashboard (Ink frames over a real embedded store)', () => {
     await until('filter kept', (f) => f.includes("filter 'Degraded'"));
     app!.stdin.write(ESC);
     await until('filter cleared', (f) => f.includes(volumeId(1)) && f.includes(volumeId(3)));
+    app!.stdin.write('6'); // the event log filters too
+    await until('events panel', (f) => f.includes('[Events 2]'));
+    app!.stdin.write('/');
+    await until('filter prompt', (f) => f.includes('enter keep'));
+    app!.stdin.write('published');
+    await until('one event', (f) => f.includes('Events (1)') && !f.includes('volume created'));
   });
 
   it('enter opens the selected volume with describe volume content; esc goes back', async () => {
