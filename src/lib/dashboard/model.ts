@@ -107,6 +107,8 @@ export class DashboardModel {
     const watch = await store.watch(prefix, { fromRevision: revision + 1 });
     this.watch = watch;
     watch.on('event', (ev) => {
+      // Events flow again after a reported error (the watch reconnected): the error is past.
+      if (this.snapshot.watchError) this.update({ watchError: null });
       if (
         applyWatchEvent(this.snapshot.state, this.snapshot.events, space, ev, this.eventsKept) !== 'ignored'
       )
