@@ -180,4 +180,10 @@ export class RestClient {
   listReplicas() {
     return this.call<Replica[]>('GET', '/replicas');
   }
+  deleteReplica(pool: string, id: string) {
+    return this.call<void>('DELETE', `/pools/${encodeURIComponent(pool)}/replicas/${encodeURIComponent(id)}`);
+  }
+  deleteNexus(id: string) {
+    return this.call<void>('DELETE', `/nexuses/${encodeURIComponent(id)}`);
+  }
 }
