@@ -363,4 +363,53 @@ describe('storctl orphans (built CLI, real cluster)', () => {
     expect(existsSync(join(csiRoot, 'plugins', 'staging', healthy))).toBe(true);
     expect(existsSync(join(csiState, 'volumes', healthy))).toBe(true);
   });
+  it('with core down it still lists from the store; --delete removes store records directly and exits 6 for what needs core', async () => {
+    for (const core of c.cores) await core.kill('SIGTERM');
+    const lostInfo = crypto.randomUUID();
+    const lostVolume = crypto.randomUUID();
+    const stray = crypto.randomUUID();
+    const store = await openStore(c.storeUrl);
+    try {
+      await store.put(
+        nexusInfoKey(c.space, lostInfo, lostVolume),
+        nexusInfo.encode({ children: [], clean_shutdown: true }),
+      );
+      await store.put(
+        objectKey(c.space, 'ReplicaSpec', stray),
+        replicaSpec.encode({
+          name: stray,
+          uuid: stray,
+          size: 4 * MiB,
+          pool: 'pool-node-2',
+          share: 'none',
+          thin: true,
+          status: { Created: 'online' },
+          managed: true,
+          owners: { volume: null, disown_all: false },
+          operation: null,
+          allowed_hosts: [],
+        }),
+      );
+    } finally {
+      await store.close();
+    }
+    const listed = await cli('-o', 'json');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(sorted(JSON.parse(listed.stdout) as Row[]).map((o) => `${o.kind} ${o.id}`)).toEqual([
+      `nexus-info ${lostInfo}`,
+      `replica ${stray}`,
+    ]);
+    const r = await cli('--delete', '-y');
+    expect(r.code, r.stderr).toBe(6);
+    expect(r.stdout).toContain('Deleted 1, skipped 0, failed 1.');
+    expect(r.stderr).toMatch(new RegExp(`failed: replica ${stray}: .*core REST API .* is unreachable`));
+    const check = await openStore(c.storeUrl);
+    try {
+      expect(await check.get(nexusInfoKey(c.space, lostInfo, lostVolume))).toBeNull();
+      expect(await check.get(objectKey(c.space, 'ReplicaSpec', stray))).not.toBeNull();
+      // Left for core's replica GC (or a later `orphans --delete`): a valid spec, so the store still decodes.
+    } finally {
+      await check.close();
+    }
+  });
 });
