@@ -1,0 +1,123 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ClusterState } from '../../../src/lib/catalog/cluster.js';
+import { isBelow } from '../../../src/lib/orphans/csi-node-cleanup.js';
+import { dropCsiNodeEntry, readCsiNodeState } from '../../../src/lib/orphans/csi-node-state.js';
+import type { StoreSnapshot } from '../../../src/lib/orphans/snapshot.js';
+import { findSwitchOverOrphans } from '../../../src/lib/orphans/switchovers.js';
+import { findVolumesWithoutClaims, indexClaims } from '../../../src/lib/orphans/volumes-without-claims.js';
+import type { SwitchOverSpec, SwitchOverStage, VolumeSpec } from '../../../src/lib/specs/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'storctl-orphans-unit-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const VOL = '11111111-1111-4111-8111-111111111111';
+const GONE = '22222222-2222-4222-8222-222222222222';
+
+function snapshot(volumes: string[], switchovers: SwitchOverSpec[] = []): StoreSnapshot {
+  const cluster: ClusterState = {
+    specs: {
+      VolumeSpec: new Map(
+        volumes.map((uuid) => [
+          uuid,
+          { uuid, status: { Created: 'Online' }, operation: null, target: null } as unknown as VolumeSpec,
+        ]),
+      ),
+    },
+    nexusInfo: new Map(),
+    liveness: new Map(),
+    errors: [],
+    raw: new Map(),
+  };
+  return {
+    nexusInfo: [],
+    switchovers: switchovers.map((value, i) => ({ key: `k/${i}`, modRevision: i + 1, value })),
+    cluster,
+  };
+}
+
+const sw = (volume: string, stage: SwitchOverStage, at: number): SwitchOverSpec => ({
+  callback_uri: '',
+  node_name: 'n',
+  volume,
+  operation: { operation: stage, result: null },
+  timestamp: new Date(at).toISOString(),
+  existing_nqn: '',
+  new_path: null,
+  retry_count: 0,
+  reuse_existing: false,
+  publish_context: null,
+});
+
+describe('switchover finder', () => {
+  const now = Date.parse('2026-01-01T12:00:00Z');
+  it('a deleted volume makes any switchover stale; a finished one only past the grace; one in progress never', () => {
+    const found = findSwitchOverOrphans(
+      snapshot(
+        [VOL],
+        [sw(GONE, 'ReplacePath', now), { ...sw(VOL, 'Successful', now - 60_000), volume: VOL }],
+      ),
+      10 * 60_000,
+      now,
+    );
+    expect(found.map((o) => o.id)).toEqual([GONE]);
+    const later = findSwitchOverOrphans(
+      snapshot([VOL], [sw(VOL, 'Successful', now - 11 * 60_000)]),
+      10 * 60_000,
+      now,
+    );
+    expect(later[0].reason).toBe('switchover Successful 11m ago, past the 10m grace');
+    expect(findSwitchOverOrphans(snapshot([VOL], [sw(VOL, 'ReplacePath', 0)]), 1, now)).toEqual([]);
+  });
+});
+
+describe('volumes without claims', () => {
+  it('a PV handle, a PV named pvc-<id> or a PVC uid claims the volume', () => {
+    const a = '33333333-3333-4333-8333-333333333333';
+    const b = '44444444-4444-4444-8444-444444444444';
+    const c = '55555555-5555-4555-8555-555555555555';
+    const index = indexClaims(
+      [
+        { metadata: { name: 'pv-x' }, spec: { csi: { volumeHandle: VOL } } },
+        { metadata: { name: `pvc-${a}` } },
+      ],
+      [{ metadata: { name: 'claim', namespace: 'ns', uid: b } }],
+      'fixture',
+    );
+    const found = findVolumesWithoutClaims(index, snapshot([VOL, a, b, c]));
+    expect(found.map((o) => o.id)).toEqual([c]);
+    expect(findVolumesWithoutClaims(null, snapshot([c]))).toEqual([]);
+  });
+});
+
+describe("csi-node's state file", () => {
+  it('is absent → null; a wrong version is an error naming the file', async () => {
+    expect(await readCsiNodeState(join(dir, 'none'))).toBeNull();
+    writeFileSync(join(dir, 'state.json'), JSON.stringify({ version: 2, volumes: {} }));
+    await expect(readCsiNodeState(dir)).rejects.toThrow(/has version 2/);
+  });
+
+  it('drops an entry only while it is unchanged, keeping fields this reader does not know', async () => {
+    const s = mkdtempSync(join(dir, 'st-'));
+    const entry = (id: string, stagedAt: string) => ({ volumeId: id, stagedAt, extra: { kept: true } });
+    writeFileSync(
+      join(s, 'state.json'),
+      JSON.stringify({ version: 1, volumes: { [VOL]: entry(VOL, 't1'), [GONE]: entry(GONE, 't1') } }),
+    );
+    const state = (await readCsiNodeState(s))!;
+    const gone = state.volumes.find((v) => v.volumeId === GONE)!;
+    expect(await dropCsiNodeEntry(s, { ...gone, stagedAt: 't0' })).toBe(false);
+    expect(await dropCsiNodeEntry(s, gone)).toBe(true);
+    const after = JSON.parse(readFileSync(join(s, 'state.json'), 'utf8'));
+    expect(after).toEqual({ version: 1, volumes: { [VOL]: entry(VOL, 't1') } });
+  });
+
+  it('paths are touched only strictly below a root, `..` included', () => {
+    expect(isBelow('/var/lib/kubelet/pods/x', '/var/lib/kubelet')).toBe(true);
+    expect(isBelow('/var/lib/kubelet', '/var/lib/kubelet')).toBe(false);
+    expect(isBelow('/var/lib/kubelet/../../etc', '/var/lib/kubelet')).toBe(false);
+    expect(isBelow('/var/lib/kubelet-other/x', '/var/lib/kubelet')).toBe(false);
+  });
+});
