@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +17,7 @@ import {
 } from '../../../src/lib/specs/index.js';
 import { nexusInfoKey, objectKey, volumeNexusInfoPrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
-import { runStorctl } from '../../helpers/storctl.js';
+import { runStorctl, STORCTL_BIN } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from '../core/cluster.js';
 import { RecordedKubeApiFixture, recordedPv, recordedPvc } from './kube-fixture.js';
@@ -305,6 +307,25 @@ describe('storctl orphans (built CLI, real cluster)', () => {
     const r = await cli('--delete');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('add -y');
+    expect(JSON.parse((await cli('-o', 'json')).stdout)).toHaveLength(9);
+  });
+
+  it('--delete on a terminal asks first; any answer but y changes nothing', async () => {
+    // `script` gives the command a pseudo-terminal, as an operator's shell does; it forwards our "n".
+    const quoted = [process.execPath, STORCTL_BIN, ...args, '--delete'].map((a) => `'${a}'`).join(' ');
+    const child = spawn('script', ['-qec', quoted, '/dev/null'], {
+      env: { ...process.env, ...c.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end('n\n');
+    });
+    const [code] = (await once(child, 'close')) as [number];
+    expect(out).toContain('Delete 9 orphan(s) (2 replica, 1 engine-replica');
+    expect(out).toContain('Nothing changed.');
+    expect(code).toBe(0);
     expect(JSON.parse((await cli('-o', 'json')).stdout)).toHaveLength(9);
   });
 
