@@ -67,7 +67,10 @@ export default class Up extends StorctlCommand {
     this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
     this.log(`endpoints ${endpointsFile(dataDir)}`);
-    this.log('ready: try `storctl volume create --size 1GiB --replicas 3`; Ctrl-C stops the cluster');
+    this.log('ready: try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster');
+    this.log(
+      '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
+    );
     const outcome = await Promise.race([signalled, cluster.firstExit]);
     if (outcome !== 'signal')
       this.logToStderr(`${outcome.name} exited unexpectedly (see ${dataDir}/logs); stopping the cluster`);

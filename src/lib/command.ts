@@ -113,6 +113,13 @@ export abstract class StorctlCommand extends Command {
     if (chunk) process.stdout.write(chunk);
   }
 
+  /** With `-o json` an error is one JSON object on stderr, for scripts; false otherwise. */
+  private jsonErrors(code: string, message: string, next: string[]): boolean {
+    if (this.globals?.output !== 'json') return false;
+    this.logToStderr(JSON.stringify({ error: { code, message, next } }));
+    return true;
+  }
+
   protected override async catch(
     err: Error & { exitCode?: number; oclif?: { exit?: number } },
   ): Promise<unknown> {
@@ -131,6 +138,7 @@ export abstract class StorctlCommand extends Command {
         this.exit(ExitCode.usage);
       }
       if (err.oclif?.exit !== undefined) return super.catch(err);
+      if (this.jsonErrors('INTERNAL', err.message, [])) this.exit(ExitCode.failure);
       this.logToStderr(`Error: ${err.message}`);
       if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
       else this.logToStderr('Re-run with --log-level debug for details.');
@@ -139,6 +147,7 @@ export abstract class StorctlCommand extends Command {
     // A flag's own parser (durationFlag) throws a UsageError that already names the flag; oclif wraps
     // its message in "Parsing --flag \n\t…\nSee more help with --help", which is taken off again.
     const message = err.message.replace(/^Parsing --\S+ \n\t([\s\S]*)\nSee more help with --help$/, '$1');
+    if (this.jsonErrors(err.code, message, err.suggestions)) this.exit(err.exitCode);
     this.logToStderr(`Error: ${message}`);
     for (const s of err.suggestions) this.logToStderr(`Try: ${s}`);
     if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');

@@ -4,7 +4,7 @@ import { liveRestUrl, readLive } from './catalog/live.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
-import { type DecodeError, ExitCode } from './errors.js';
+import { type DecodeError, ExitCode, NotFoundError } from './errors.js';
 import type { Listing } from './output/render.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
 
@@ -48,6 +48,29 @@ export abstract class GetCommand extends StorctlCommand {
       streamSpecs(store, this.globals.keySpace, type, format, writeStdout, filter),
     );
     this.reportDecodeErrors(errors);
+  }
+
+  /**
+   * One object (`get volume ID`, and `get volumes ID` as kubectl allows): its listing printed as a
+   * single object, NotFound (exit 3) when the filtered listing is empty.
+   */
+  protected async showOne<T>(
+    resource: string,
+    id: string,
+    types: readonly (SpecType | 'NodeLiveness')[],
+    build: (state: ClusterState) => Listing<T>,
+    options: { live?: boolean } = {},
+  ): Promise<void> {
+    await this.show(
+      types,
+      (state) => {
+        const listing = build(state);
+        if (!listing.rows.length)
+          throw new NotFoundError(resource, id, { suggestions: [`storctl get ${resource}s`] });
+        return { ...listing, single: true };
+      },
+      options,
+    );
   }
 
   /** Join core's live state to a table; without core, say once that the table shows stored specs. */

@@ -1,6 +1,5 @@
 import { Args } from '@oclif/core';
 import { NODE_TYPES, nodeListing } from '../../lib/catalog/views/nodes.js';
-import { NotFoundError } from '../../lib/errors.js';
 import { GetCommand } from '../../lib/get-command.js';
 
 export default class GetNode extends GetCommand {
@@ -10,11 +9,6 @@ export default class GetNode extends GetCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GetNode);
-    await this.show(NODE_TYPES, (state) => {
-      const listing = nodeListing(state, (n) => n.id === args.id);
-      if (!listing.rows.length)
-        throw new NotFoundError('node', args.id, { suggestions: ['storctl get nodes'] });
-      return { ...listing, single: true };
-    });
+    await this.showOne('node', args.id, NODE_TYPES, (s) => nodeListing(s, (n) => n.id === args.id));
   }
 }

@@ -1,3 +1,4 @@
+import { Args } from '@oclif/core';
 import { NODE_TYPES, nodeListing } from '../../lib/catalog/views/nodes.js';
 import { parseSelector } from '../../lib/cli-args.js';
 import { GetCommand, selectorFlag } from '../../lib/get-command.js';
@@ -10,9 +11,15 @@ export default class GetNodes extends GetCommand {
     '<%= config.bin %> <%= command.id %> --selector zone=a -o wide',
   ];
   static override flags = { selector: selectorFlag };
+  static override args = { id: Args.string({ description: 'one node id (as `get node ID`)' }) };
+  static override aliases = ['get:no'];
 
   async run(): Promise<void> {
-    const { flags } = await this.parse(GetNodes);
+    const { args, flags } = await this.parse(GetNodes);
+    if (args.id) {
+      const id = args.id;
+      return this.showOne('node', id, NODE_TYPES, (s) => nodeListing(s, (n) => n.id === id));
+    }
     const selector = parseSelector(flags.selector);
     const filter = (n: NodeSpec) => !selector || nodeMatches(n, selector);
     await this.showSpecs('NodeSpec', filter, NODE_TYPES, (state) => nodeListing(state, filter));

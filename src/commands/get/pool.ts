@@ -1,6 +1,5 @@
 import { Args } from '@oclif/core';
 import { POOL_TYPES, poolListing } from '../../lib/catalog/views/pools.js';
-import { NotFoundError } from '../../lib/errors.js';
 import { GetCommand } from '../../lib/get-command.js';
 
 export default class GetPool extends GetCommand {
@@ -10,15 +9,8 @@ export default class GetPool extends GetCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GetPool);
-    await this.show(
-      POOL_TYPES,
-      (state) => {
-        const listing = poolListing(state, (p) => p.id === args.id);
-        if (!listing.rows.length)
-          throw new NotFoundError('pool', args.id, { suggestions: ['storctl get pools'] });
-        return { ...listing, single: true };
-      },
-      { live: true },
-    );
+    await this.showOne('pool', args.id, POOL_TYPES, (s) => poolListing(s, (p) => p.id === args.id), {
+      live: true,
+    });
   }
 }

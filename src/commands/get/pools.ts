@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import { Args, Flags } from '@oclif/core';
 import { POOL_TYPES, poolListing } from '../../lib/catalog/views/pools.js';
 import { parseSelector } from '../../lib/cli-args.js';
 import { GetCommand, selectorFlag } from '../../lib/get-command.js';
@@ -16,8 +16,15 @@ export default class GetPools extends GetCommand {
     node: Flags.string({ description: 'only pools on this node' }),
   };
 
+  static override args = { id: Args.string({ description: 'one pool id (as `get pool ID`)' }) };
+  static override aliases = ['get:dsp'];
+
   async run(): Promise<void> {
-    const { flags } = await this.parse(GetPools);
+    const { args, flags } = await this.parse(GetPools);
+    if (args.id) {
+      const id = args.id;
+      return this.showOne('pool', id, POOL_TYPES, (s) => poolListing(s, (p) => p.id === id), { live: true });
+    }
     const selector = parseSelector(flags.selector);
     const filter = (p: PoolSpec) =>
       (!flags.node || p.node === flags.node) && (!selector || poolMatches(p, selector));

@@ -1,3 +1,4 @@
+import { Args } from '@oclif/core';
 import { VOLUME_TYPES, volumeListing } from '../../lib/catalog/views/volumes.js';
 import { GetCommand } from '../../lib/get-command.js';
 
@@ -9,8 +10,17 @@ export default class GetVolumes extends GetCommand {
     '<%= config.bin %> <%= command.id %> -o json --store etcd://10.0.0.5:2379 --cluster-id 1013e263-e0ba-48b2-ae78-52d51b5da9c8 --namespace mayastor',
   ];
 
+  static override args = { id: Args.string({ description: 'one volume uuid (as `get volume ID`)' }) };
+  static override aliases = ['get:vol', 'get:vols'];
+
   async run(): Promise<void> {
-    await this.parse(GetVolumes);
+    const { args } = await this.parse(GetVolumes);
+    if (args.id) {
+      const id = args.id;
+      return this.showOne('volume', id, VOLUME_TYPES, (s) => volumeListing(s, (v) => v.uuid === id), {
+        live: true,
+      });
+    }
     await this.showSpecs('VolumeSpec', undefined, VOLUME_TYPES, (state) => volumeListing(state), {
       live: true,
     });

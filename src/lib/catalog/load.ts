@@ -25,7 +25,10 @@ export function planLoad(text: string, space: KeySpace, { force = false } = {}):
   const unknownTypes: string[] = [];
   const skippedLeased: string[] = [];
   const seen = new Set<string>();
-  const lines = text.split('\n');
+  // JSON lines (`store dump`), or the JSON array of `store dump -o json`: one record per line either way.
+  const lines = text.trimStart().startsWith('[')
+    ? (parseArray(text) ?? []).map((r) => JSON.stringify(r))
+    : text.split('\n');
   for (const [i, raw] of lines.entries()) {
     const line = raw.trim();
     if (!line) continue;
@@ -87,6 +90,16 @@ export function planLoad(text: string, space: KeySpace, { force = false } = {}):
     records.push({ key: rec.key, value: rec.value } as DumpRecord);
   }
   return { records, unknownTypes, skippedLeased };
+}
+
+function parseArray(text: string): unknown[] | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`not a JSON array of dump records: ${(err as Error).message}`);
+  }
+  return Array.isArray(v) ? v : null;
 }
 
 /**

@@ -81,6 +81,14 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       });
       const y = await storctl('get', 'volume', ids.vol2, '-o', 'yaml');
       expect(y.stdout).toMatch(/^uuid: 7a9c3e21/m);
+      // kubectl habits: the plural with an id, and short names, print the same object.
+      expect((await storctl('get', 'volumes', ids.vol1, '-o', 'json')).stdout).toBe(r.stdout);
+      expect((await storctl('get', 'vol', ids.vol1, '-o', 'json')).stdout).toBe(r.stdout);
+      expect((await storctl('get', 'no', 'node-1', '-o', 'json')).stdout).toBe(
+        (await storctl('get', 'node', 'node-1', '-o', 'json')).stdout,
+      );
+      const missing = await storctl('get', 'volumes', '00000000-0000-4000-8000-000000000000');
+      expect(missing.code).toBe(3);
     });
 
     it('shows node liveness and cordon state; -o wide adds columns; --selector filters', async () => {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runStorctl } from '../../helpers/storctl.js';
 
@@ -29,5 +32,25 @@ describe('typos through the built CLI', () => {
       `Did you mean ${near}?`,
       `Try: ${help}`,
     ]);
+  });
+
+  it('with -o json an error is one JSON object on stderr, with the exit code of its kind', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'storctl-json-error-'));
+    try {
+      const r = await runStorctl(['get', 'volume', '00000000-0000-4000-8000-000000000000', '-o', 'json'], {
+        env: { STORCTL_STORE: `sqlite:${join(dir, 'store.db')}` },
+      });
+      expect(r.code).toBe(3);
+      expect(r.stdout).toBe('');
+      expect(JSON.parse(r.stderr)).toEqual({
+        error: {
+          code: 'VOLUME_NOT_FOUND',
+          message: "volume '00000000-0000-4000-8000-000000000000' not found",
+          next: ['storctl get volumes'],
+        },
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

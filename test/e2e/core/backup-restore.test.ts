@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { runStorctl } from '../../helpers/storctl.js';
 import { TestCluster } from '../../integration/core/cluster.js';
 
@@ -53,5 +54,22 @@ describe('what storctl writes, storctl reads and restores (built CLI)', () => {
       expect(await ok(['get', what, '-o', 'json'], fresh), `get ${what}`).toBe(
         await ok(['get', what, '-o', 'json']),
       );
+
+    // -o json and -o yaml hold the same records; the JSON array loads like the JSON lines.
+    const records = dump
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const asJson = await ok(['store', 'dump', '-o', 'json']);
+    expect(JSON.parse(asJson)).toEqual(records);
+    expect(parseYaml(await ok(['store', 'dump', '-o', 'yaml']))).toEqual(records);
+    const arrayFile = join(dir, 'backup.json');
+    writeFileSync(arrayFile, asJson);
+    const other = { ...c.env, STORCTL_STORE: `sqlite:${join(dir, 'restored-from-array.db')}` };
+    const fromArray = await cli(['store', 'load', arrayFile], other);
+    expect(fromArray.code, fromArray.stderr).toBe(0);
+    expect(await ok(['get', 'volumes', '-o', 'json'], other)).toBe(
+      await ok(['get', 'volumes', '-o', 'json']),
+    );
   }, 120_000);
 });

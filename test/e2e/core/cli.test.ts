@@ -85,6 +85,26 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect((await cli('get', 'volume', id, '-o', 'wide')).stdout).toContain(uri);
     expect((await cli('get', 'nexuses', '-o', 'wide')).stdout).toContain(uri);
 
+    // describe: one page per object, joined with core's live state; -o json is the same page.
+    const page = await cli('describe', 'volume', id);
+    expect(page.code, page.stderr).toBe(0);
+    expect(page.stdout).toMatch(/^Name: +[0-9a-f-]{36}$/m);
+    expect(page.stdout).toMatch(/^Status: +Online \(core\)$/m);
+    expect(page.stdout).toMatch(new RegExp(`^  URI: +${uri.replace(/[.?]/g, '\\$&')}$`, 'm'));
+    expect(page.stdout).toMatch(/^Replicas:\n.*UUID +NODE +POOL/m);
+    expect(page.stdout).toMatch(/volume\/[0-9a-f]{8} +Published/);
+    const pageJson = JSON.parse((await cli('describe', 'volume', id, '-o', 'json')).stdout);
+    expect(pageJson.Target.URI).toBe(uri);
+    expect(pageJson.Replicas).toHaveLength(3);
+    expect(pageJson.Replicas.every((r: { STATE: string }) => r.STATE === 'Online')).toBe(true);
+    const nodePage = await cli('describe', 'node', 'node-1');
+    expect(nodePage.stdout).toMatch(/^Status: +Online$/m);
+    expect(nodePage.stdout).toMatch(/pool-node-1 .* 1GiB/);
+    expect((await cli('describe', 'pool', 'pool-node-1')).stdout).toMatch(/^Capacity: +1GiB$/m);
+    const missing = await cli('describe', 'volume', '00000000-0000-4000-8000-000000000000');
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain('not found');
+
     // Publishing again where it is published answers the current target, exit 0.
     const again = await cli('volume', 'publish', id);
     expect(again.code, again.stderr).toBe(0);

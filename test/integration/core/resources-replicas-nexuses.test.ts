@@ -285,9 +285,10 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(failed.body.message).toContain(missing);
       expect((await call('GET', `/nodes/node-1/nexuses/${nx}`)).status).toBe(404);
       expect((await call('DELETE', `/nexuses/${nx}`)).status).toBe(404);
+      // A node no io-engine ever registered as does not exist: 404, not 503 (offline).
       expect(
         (await call('PUT', `/nodes/node-9/nexuses/${nx}`, { children: ['bdev:///x'], size: MiB })).status,
-      ).toBe(503);
+      ).toBe(404);
     });
 
     it('keeps operator replicas and nexuses through garbage collection, then deletes them on request', async () => {

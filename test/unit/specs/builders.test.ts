@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { newVolumeSpec } from '../../../src/daemons/core/ops/volume-create.js';
 import { localReplicaUri, replicaUuidOfUri, withReplicaUuid } from '../../../src/lib/child-uri.js';
 import {
   cloneSpec,
@@ -91,5 +92,29 @@ describe('child URIs', () => {
     expect(replicaUuidOfUri(`nbd://127.0.0.1:10809/${ids.replica}`)).toBe(ids.replica);
     expect(replicaUuidOfUri('bdev:///')).toBeNull();
     expect(replicaUuidOfUri('not a uri')).toBeNull();
+  });
+});
+
+describe('what core writes for a new volume', () => {
+  it("a clone's content_source goes right after thin, as serde writes it, whatever order core built it in", () => {
+    const src = '456122b1-0f9e-4d8c-a7b6-5c4d3e2f1a09';
+    const v = newVolumeSpec(
+      ids.volume,
+      {
+        size: 1 << 20,
+        replicas: 1,
+        thin: true,
+        labels: null,
+        policy: { self_heal: true },
+        topology: null,
+        affinity_group: null,
+      },
+      { content_source: { Snapshot: [ids.snapshot, src] } },
+    );
+    const text = volumeSpec.encode(v);
+    expect(text).toContain(
+      `"thin":true,"content_source":{"Snapshot":["${ids.snapshot}","${src}"]},"target":null`,
+    );
+    expect(volumeSpec.decode(volumeKey, text).content_source).toEqual({ Snapshot: [ids.snapshot, src] });
   });
 });

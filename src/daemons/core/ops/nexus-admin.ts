@@ -1,5 +1,6 @@
 import { replicaUuidOfUri } from '../../../lib/child-uri.js';
 import {
+  childUri,
   cloneSpec,
   isCreated,
   type NexusChild,
@@ -23,9 +24,7 @@ import { rollbackOp, settleOp } from './settle.js';
  * volume's publish / unpublish / scale and the reconcilers are what change it.
  */
 
-const logged = (operation: unknown) => ({ operation: operation as NexusOperation, result: null });
-
-const childUri = (c: NexusChild) => ('Replica' in c ? c.Replica.share_uri : c.Uri);
+const logged = (operation: NexusOperation) => ({ operation, result: null });
 
 /** The nexus spec `uuid` (on `node` when given), NotFound otherwise. */
 export function nexusAt(ctx: CoreContext, uuid: string, node?: string): NexusSpec {

@@ -46,7 +46,7 @@ export function labelPool(ctx: CoreContext, id: string, key: string, value: stri
       p.labels = { ...labels, [key]: value };
       return true;
     },
-    () => `LabelledTopology ${key}=${value}`,
+    () => `Labelled ${key}=${value}`,
   );
 }
 

@@ -92,6 +92,9 @@ async function updateNode(
       // Mayastor leaves empty draining volumes out (serde skip_serializing_if); absent reads as [].
       if (spec.draining_volumes.length === 0) delete (spec as Partial<NodeSpec>).draining_volumes;
       const value = nodeSpec.encode(spec);
+      // `event` is "<Action> <message>": each said once in the log.
+      const [action, ...words] = event.split(' ');
+      const message = words.join(' ');
       const res = await registry.store
         .txn({
           compare: [
@@ -105,7 +108,7 @@ async function updateNode(
             {
               type: 'put',
               key: eventKey(registry.space),
-              value: JSON.stringify(makeEvent('node', id, event.split(' ')[0], event)),
+              value: JSON.stringify(makeEvent('node', id, action, message)),
             },
           ],
           failure: [{ type: 'get', key: registry.writer.leaseGuard.key }],
@@ -245,7 +248,7 @@ export function markDrained(ctx: CoreContext, id: string) {
       if (!cds || !('Draining' in cds) || (n.draining_volumes ?? []).length > 0) return false;
       n.cordon_drain_state = { Drained: cds.Draining };
     },
-    'Drained',
+    'Drained every target moved off the node',
   );
 }
 
@@ -270,7 +273,7 @@ export function labelNode(ctx: CoreContext, id: string, key: string, value: stri
       }
       n.labels = { ...labels, [key]: value };
     },
-    `LabelledTopology ${key}=${value}`,
+    `Labelled ${key}=${value}`,
   );
 }
 

@@ -34,8 +34,7 @@ export interface CreateReplicaRequest extends ReplicaRef {
   allowedHosts: string[];
 }
 
-// Mayastor's ReplicaOperation also has Share / Unshare; model.ts lists only what volume ops use.
-const logged = (operation: unknown) => ({ operation: operation as ReplicaOperation, result: null });
+const logged = (operation: ReplicaOperation) => ({ operation, result: null });
 
 function poolOf(ctx: CoreContext, id: string, node?: string): PoolSpec {
   const p = ctx.registry.pools.get(id);

@@ -8,15 +8,37 @@ import type { Router } from './router.js';
 const MAX_BODY = 1 << 20;
 export const API_BASE = '/v0';
 
+/**
+ * A request core refuses before reading it through, with an HTTP status of its own (413, 415);
+ * the answer closes the connection, so a half-sent body cannot be read as the next request.
+ */
+class RefusedBody extends SvcError {
+  constructor(
+    readonly httpStatus: number,
+    message: string,
+  ) {
+    super('InvalidArgument', message);
+  }
+}
+
 async function readBody(req: IncomingMessage): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY)
+    throw new RefusedBody(413, `request body of ${declared} bytes is larger than ${MAX_BODY} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
     size += (c as Buffer).length;
-    if (size > MAX_BODY) throw new SvcError('InvalidArgument', 'request body too large');
+    if (size > MAX_BODY) throw new RefusedBody(413, `request body is larger than ${MAX_BODY} bytes`);
     chunks.push(c as Buffer);
   }
   if (size === 0) return undefined;
+  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/json')
+    throw new RefusedBody(
+      415,
+      `request body must be JSON (content-type application/json), got '${type.slice(0, 64) || 'none'}'`,
+    );
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch (err) {
@@ -67,7 +89,12 @@ export async function startRestServer(
             { method: req.method, path: url.pathname, kind: e.kind, err: e.message },
             'request failed',
           );
-        send(res, e.status, { details: e.details, message: e.message, kind: e.kind });
+        if (e instanceof RefusedBody) res.setHeader('connection', 'close');
+        send(res, e instanceof RefusedBody ? e.httpStatus : e.status, {
+          details: e.details,
+          message: e.message,
+          kind: e.kind,
+        });
       } finally {
         log.debug(
           { method: req.method, path: url.pathname, status: res.statusCode, ms: Date.now() - started },

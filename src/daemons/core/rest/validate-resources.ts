@@ -1,5 +1,5 @@
 import { SvcError } from '../svc-error.js';
-import { asObject, labelParam, optString, reqBool, reqInt, stringList, stringMap } from './validate.js';
+import { asObject, labelMap, optString, reqBool, reqInt, stringList } from './validate.js';
 
 /** Boundary validation of the replica, nexus and app-node bodies: a bad body is a 400 naming the field. */
 
@@ -87,13 +87,6 @@ export function registerAppNodeBody(body: unknown): {
   labels: Record<string, string> | null;
 } {
   const o = asObject(body, 'body');
-  let labels: Record<string, string> | null = null;
-  if (o.labels != null) {
-    labels = stringMap(o.labels, 'labels');
-    for (const [k, val] of Object.entries(labels)) {
-      labelParam(k, `labels key '${k.slice(0, 64)}'`, { key: true });
-      if (val !== '') labelParam(val, `labels.${k}`);
-    }
-  }
+  const labels = o.labels == null ? null : labelMap(o.labels, 'labels');
   return { endpoint: endpointParam(o.endpoint, 'endpoint'), labels };
 }

@@ -45,15 +45,49 @@ export function optString(o: Obj, field: string, path: string): string | undefin
   return v;
 }
 
+/** Entries of a map or list a request may carry: a store value must stay small. */
+const MAX_ENTRIES = 64;
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+const CONTROL_RE = /[\x00-\x1f\x7f]/;
+
+/** A string of at most `max` characters without control characters (NUL, newlines). */
+export function text(v: unknown, path: string, max: number): string {
+  if (typeof v !== 'string') throw bad(path, 'must be a string');
+  if (v.length > max) throw bad(path, `must be at most ${max} characters, got ${v.length}`);
+  if (CONTROL_RE.test(v)) throw bad(path, 'must not contain control characters');
+  return v;
+}
+
+/** A string map (publish context): at most 64 entries, keys up to 256 and values up to 4096 characters. */
 export function stringMap(v: unknown, path: string): Record<string, string> {
   const o = asObject(v, path);
-  for (const [k, val] of Object.entries(o))
-    if (typeof val !== 'string') throw bad(`${path}.${k}`, 'must be a string');
+  const entries = Object.entries(o);
+  if (entries.length > MAX_ENTRIES) throw bad(path, `must have at most ${MAX_ENTRIES} entries`);
+  for (const [k, val] of entries) {
+    text(k, `${path} key`, 256);
+    text(val, `${path}.${k.slice(0, 64)}`, 4096);
+  }
   return o as Record<string, string>;
 }
 
-export function stringList(v: unknown, path: string): string[] {
+/** Labels (and label selectors) by Kubernetes' rules: keys `[prefix/]name`, values a name or empty. */
+export function labelMap(v: unknown, path: string): Record<string, string> {
+  const o = asObject(v, path);
+  const entries = Object.entries(o);
+  if (entries.length > MAX_ENTRIES) throw bad(path, `must have at most ${MAX_ENTRIES} labels`);
+  for (const [k, val] of entries) {
+    labelParam(k, `${path} key '${k.slice(0, 64)}'`, { key: true });
+    if (typeof val !== 'string') throw bad(`${path}.${k}`, 'must be a string');
+    if (val !== '') labelParam(val, `${path}.${k}`);
+  }
+  return o as Record<string, string>;
+}
+
+export function stringList(v: unknown, path: string, maxLength = 253): string[] {
   if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw bad(path, 'must be a list of strings');
+  if (v.length > MAX_ENTRIES) throw bad(path, `must have at most ${MAX_ENTRIES} entries`);
+  for (const [i, s] of v.entries()) text(s, `${path}[${i}]`, maxLength);
   return v as string[];
 }
 
@@ -70,11 +104,18 @@ export function nameParam(v: string, name: string): string {
 }
 
 const LABEL_PART_RE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+/** A label key's prefix: a DNS subdomain of at most 253 characters. */
+const LABEL_PREFIX_RE = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-/** A label key (one optional `prefix/`) or value, by kubectl-mayastor's rules. */
+/** A label key (one optional `prefix/`, a DNS subdomain) or value, by Kubernetes' rules. */
 export function labelParam(v: string, name: string, { key = false } = {}): string {
   const parts = key ? v.split('/') : [v];
-  if (parts.length > 2 || !parts.every((p) => LABEL_PART_RE.test(p))) {
+  const [prefix, rest] = parts.length === 2 ? parts : [null, parts[0]];
+  if (
+    parts.length > 2 ||
+    (prefix !== null && !LABEL_PREFIX_RE.test(prefix)) ||
+    !LABEL_PART_RE.test(rest ?? '')
+  ) {
     throw bad(
       name,
       `must be alphanumeric at both ends with '-', '_' or '.' inside, at most 63 characters${key ? ", with one optional 'prefix/'" : ''}, got '${v.slice(0, 64)}'`,
@@ -86,8 +127,8 @@ export function labelParam(v: string, name: string, { key = false } = {}): strin
 function labelled(v: unknown, path: string): LabelledTopology {
   const o = asObject(v, path);
   return {
-    exclusion: o.exclusion == null ? {} : stringMap(o.exclusion, `${path}.exclusion`),
-    inclusion: o.inclusion == null ? {} : stringMap(o.inclusion, `${path}.inclusion`),
+    exclusion: o.exclusion == null ? {} : labelMap(o.exclusion, `${path}.exclusion`),
+    inclusion: o.inclusion == null ? {} : labelMap(o.inclusion, `${path}.inclusion`),
     creation_affinity_keys:
       o.affinity_key == null ? null : stringList(o.affinity_key, `${path}.affinity_key`),
   };
@@ -150,9 +191,11 @@ export function createVolumeBody(body: unknown): CreateVolumeBody {
     thin,
     policy: { self_heal: reqBool(policy, 'self_heal', 'policy.self_heal') },
     topology: topology(o.topology),
-    labels: o.labels == null ? null : stringMap(o.labels, 'labels'),
+    labels: o.labels == null ? null : labelMap(o.labels, 'labels'),
     affinity_group:
-      o.affinity_group == null ? null : { id: String(asObject(o.affinity_group, 'affinity_group').id) },
+      o.affinity_group == null
+        ? null
+        : { id: text(asObject(o.affinity_group, 'affinity_group').id, 'affinity_group.id', 253) },
   };
   if (o.max_snapshots != null) out.max_snapshots = int(o.max_snapshots, 'max_snapshots', 0, 0xffffffff);
   return out;
@@ -184,10 +227,13 @@ export function publishVolumeBody(body: unknown): PublishVolumeBody {
   return {
     publish_context: stringMap(o.publish_context, 'publish_context'),
     protocol: protocol as PublishVolumeBody['protocol'],
-    node: optString(o, 'node', 'node'),
+    node: o.node == null ? undefined : nameParam(text(o.node, 'node', 253), 'node'),
     reuse_existing: optBool(o, 'reuse_existing', 'reuse_existing'),
     republish: optBool(o, 'republish', 'republish'),
-    frontend_node: optString(o, 'frontend_node', 'frontend_node'),
+    frontend_node:
+      o.frontend_node == null
+        ? undefined
+        : nameParam(text(o.frontend_node, 'frontend_node', 253), 'frontend_node'),
   };
 }
 
@@ -201,9 +247,9 @@ export interface CreatePoolBody {
 export function createPoolBody(body: unknown): CreatePoolBody {
   const o = asObject(body, 'body');
   if (o.disks === undefined) throw bad('disks', 'is required');
-  const disks = stringList(o.disks, 'disks');
+  const disks = stringList(o.disks, 'disks', 4096);
   if (disks.length !== 1) throw bad('disks', 'must name exactly one disk (a pool directory or URI)');
-  const out: CreatePoolBody = { disks, labels: o.labels == null ? null : stringMap(o.labels, 'labels') };
+  const out: CreatePoolBody = { disks, labels: o.labels == null ? null : labelMap(o.labels, 'labels') };
   if (o.capacity != null) out.capacity = int(o.capacity, 'capacity', 1);
   return out;
 }

@@ -1,0 +1,19 @@
+import { Args } from '@oclif/core';
+import { POOL_PAGE_TYPES, poolPage } from '../../lib/describe/pool.js';
+import { DescribeCommand } from '../../lib/describe-command.js';
+import { NotFoundError } from '../../lib/errors.js';
+
+export default class DescribePool extends DescribeCommand {
+  static override description =
+    'everything about one pool: node, disk, capacity and usage, committed size, its replicas, recent events';
+  static override examples = ['<%= config.bin %> <%= command.id %> pool-node-1'];
+  static override args = { id: Args.string({ description: 'pool id', required: true }) };
+
+  async run(): Promise<void> {
+    const { args } = await this.parse(DescribePool);
+    const { state, events, live } = await this.gather(POOL_PAGE_TYPES);
+    const p = state.specs.PoolSpec?.get(args.id);
+    if (!p) throw new NotFoundError('pool', args.id, { suggestions: ['storctl get pools'] });
+    this.printPage(poolPage(state, p, events, live));
+  }
+}

@@ -1,0 +1,40 @@
+import { type ClusterState, readCluster } from './catalog/cluster.js';
+import { type CoreEvent, listEvents } from './catalog/events.js';
+import { type LiveState, liveRestUrl, readLive } from './catalog/live.js';
+import { withStore } from './catalog/with-store.js';
+import { StorctlCommand } from './command.js';
+import { type Page, pageLines, pageObject } from './describe/page.js';
+import { prettyJson } from './output/render.js';
+import { toYaml } from './output/yaml.js';
+import type { SpecType } from './specs/index.js';
+
+/** Events read for a page: enough history for one object's recent ones. */
+const EVENTS_READ = 2000;
+
+/**
+ * Base of `storctl describe …`: the stored specs, the recent events and (when core answers) core's
+ * live state of one object, printed as a page; -o json|yaml print the same page as one object.
+ */
+export abstract class DescribeCommand extends StorctlCommand {
+  protected async gather(types: readonly (SpecType | 'NodeLiveness')[]): Promise<{
+    state: ClusterState;
+    events: CoreEvent[];
+    live: LiveState | null;
+    restUrl: string | null;
+  }> {
+    const { state, events } = await withStore(this.globals, async (store) => ({
+      state: await readCluster(store, this.globals.keySpace, types),
+      events: (await listEvents(store, this.globals.keySpace, { limit: EVENTS_READ })).events,
+    }));
+    const restUrl = liveRestUrl(this.globals.storeUrl);
+    const live = restUrl ? await readLive(restUrl) : null;
+    return { state, events, live, restUrl };
+  }
+
+  protected printPage(page: Page): void {
+    const format = this.globals.output;
+    if (format === 'json') this.log(prettyJson(pageObject(page)));
+    else if (format === 'yaml') this.log(toYaml(pageObject(page)).trimEnd());
+    else for (const line of pageLines(page)) this.log(line);
+  }
+}
