@@ -137,7 +137,8 @@ async function onEngine(orphan: Orphan, findings: Findings, deps: DeleteDeps, do
 
 async function deleteKey(orphan: Orphan, findings: Findings, deps: DeleteDeps, done: Done): Promise<void> {
   const key = orphan.key!;
-  // The owner whose absence made it an orphan must still be absent (create revision 0: no key).
+  // Checked again right before: the owner whose absence made it an orphan must still be absent
+  // (create revision 0: no key), and the record must not have changed in a way that matters.
   let owner: string | null = null;
   if (orphan.kind === 'nexus-info')
     owner = orphan.volume
@@ -145,13 +146,25 @@ async function deleteKey(orphan: Orphan, findings: Findings, deps: DeleteDeps, d
       : objectKey(deps.space, 'NexusSpec', orphan.id);
   else if (!findings.snapshot.cluster.specs.VolumeSpec?.has(orphan.id))
     owner = objectKey(deps.space, 'VolumeSpec', orphan.id);
+  const kv = await deps.store.get(key);
+  if (!kv) {
+    done('skipped', 'already gone');
+    return;
+  }
+  // A NexusInfo's content does not decide whether it is an orphan (an io-engine shutting its nexus
+  // down rewrites it): the revision read now is the guard. A SwitchOver that changed since it was
+  // listed is being worked on (ha-cluster): left alone.
+  if (orphan.kind === 'switchover' && kv.modRevision !== orphan.modRevision) {
+    done('skipped', 'changed since it was listed (a switchover in progress?): left alone');
+    return;
+  }
   const res = await deps.store.txn({
     compare: [
-      { key, target: 'mod', op: '==', value: orphan.modRevision! },
+      { key, target: 'mod', op: '==', value: kv.modRevision },
       ...(owner ? [{ key: owner, target: 'create' as const, op: '==' as const, value: 0 }] : []),
     ],
     success: [{ type: 'delete', key }],
   });
   if (res.succeeded) done('deleted', `deleted ${key} from the store`);
-  else done('skipped', 'changed since it was read, or its owner exists again: left alone');
+  else done('skipped', 'changed meanwhile, or its owner exists again: left alone');
 }

@@ -64,6 +64,8 @@ describe('storctl orphans (built CLI, real cluster)', () => {
   const goneStaged = newVolumeId(); // csi-node still has it staged; no such volume
   const operatorReplica = crypto.randomUUID(); // unmanaged, made through REST: not an orphan
   const engineReplica = crypto.randomUUID(); // on io-engine node-2 without a spec
+  const engineNexusChild = crypto.randomUUID(); // on io-engine node-1 without a spec
+  const engineNexus = crypto.randomUUID(); // run by io-engine node-1 without a spec (its NexusInfo too)
   const ownerGoneReplica = crypto.randomUUID(); // managed, owner `missing`; real on node-3
   const ownerlessReplica = crypto.randomUUID(); // managed, no owner; spec only
   const ownerGoneNexus = crypto.randomUUID(); // owner `missing`, on node-4
@@ -91,12 +93,21 @@ describe('storctl orphans (built CLI, real cluster)', () => {
       await store.close();
     }
     // A replica an io-engine holds with no spec.
+    const node1 = new IoEngineClient(c.engine('node-1').grpc);
     const node2 = new IoEngineClient(c.engine('node-2').grpc);
     const node3 = new IoEngineClient(c.engine('node-3').grpc);
     try {
+      // A nexus an io-engine runs without a spec (it writes its unowned NexusInfo `nexus/<id>/info`).
+      await node1.createReplica({ uuid: engineNexusChild, pool: 'pool-node-1', size: 4 * MiB, thin: true });
+      await node1.createNexus({
+        uuid: engineNexus,
+        size: 4 * MiB,
+        children: [`bdev:///${engineNexusChild}?uuid=${engineNexusChild}`],
+      });
       await node2.createReplica({ uuid: engineReplica, pool: 'pool-node-2', size: 4 * MiB, thin: true });
       await node3.createReplica({ uuid: ownerGoneReplica, pool: 'pool-node-3', size: 4 * MiB, thin: true });
     } finally {
+      node1.close();
       node2.close();
       node3.close();
     }
@@ -256,6 +267,17 @@ describe('storctl orphans (built CLI, real cluster)', () => {
       reason: /io-engine node-2 holds it in pool pool-node-2, but there is no ReplicaSpec/,
     },
     {
+      kind: 'engine-replica',
+      id: engineNexusChild,
+      reason: /io-engine node-1 holds it in pool pool-node-1, but there is no ReplicaSpec/,
+    },
+    { kind: 'engine-nexus', id: engineNexus, reason: /io-engine node-1 runs it, but there is no NexusSpec/ },
+    {
+      kind: 'nexus-info',
+      id: engineNexus,
+      reason: new RegExp(`NexusInfo of nexus ${engineNexus}, which has no NexusSpec`),
+    },
+    {
       kind: 'nexus',
       id: ownerGoneNexus,
       reason: new RegExp(`owned by volume ${missing}, which does not exist`),
@@ -290,7 +312,7 @@ describe('storctl orphans (built CLI, real cluster)', () => {
     expect(sorted(rows).map((o) => `${o.kind} ${o.id}`)).toEqual(want.map((o) => `${o.kind} ${o.id}`));
     for (const [i, row] of sorted(rows).entries()) expect(row.reason).toMatch(want[i].reason);
     expect(r.stderr).toContain(
-      '9 orphan(s): 2 replica, 1 engine-replica, 1 nexus, 1 nexus-info, 2 switchover, 1 csi-node-volume, 1 volume-without-claim.',
+      '12 orphan(s): 2 replica, 2 engine-replica, 1 nexus, 1 engine-nexus, 2 nexus-info, 2 switchover, 1 csi-node-volume, 1 volume-without-claim.',
     );
     // Both Kubernetes lists were read page by page through the fixture.
     expect(kube.requests.filter((p) => p.includes('continue=')).length).toBeGreaterThan(0);
@@ -307,7 +329,7 @@ describe('storctl orphans (built CLI, real cluster)', () => {
     const r = await cli('--delete');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('add -y');
-    expect(JSON.parse((await cli('-o', 'json')).stdout)).toHaveLength(9);
+    expect(JSON.parse((await cli('-o', 'json')).stdout)).toHaveLength(12);
   });
 
   it('--delete on a terminal asks first; any answer but y changes nothing', async () => {
@@ -323,17 +345,17 @@ describe('storctl orphans (built CLI, real cluster)', () => {
       if (out.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end('n\n');
     });
     const [code] = (await once(child, 'close')) as [number];
-    expect(out).toContain('Delete 9 orphan(s) (2 replica, 1 engine-replica');
+    expect(out).toContain('Delete 12 orphan(s) (2 replica, 2 engine-replica');
     expect(out).toContain('Nothing changed.');
     expect(code).toBe(0);
-    expect(JSON.parse((await cli('-o', 'json')).stdout)).toHaveLength(9);
+    expect(JSON.parse((await cli('-o', 'json')).stdout)).toHaveLength(12);
   });
 
   it('--delete -y removes exactly those, and the healthy volume, its replicas, nexus and NexusInfo stay', async () => {
     const r = await cli('--delete', '-y', '-o', 'json');
     expect(r.code, r.stderr).toBe(0);
     const rows = JSON.parse(r.stdout) as Row[];
-    expect(rows).toHaveLength(9);
+    expect(rows).toHaveLength(12);
     for (const row of rows)
       expect(row.outcome?.result, `${row.kind} ${row.id}: ${row.outcome?.detail}`).toBe('deleted');
 
@@ -353,6 +375,13 @@ describe('storctl orphans (built CLI, real cluster)', () => {
     expect(h.state.status).toBe('Online');
     expect(h.state.target?.uuid).toBe(healthyNexus);
     // On the io-engines: the spec-less replica and the owner-gone one are destroyed.
+    const n1 = new IoEngineClient(c.engine('node-1').grpc);
+    try {
+      expect((await n1.listNexuses()).map((x) => x.uuid)).toEqual([healthyNexus]);
+      expect((await n1.listReplicas()).map((x) => x.uuid)).not.toContain(engineNexusChild);
+    } finally {
+      n1.close();
+    }
     for (const [node, gone] of [
       ['node-2', engineReplica],
       ['node-3', ownerGoneReplica],
