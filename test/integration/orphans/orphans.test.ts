@@ -1,10 +1,12 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
+import { procStat } from '../../../src/lib/mount/processes.js';
+import { isMountPoint, unmountAll } from '../../../src/lib/mount/unmount.js';
 import {
   type NexusInfo,
   type NexusSpec,
@@ -72,6 +74,8 @@ describe('storctl orphans (built CLI, real cluster)', () => {
   const sentinel = crypto.randomUUID(); // a Deleting replica spec core's first GC pass removes
   let healthyNexus = '';
   let csiState = '';
+  let publishTarget = '';
+  let proxyStandIn: ChildProcess | undefined;
   let csiRoot = '';
   const cli = (...more: string[]) => runStorctl([...args, ...more], { env: c.env });
 
@@ -156,9 +160,30 @@ describe('storctl orphans (built CLI, real cluster)', () => {
         stagedAt: new Date().toISOString(),
       };
     };
+    // The deleted volume's leftovers are real: a filesystem mounted at its staging path (tmpfs
+    // standing in for the NBD-backed ext4), bind-mounted at a pod's publish target, and a live
+    // process recorded as its proxy (pid and start time, as csi-node records them).
+    const gone = entry(goneStaged);
+    publishTarget = join(csiRoot, 'pods', crypto.randomUUID(), 'volumes', 'kubernetes.io~csi', 'pv', 'mount');
+    mkdirSync(publishTarget, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'storctl-orphans-test', gone.stagingPath]);
+    execFileSync('mount', ['--bind', gone.stagingPath, publishTarget]);
+    proxyStandIn = spawn('sleep', ['600'], { stdio: 'ignore' });
+    const started = await waitFor(() => procStat(proxyStandIn!.pid!), { what: 'proxy stand-in running' });
+    const goneEntry = {
+      ...gone,
+      publishes: { [publishTarget]: { readonly: false, block: false } },
+      proxy: {
+        pid: proxyStandIn.pid!,
+        pidStartTime: started.startTime,
+        socketPath: join(gone.dir, 'proxy.sock'),
+        controlPath: join(gone.dir, 'proxy.ctl'),
+        logFile: join(gone.dir, 'proxy.log'),
+      },
+    };
     writeFileSync(
       join(csiState, 'state.json'),
-      `${JSON.stringify({ version: 1, volumes: { [healthy]: entry(healthy), [goneStaged]: entry(goneStaged) } }, null, 2)}\n`,
+      `${JSON.stringify({ version: 1, volumes: { [healthy]: entry(healthy), [goneStaged]: goneEntry } }, null, 2)}\n`,
       { mode: 0o600 },
     );
 
@@ -177,6 +202,11 @@ describe('storctl orphans (built CLI, real cluster)', () => {
   }, 120_000);
 
   afterAll(async () => {
+    // Whatever a failed test left: the test's own mounts and process only.
+    if (publishTarget) await unmountAll(publishTarget).catch(() => {});
+    await unmountAll(join(csiRoot, 'plugins', 'staging', goneStaged)).catch(() => {});
+    if (proxyStandIn && proxyStandIn.exitCode === null && proxyStandIn.signalCode === null)
+      proxyStandIn.kill('SIGKILL');
     await kube?.stop();
     await c?.stop();
     rmSync(dir, { recursive: true, force: true });
@@ -408,6 +438,10 @@ describe('storctl orphans (built CLI, real cluster)', () => {
     // csi-node: the deleted volume's staging dir, own dir and entry are gone; the healthy one's stay.
     const state = JSON.parse(readFileSync(join(csiState, 'state.json'), 'utf8'));
     expect(Object.keys(state.volumes)).toEqual([healthy]);
+    expect(await isMountPoint(publishTarget)).toBe(false);
+    expect(existsSync(publishTarget)).toBe(false);
+    expect(await isMountPoint(join(csiRoot, 'plugins', 'staging', goneStaged))).toBe(false);
+    expect(await procStat(proxyStandIn!.pid!)).toBeUndefined();
     expect(existsSync(join(csiRoot, 'plugins', 'staging', goneStaged))).toBe(false);
     expect(existsSync(join(csiState, 'volumes', goneStaged))).toBe(false);
     expect(existsSync(join(csiRoot, 'plugins', 'staging', healthy))).toBe(true);
