@@ -355,6 +355,17 @@ describe('storctl orphans (built CLI, real cluster)', () => {
     expect((await cli('-o', 'json')).stdout.split('\n').length).toBe(r.stdout.split('\n').length);
   });
 
+  it('a Kubernetes API that refuses the credentials fails the command naming it, rather than calling volumes unclaimed', async () => {
+    const bad = join(dir, 'kubeconfig-bad-token');
+    writeFileSync(bad, kube.kubeconfig().replace('token: fixture-token', 'token: wrong'), { mode: 0o600 });
+    const r = await runStorctl(['orphans', '--kubeconfig', bad, '-o', 'json'], { env: c.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('Kubernetes API GET /api/v1/persistentvolume');
+    expect(r.stderr).toContain('answered 401');
+    expect(r.stderr).toContain('must allow list on persistentvolumes and persistentvolumeclaims');
+    expect(r.stdout).toBe('');
+  });
+
   it('--delete without -y and without a terminal is a usage error (exit 2) that changes nothing', async () => {
     const r = await cli('--delete');
     expect(r.code).toBe(2);
