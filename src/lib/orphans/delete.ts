@@ -47,21 +47,27 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
   );
   let claimsRechecked: Awaited<ReturnType<typeof readClaims>> | null = null;
   for (const orphan of ordered) {
+    const stored = (type: string) => async () =>
+      (await deps.store.get(objectKey(deps.space, type, orphan.id))) !== null;
     const done = (result: DeleteOutcome['result'], detail: string) =>
       outcomes.push({ orphan, result, detail });
     try {
       switch (orphan.kind) {
         case 'replica':
-          await viaCore(() => deps.rest().deleteReplica(orphan.pool!, orphan.id), done);
+          await viaCore(
+            () => deps.rest().deleteReplica(orphan.pool!, orphan.id),
+            done,
+            stored('ReplicaSpec'),
+          );
           break;
         case 'nexus':
-          await viaCore(() => deps.rest().deleteNexus(orphan.id), done);
+          await viaCore(() => deps.rest().deleteNexus(orphan.id), done, stored('NexusSpec'));
           break;
         case 'volume-without-claim': {
           if (!deps.kube) throw new Error('no Kubernetes API configured');
           claimsRechecked ??= await readClaims(deps.kube);
           if (isClaimed(claimsRechecked, orphan.id)) done('skipped', 'a PV or PVC refers to it now');
-          else await viaCore(() => deps.rest().deleteVolume(orphan.id), done);
+          else await viaCore(() => deps.rest().deleteVolume(orphan.id), done, stored('VolumeSpec'));
           break;
         }
         case 'engine-replica':
@@ -102,13 +108,22 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
 
 type Done = (result: DeleteOutcome['result'], detail: string) => void;
 
-async function viaCore(call: () => Promise<unknown>, done: Done): Promise<void> {
+async function viaCore(
+  call: () => Promise<unknown>,
+  done: Done,
+  stored: () => Promise<boolean>,
+): Promise<void> {
   try {
     await call();
     done('deleted', 'deleted through core');
   } catch (err) {
     if (err instanceof RestError && err.status === 404)
-      done('skipped', 'already gone (core does not know it)');
+      done(
+        'skipped',
+        (await stored())
+          ? 'core does not know it, though the store has it (written behind a running core?): left alone; restart core and run again'
+          : 'already gone',
+      );
     else if (err instanceof RestError && err.status === 409) done('skipped', `core refused: ${err.message}`);
     else throw err;
   }
