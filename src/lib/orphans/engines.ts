@@ -31,6 +31,11 @@ export async function listEngines(
     if (l?.grpcEndpoint) live.push({ node: l.node, endpoint: l.grpcEndpoint });
   }
   const notes: FindNote[] = [];
+  if (!live.length)
+    notes.push({
+      source: 'io-engines',
+      message: 'none heartbeats now: replicas and nexuses held without a spec are not checked',
+    });
   const engines: EngineInventory[] = [];
   await Promise.all(
     live.map(async ({ node, endpoint }) => {

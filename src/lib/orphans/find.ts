@@ -47,6 +47,11 @@ export async function findOrphans(opts: FindOptions): Promise<Findings> {
   const { engines, notes: engineNotes } = await listEngines(opts.store, opts.space, opts.engineTimeoutMs);
   notes.push(...engineNotes);
   const csiNode = opts.csiNodeStateDir ? await readCsiNodeState(opts.csiNodeStateDir) : null;
+  if (!csiNode)
+    notes.push({
+      source: 'csi-node',
+      message: `no state file${opts.csiNodeStateDir ? ` in ${opts.csiNodeStateDir}` : ''} (--csi-node-state): csi-node leftovers are not checked`,
+    });
   const snapshot = await readSnapshot(opts.store, opts.space);
   const claims = opts.kube ? await readClaims(opts.kube) : null;
   const orphans = [
