@@ -89,6 +89,9 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
         kube,
       });
       if (flags.delete && found.orphans.length) {
+        // Asking: the operator sees what would go first (on stderr: stdout stays one document).
+        if (!flags.yes)
+          for (const line of renderLines(orphanListing(found.orphans), 'table')) this.logToStderr(line);
         if (
           flags.yes ||
           (await this.confirm(`Delete ${found.orphans.length} orphan(s) (${countByKind(found)})? [y/N] `))
@@ -112,7 +115,7 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
         'note: no Kubernetes API configured (--kubeconfig): volumes without PV or PVC are not checked',
       );
     await this.printRows(findings, outcomes);
-    this.summarize(findings, outcomes, say);
+    this.summarize(findings, outcomes, flags.delete, say);
     this.reportDecodeErrors(findings);
     const failed = outcomes?.filter((o) => o.result === 'failed') ?? [];
     if (failed.length)
@@ -130,6 +133,7 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
   private summarize(
     findings: Findings,
     outcomes: DeleteOutcome[] | undefined,
+    asked: boolean,
     say: (l: string) => void,
   ): void {
     const n = findings.orphans.length;
@@ -139,8 +143,7 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
     }
     say(`${n} orphan(s): ${countByKind(findings)}.`);
     if (!outcomes) {
-      if (!this.argv.includes('--delete'))
-        say('Run `storctl orphans --delete` to remove them (-o wide shows how).');
+      if (!asked) say('Run `storctl orphans --delete` to remove them (-o wide shows how).');
       return;
     }
     const by = (r: DeleteOutcome['result']) => outcomes.filter((o) => o.result === r).length;

@@ -421,6 +421,9 @@ describe.each(['embedded', 'etcd'] as const)(
       const [code] = (await once(child, 'close')) as [number];
       expect(out).toContain('Delete 12 orphan(s) (2 replica, 2 engine-replica');
       expect(out).toContain('Nothing changed.');
+      // The orphans were shown before the question.
+      expect(out).toMatch(new RegExp(`csi-node-volume\\s+${goneStaged}`));
+      expect(out.indexOf(goneStaged)).toBeLessThan(out.indexOf('[y/N]'));
       expect(code).toBe(0);
       expect(JSON.parse((await cli('-o', 'json')).stdout)).toHaveLength(12);
     });
