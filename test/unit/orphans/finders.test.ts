@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ClusterState } from '../../../src/lib/catalog/cluster.js';
+import { findCsiNodeOrphans } from '../../../src/lib/orphans/csi-node.js';
 import { isBelow } from '../../../src/lib/orphans/csi-node-cleanup.js';
 import { dropCsiNodeEntry, readCsiNodeState } from '../../../src/lib/orphans/csi-node-state.js';
 import type { StoreSnapshot } from '../../../src/lib/orphans/snapshot.js';
@@ -119,5 +120,50 @@ describe("csi-node's state file", () => {
     expect(isBelow('/var/lib/kubelet', '/var/lib/kubelet')).toBe(false);
     expect(isBelow('/var/lib/kubelet/../../etc', '/var/lib/kubelet')).toBe(false);
     expect(isBelow('/var/lib/kubelet-other/x', '/var/lib/kubelet')).toBe(false);
+  });
+});
+
+describe('csi-node finder', () => {
+  const ids = {
+    gone: '66666666-6666-4666-8666-666666666666',
+    unpublished: '77777777-7777-4777-8777-777777777777',
+    inactive: '88888888-8888-4888-8888-888888888888',
+    elsewhere: '99999999-9999-4999-8999-999999999999',
+    here: 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+    anyNode: 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+  };
+  const target = (active: boolean, nodes: string[]) => ({
+    node: 'io-1',
+    nexus: 'n',
+    protocol: 'nvmf',
+    active,
+    config: {},
+    frontend: { host_acl: nodes.map((n) => ({ node_name: n, node_nqn: `nqn:${n}` })) },
+  });
+  const snap = snapshot([]);
+  const vols = snap.cluster.specs.VolumeSpec!;
+  const put = (uuid: string, t: unknown) => vols.set(uuid, { uuid, target: t } as unknown as VolumeSpec);
+  put(ids.unpublished, null);
+  put(ids.inactive, target(false, []));
+  put(ids.elsewhere, target(true, ['node-b']));
+  put(ids.here, target(true, ['node-a']));
+  put(ids.anyNode, target(true, []));
+  const state = {
+    file: '/state/state.json',
+    stateDir: '/state',
+    volumes: Object.values(ids).map((volumeId) => ({ volumeId, stagingPath: `/k/${volumeId}` })),
+  };
+
+  it('a gone, unpublished or inactive volume is an orphan; with --node-id also one published elsewhere only', () => {
+    const without = findCsiNodeOrphans(state, snap, undefined).map((o) => o.id);
+    expect(without.sort()).toEqual([ids.gone, ids.unpublished, ids.inactive].sort());
+    const withNode = findCsiNodeOrphans(state, snap, 'node-a');
+    expect(withNode.map((o) => o.id).sort()).toEqual(
+      [ids.gone, ids.unpublished, ids.inactive, ids.elsewhere].sort(),
+    );
+    expect(withNode.find((o) => o.id === ids.elsewhere)?.reason).toContain(
+      'published to node-b, not to node-a',
+    );
+    expect(withNode.find((o) => o.id === ids.gone)?.paths).toEqual([`staged at /k/${ids.gone}`]);
   });
 });
