@@ -71,9 +71,9 @@ export default class Up extends StorctlCommand {
     this.log(
       '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
     );
-    const outcome = await Promise.race([signalled, cluster.firstExit]);
+    const outcome = await Promise.race([signalled, cluster.failed]);
     if (outcome !== 'signal')
-      this.logToStderr(`${outcome.name} exited unexpectedly (see ${dataDir}/logs); stopping the cluster`);
+      this.logToStderr(`${outcome.name} cannot be started again (see ${dataDir}/logs); stopping the cluster`);
     this.logToStderr('stopping …');
     await cluster.stop();
     this.logToStderr('stopped');

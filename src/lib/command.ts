@@ -95,6 +95,9 @@ export abstract class StorctlCommand extends Command {
     return parsed;
   }
 
+  /** Tables without their header line (`get … --no-headers`, for scripts that cut columns). */
+  protected noHeaders = false;
+
   /** Print a listing in the chosen format; an empty table says so on stderr (stdout stays parseable). */
   protected print<T>(listing: Listing<T>): void {
     if (listing.rows.length === 0 && (this.globals.output === 'table' || this.globals.output === 'wide')) {
@@ -103,7 +106,12 @@ export abstract class StorctlCommand extends Command {
     }
     // Written in 64 KiB chunks as rendered: a 100k-volume listing never becomes one huge string.
     let chunk = '';
+    let skipHeader = this.noHeaders && (this.globals.output === 'table' || this.globals.output === 'wide');
     for (const line of renderLines(listing, this.globals.output)) {
+      if (skipHeader) {
+        skipHeader = false;
+        continue;
+      }
       chunk += `${line}\n`;
       if (chunk.length >= 65536) {
         process.stdout.write(chunk);

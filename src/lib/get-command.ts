@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
 import { liveRestUrl, readLive } from './catalog/live.js';
 import { streamSpecs } from './catalog/stream.js';
@@ -7,6 +8,11 @@ import { StorctlCommand, writeStdout } from './command.js';
 import { type DecodeError, ExitCode, NotFoundError } from './errors.js';
 import type { Listing } from './output/render.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition (as in command.ts)
+type FlagOutput = { [name: string]: any };
+// biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition (as in command.ts)
+type ArgOutput = { [name: string]: any };
 
 export const selectorFlag = Flags.string({
   char: 'l',
@@ -18,6 +24,20 @@ export const selectorFlag = Flags.string({
  * down), print it, and report values that failed to decode after the rest (exit code 8).
  */
 export abstract class GetCommand extends StorctlCommand {
+  static override baseFlags = {
+    ...StorctlCommand.baseFlags,
+    'no-headers': Flags.boolean({ description: 'print tables without their header line', default: false }),
+  };
+
+  protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
+    options?: Input<F, B, A>,
+    argv?: string[],
+  ): Promise<ParserOutput<F, B, A>> {
+    const parsed = await super.parse(options, argv);
+    this.noHeaders = (parsed.flags as { 'no-headers'?: boolean })['no-headers'] === true;
+    return parsed;
+  }
+
   protected async show<T>(
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,

@@ -61,3 +61,47 @@ export function publishRequest(o: {
     secrets: o.secrets ?? {},
   };
 }
+
+/** A NodeStageVolume request for a block volume (the csi-node): `uri` is the nbd:// target. */
+export function stageRequest(o: {
+  volumeId: string;
+  staging: string;
+  uri: string;
+  fsType?: string;
+  block?: boolean;
+  mode?: string;
+}) {
+  return {
+    volume_id: o.volumeId,
+    staging_target_path: o.staging,
+    publish_context: { uri: o.uri },
+    volume_capability: {
+      ...(o.block ? { block: {} } : { mount: { fs_type: o.fsType ?? 'ext4', mount_flags: [] } }),
+      access_mode: { mode: o.mode ?? 'SINGLE_NODE_WRITER' },
+    },
+    volume_context: {},
+    secrets: {},
+  };
+}
+
+/** The csi-node's NodeFs service (proto/csi-node-fs.proto) on host:port. */
+export class NodeFsClient {
+  private readonly client: grpc.Client;
+
+  constructor(endpoint: string) {
+    const NodeFs = lookupService(loadProto('csi-node-fs.proto'), 'storctl.csinode.v1.NodeFs');
+    this.client = new NodeFs(endpoint, grpc.credentials.createInsecure());
+  }
+
+  call<T = Record<string, unknown>>(method: 'Freeze' | 'Unfreeze', req: unknown): Promise<T> {
+    return new Promise((resolve, reject) => {
+      (this.client as unknown as Record<string, Call>)[method].call(this.client, req, (err, res) =>
+        err ? reject(err) : resolve(res as T),
+      );
+    });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -5,8 +5,8 @@ import { ConflictError } from '../errors.js';
 import { IoEngineClient } from '../io-engine/client.js';
 import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { RestClient } from '../rest/client.js';
-import { endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
-import { RoleProcess } from './supervisor.js';
+import { type ClusterEndpoints, endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
+import { Role, type RoleSpec } from './role.js';
 
 export interface UpOptions {
   dataDir: string;
@@ -29,9 +29,9 @@ export interface UpCluster {
   rest: string;
   /** CSI socket of the S3 mounter, or null when no S3 FUSE binary is installed. */
   mounterSocket: string | null;
-  roles: RoleProcess[];
-  /** Resolves with the first role that exits on its own. */
-  firstExit: Promise<RoleProcess>;
+  roles: Role[];
+  /** Resolves with the first role that exits and cannot be started again. */
+  failed: Promise<Role>;
   stop(): Promise<void>;
 }
 
@@ -70,61 +70,86 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     STORCTL_NAMESPACE: o.namespace,
     STORCTL_LOG_LEVEL: o.logLevel,
   };
-  const roles: RoleProcess[] = [];
-  const engines: { node: string; dir: string; r: RoleProcess; grpc?: string }[] = [];
+  const roles: Role[] = [];
+  const engines: { node: string; dir: string; role: Role; grpc?: string; nbd?: string }[] = [];
+  let endpoints: ClusterEndpoints | null = null;
+  let rest = '';
   const stop = async () => {
     // The mounter and core first: core stops writing and reconciling (it would rebuild what the next
     // step shuts down). Then every nexus shuts down cleanly while all of its children are still up,
     // so NexusInfo records them healthy and the next start rebuilds nothing; only then the io-engines.
-    const engineRoles = new Set(engines.map((e) => e.r));
+    const engineRoles = new Set<Role>(engines.map((e) => e.role));
     for (const r of [...roles].reverse()) if (!engineRoles.has(r)) await r.stop();
     await shutdownNexuses(
-      engines.flatMap((e) => (e.grpc && e.r.running ? [e.grpc] : [])),
+      engines.flatMap((e) => (e.grpc && e.role.running ? [e.grpc] : [])),
       o.say,
     );
-    for (const e of [...engines].reverse()) await e.r.stop();
+    for (const e of [...engines].reverse()) await e.role.stop();
     const file = endpointsFile(o.dataDir);
     if (existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).pid === process.pid)
       rmSync(file, { force: true });
+  };
+  /** endpoints.json, rewritten whenever a role comes back with another address. */
+  async function publish(): Promise<void> {
+    if (!endpoints) return;
+    endpoints.rest = rest;
+    endpoints.ioEngines = engines.map((e) => ({ node: e.node, grpc: e.grpc ?? '', nbd: e.nbd ?? '' }));
+    // Which process is which role, for an operator's `kill` or `ps` (and restarts change them).
+    endpoints.roles = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
+    await writeEndpoints(o.dataDir, endpoints);
+  }
+  const role = (name: string, args: RoleSpec['args'], log: string, readyMsg: string, roleEnv = env) => {
+    const r = new Role(
+      { name, bin: o.bin, args, env: roleEnv, logFile: join(logs, log), readyMsg, afterReady: publish },
+      o.say,
+    );
+    roles.push(r);
+    return r;
   };
   try {
     for (let i = 1; i <= o.nodes; i++) {
       const node = `node-${i}`;
       const dir = join(o.dataDir, 'nodes', node);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
-      // The ports of the last run, when still free: targets come back at the URIs they had.
-      const last = await lastPorts(dir);
-      const r = new RoleProcess(
-        `io-engine ${node}`,
-        o.bin,
-        [
-          'daemon',
-          'io-engine',
-          '--node',
-          node,
-          '--pool-dir',
-          dir,
-          '--grpc',
-          `127.0.0.1:${last.grpc}`,
-          '--nbd',
-          `127.0.0.1:${last.nbd}`,
-        ],
-        env,
-        join(logs, `io-engine-${node}.log`),
-        'io-engine ready',
-      );
-      roles.push(r);
-      engines.push({ node, dir, r });
+      const engine = {
+        node,
+        dir,
+        // The ports of the last run (or of the process before a restart), when still free: targets
+        // come back at the URIs they had.
+        role: role(
+          `io-engine ${node}`,
+          async () => {
+            const last = await lastPorts(dir);
+            return [
+              'daemon',
+              'io-engine',
+              '--node',
+              node,
+              '--pool-dir',
+              dir,
+              '--grpc',
+              `127.0.0.1:${last.grpc}`,
+              '--nbd',
+              `127.0.0.1:${last.nbd}`,
+            ];
+          },
+          `io-engine-${node}.log`,
+          'io-engine ready',
+        ),
+        grpc: undefined as string | undefined,
+        nbd: undefined as string | undefined,
+      };
+      engine.role.onReady(async (ready) => {
+        engine.grpc = String(ready.grpcEndpoint);
+        engine.nbd = String(ready.nbdEndpoint);
+        await savePorts(dir, engine.grpc, engine.nbd);
+      });
+      engines.push(engine);
     }
-    const ready = await Promise.all(engines.map((e) => e.r.ready));
-    for (const [i, e] of engines.entries()) {
-      e.grpc = String(ready[i].grpcEndpoint);
-      await savePorts(e.dir, e.grpc, String(ready[i].nbdEndpoint));
-    }
-    const core = new RoleProcess(
+    await Promise.all(engines.map((e) => e.role.start()));
+    const core = role(
       'core',
-      o.bin,
-      [
+      () => [
         'daemon',
         'core',
         '--rest',
@@ -136,12 +161,14 @@ export async function up(o: UpOptions): Promise<UpCluster> {
         '--reconcile-idle-period',
         '10s',
       ],
-      env,
-      join(logs, 'core.log'),
+      'core.log',
       'core ready',
     );
-    roles.push(core);
-    const rest = String((await core.ready).url);
+    // A restarted core on port 0 listens elsewhere: flagless commands follow it through endpoints.json.
+    core.onReady((ready) => {
+      rest = String(ready.url);
+    });
+    await core.start();
     const client = new RestClient(rest);
     try {
       const pools = await client.listPools();
@@ -154,15 +181,11 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     } finally {
       await client.close();
     }
-    const ioEngines = engines.map((e, i) => ({
-      node: e.node,
-      grpc: String(ready[i].grpcEndpoint),
-      nbd: String(ready[i].nbdEndpoint),
-    }));
-    const mounterSocket = await startMounter(o, env, logs, roles);
-    await writeEndpoints(o.dataDir, { rest, store: o.storeUrl, pid: process.pid, ioEngines, mounterSocket });
-    const firstExit = Promise.race(roles.map((r) => r.wait().then(() => r)));
-    return { rest, mounterSocket, roles, firstExit, stop };
+    const mounterSocket = await startMounter(o, env, role);
+    endpoints = { rest, store: o.storeUrl, pid: process.pid, ioEngines: [], mounterSocket };
+    await publish();
+    const failed = Promise.race(roles.map((r) => r.failed));
+    return { rest, mounterSocket, roles, failed, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -174,7 +197,17 @@ export async function up(o: UpOptions): Promise<UpCluster> {
  * answers on the system bus, else as supervised processes. Without an S3 FUSE binary there is
  * nothing it could mount: the cluster starts without it and says how to add it.
  */
-async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, logs: string, roles: RoleProcess[]) {
+async function startMounter(
+  o: UpOptions,
+  env: NodeJS.ProcessEnv,
+  role: (
+    name: string,
+    args: RoleSpec['args'],
+    log: string,
+    readyMsg: string,
+    roleEnv?: NodeJS.ProcessEnv,
+  ) => Role,
+) {
   try {
     await resolveFuseAdapter(undefined, env);
   } catch (err) {
@@ -186,17 +219,11 @@ async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, logs: string, 
   const args = ['daemon', 'mounter', '--endpoint', `unix://${socket}`, '--node-id', 'node-1'];
   args.push('--mounter', 'auto', '--state-dir', stateDir);
   if (o.s3Endpoint) args.push('--s3-endpoint', o.s3Endpoint);
-  const mounterEnv = { ...env, ...awsKeys(process.env) };
-  const mounter = new RoleProcess(
-    'mounter',
-    o.bin,
-    args,
-    mounterEnv,
-    join(logs, 'mounter.log'),
-    'mounter listening',
-  );
-  roles.push(mounter);
-  const ready = await mounter.ready;
+  const mounter = role('mounter', () => args, 'mounter.log', 'mounter listening', {
+    ...env,
+    ...awsKeys(process.env),
+  });
+  const ready = await mounter.start();
   o.say(
     `mounter runs FUSE daemons as ${ready.mounter === 'systemd' ? 'systemd units' : 'supervised processes'}`,
   );

@@ -99,6 +99,9 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       const sel = await storctl('get', 'nodes', '--selector', 'zone=b');
       expect(sel.stdout).toContain('node-2');
       expect(sel.stdout).not.toContain('node-1');
+      // --no-headers: the same rows, without the header line.
+      const bare = await storctl('get', 'nodes', '-o', 'wide', '--no-headers');
+      expect(bare.stdout.split('\n')).toEqual(r.stdout.split('\n').slice(1));
     });
 
     it('lists pools with committed size and Unknown status on a dead node; filters by selector', async () => {
@@ -115,7 +118,7 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
 
     it('shows replicas, nexuses, snapshots, switchovers and the replica topology of a volume', async () => {
       expect((await storctl('get', 'replicas')).stdout).toMatch(
-        new RegExp(`${ids.rep2}\\s+pool-2\\s+node-2\\s+1GiB\\s+false\\s+nbd\\s+online\\s+${ids.vol1}`),
+        new RegExp(`${ids.rep2}\\s+pool-2\\s+node-2\\s+1GiB\\s+false\\s+nbd\\s+Online\\s+${ids.vol1}`),
       );
       expect((await storctl('get', 'nexuses')).stdout).toMatch(
         new RegExp(`${ids.nexus}\\s+${ids.vol1}\\s+node-1\\s+1GiB\\s+2\\s+nbd\\s+Online`),
@@ -128,11 +131,11 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       );
       const topo = await storctl('get', 'volume-replica-topology', ids.vol1);
       expect(topo.stdout).toMatch(
-        new RegExp(`${ids.rep1}\\s+node-1\\s+pool-1\\s+online\\s+1GiB\\s+<none>\\s+<none>\\s+Online`),
+        new RegExp(`${ids.rep1}\\s+node-1\\s+pool-1\\s+Online\\s+1GiB\\s+<none>\\s+<none>\\s+Online`),
       );
       expect(topo.stdout).toMatch(
         new RegExp(
-          `${ids.rep2}\\s+node-2\\s+pool-2\\s+online\\s+1GiB\\s+<none>\\s+<none>\\s+Faulted\\s+marked unhealthy in NexusInfo`,
+          `${ids.rep2}\\s+node-2\\s+pool-2\\s+Online\\s+1GiB\\s+<none>\\s+<none>\\s+Faulted\\s+marked unhealthy in NexusInfo`,
         ),
       );
     });

@@ -123,6 +123,17 @@ describe('REST refuses hostile input at the boundary (embedded store)', () => {
     expect(r.body.message).toContain('frontend_node');
   });
 
+  it('a nexus child on a host that is no io-engine of the cluster is refused (no connection made for the caller)', async () => {
+    const nx = crypto.randomUUID();
+    const r = await call(c.restUrl, 'PUT', `/nodes/node-1/nexuses/${nx}`, {
+      size: 1 << 20,
+      children: ['nbd://127.0.0.1:1/anything'],
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.message).toContain('is not served by an io-engine of this cluster');
+    expect((await call(c.restUrl, 'GET', `/nodes/node-1/nexuses/${nx}`)).status).toBe(404);
+  });
+
   it('a body that is not declared JSON is 415; a JSON body still works', async () => {
     const id = crypto.randomUUID();
     const plain = await raw(c.restUrl, 'PUT', `/volumes/${id}`, JSON.stringify(volume({})), 'text/plain');

@@ -1,4 +1,4 @@
-import { replicaUuidOfUri } from '../../../lib/child-uri.js';
+import { isLocalUri, replicaUuidOfUri } from '../../../lib/child-uri.js';
 import {
   childUri,
   cloneSpec,
@@ -57,6 +57,21 @@ function usable(n: NexusSpec): void {
     );
 }
 
+/**
+ * A remote child must be served by one of the cluster's io-engines: the io-engine connects to the
+ * URI on the caller's behalf, so any other host would let a request open connections anywhere.
+ */
+function requireClusterTarget(ctx: CoreContext, uri: string): void {
+  if (isLocalUri(uri)) return;
+  const host = new URL(uri).host;
+  const known = [...ctx.registry.nodeLive.values()].flatMap((l) => (l.nbdEndpoint ? [l.nbdEndpoint] : []));
+  if (!known.includes(host))
+    throw new SvcError(
+      'InvalidArgument',
+      `child URI '${uri.slice(0, 96)}' is not served by an io-engine of this cluster (NBD endpoints: ${known.join(', ') || 'none online'})`,
+    );
+}
+
 /** A child URI as stored: a known replica's URI becomes a Replica child, anything else a Uri child. */
 function childSpec(ctx: CoreContext, uri: string): NexusChild {
   const c: NexusChild = { Uri: uri };
@@ -72,6 +87,7 @@ export async function createNexus(
   size: number,
 ): Promise<NexusSpec> {
   const { registry, engines } = ctx;
+  for (const c of children) requireClusterTarget(ctx, c);
   return registry.exclusive('nexus', uuid, async () => {
     const existing = registry.nexuses.get(uuid);
     if (existing) {
@@ -186,6 +202,7 @@ export async function addNexusChild(
     if (n.children.some((c) => sameChild(childUri(c), uri)))
       throw new SvcError('AlreadyExists', `nexus '${uuid}' already has child '${uri}'`);
     const engine = engines.get(n.node);
+    requireClusterTarget(ctx, uri);
     const child = childSpec(ctx, uri);
     await registry.persist({ nexuses: [{ ...n, operation: logged({ AddChild: child }) }] });
     let state: Awaited<ReturnType<typeof engine.addChild>>;

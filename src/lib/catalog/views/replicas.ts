@@ -42,7 +42,14 @@ export function replicaRows(state: ClusterState, filter?: (r: ReplicaSpec) => bo
     });
 }
 
-export const replicaStatus = (r: ReplicaSpec) => createdState(r.status) ?? specStatusName(r.status);
+/**
+ * A replica's status as every other status reads (`Online`); Mayastor stores it camelCase (`online`),
+ * and -o json|yaml keep what is stored.
+ */
+export const replicaStatus = (r: ReplicaSpec) => {
+  const created = createdState(r.status);
+  return created ? created[0].toUpperCase() + created.slice(1) : specStatusName(r.status);
+};
 
 export function replicaListing(state: ClusterState): Listing<ReplicaRow> {
   return {

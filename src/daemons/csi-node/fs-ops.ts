@@ -1,0 +1,90 @@
+import { statfs } from 'node:fs/promises';
+import { run } from './exec.js';
+
+/** Filesystems csi-node formats and grows. */
+export const FS_TYPES = ['ext4', 'xfs'] as const;
+export type FsType = (typeof FS_TYPES)[number];
+
+/** The filesystem on a device (blkid low-level probe); undefined when the device is blank. */
+export async function fsTypeOf(device: string): Promise<string | undefined> {
+  // blkid exits 2 when it finds nothing identifiable.
+  const { stdout, code } = await run(['blkid', '-p', '-o', 'value', '-s', 'TYPE', device], {
+    okCodes: [0, 2],
+  });
+  return code === 0 ? stdout.trim() || undefined : undefined;
+}
+
+/** Format a blank device (no discard: a fresh thin volume reads as zeroes already). */
+export async function mkfs(device: string, fsType: FsType): Promise<void> {
+  if (fsType === 'ext4')
+    await run(['mkfs.ext4', '-q', '-F', '-E', 'nodiscard', device], { timeoutMs: 300_000 });
+  else await run(['mkfs.xfs', '-q', '-K', device], { timeoutMs: 300_000 });
+}
+
+export async function mountFs(device: string, path: string, fsType: string, flags: string[]): Promise<void> {
+  const opts = flags.length ? ['-o', flags.join(',')] : [];
+  await run(['mount', '-t', fsType, ...opts, device, path]);
+}
+
+/** Bind `source` (a directory or a device) at `target`; read-only binds need a remount (mount(8) does it). */
+export async function bindMount(source: string, target: string, readonly: boolean): Promise<void> {
+  await run(['mount', '--bind', ...(readonly ? ['-o', 'ro'] : []), source, target]);
+}
+
+/** Grow a mounted filesystem to its device's size. */
+export async function growFs(fsType: string, device: string, mountPath: string): Promise<void> {
+  if (fsType === 'xfs') await run(['xfs_growfs', mountPath], { timeoutMs: 300_000 });
+  else await run(['resize2fs', device], { timeoutMs: 300_000 });
+}
+
+/**
+ * Grow an unmounted ext4 filesystem to its device (a volume grown while it was not staged, or
+ * whose online growth this process may not do): fsck first, as resize2fs requires.
+ */
+export async function growExt4Offline(device: string): Promise<boolean> {
+  const { stdout } = await run(['dumpe2fs', '-h', device], { timeoutMs: 60_000 });
+  const count = Number(/^Block count:\s+(\d+)/m.exec(stdout)?.[1]);
+  const size = Number(/^Block size:\s+(\d+)/m.exec(stdout)?.[1]);
+  if (!count || !size || count * size + size > (await deviceSize(device))) return false;
+  // e2fsck -p exits 1 when it fixed something: that is fine.
+  await run(['e2fsck', '-f', '-p', device], { timeoutMs: 300_000, okCodes: [0, 1] });
+  await run(['resize2fs', device], { timeoutMs: 300_000 });
+  return true;
+}
+
+export const deviceSize = async (device: string) =>
+  Number((await run(['blockdev', '--getsize64', device])).stdout.trim());
+
+export async function fsUsage(path: string) {
+  const s = await statfs(path);
+  return {
+    totalBytes: s.blocks * s.bsize,
+    availableBytes: s.bavail * s.bsize,
+    usedBytes: (s.blocks - s.bfree) * s.bsize,
+    totalInodes: s.files,
+    freeInodes: s.ffree,
+    usedInodes: s.files - s.ffree,
+  };
+}
+
+/** fsfreeze -f; true when this call froze it (false: it was frozen already). */
+export async function freezeFs(path: string): Promise<boolean> {
+  try {
+    await run(['fsfreeze', '-f', path]);
+    return true;
+  } catch (err) {
+    if (/busy/i.test((err as Error).message)) return false;
+    throw err;
+  }
+}
+
+/** fsfreeze -u; true when it was frozen. */
+export async function thawFs(path: string): Promise<boolean> {
+  try {
+    await run(['fsfreeze', '-u', path]);
+    return true;
+  } catch (err) {
+    if (/invalid argument/i.test((err as Error).message)) return false;
+    throw err;
+  }
+}

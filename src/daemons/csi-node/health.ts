@@ -1,0 +1,39 @@
+import { probePath } from '../../lib/mount/health.js';
+import { isMountPoint } from '../../lib/mount/unmount.js';
+import { attacherFor } from './attacher.js';
+import { proxyStatus } from './proxy.js';
+import type { StagedVolume } from './state.js';
+
+export interface VolumeHealth {
+  abnormal: boolean;
+  message: string;
+  /** Only the path to the target is down: the proxy reconnects (or waits to be re-pointed). */
+  pathDown?: boolean;
+}
+
+/** What is wrong with a staged volume's path (proxy, device, mount), if anything. */
+export async function volumeHealth(v: StagedVolume): Promise<VolumeHealth> {
+  if (!v.proxy) return { abnormal: true, message: 'staging did not finish: no path proxy' };
+  const st = await proxyStatus(v.proxy);
+  if (!st) return { abnormal: true, message: `the path proxy (pid ${v.proxy.pid}) is gone` };
+  if (!v.device) return { abnormal: true, message: 'staging did not finish: no block device' };
+  const problem = await attacherFor(v.device).problem(v.device);
+  if (problem) return { abnormal: true, message: problem };
+  if (!v.block) {
+    if (!(await isMountPoint(v.stagingPath)))
+      return { abnormal: true, message: `nothing is mounted at ${v.stagingPath}` };
+    const p = await probePath(v.stagingPath);
+    if (p.state !== 'ok')
+      return {
+        abnormal: true,
+        message: `${v.stagingPath} does not answer (${'code' in p ? p.code : p.state})`,
+      };
+  }
+  if (!st.connected)
+    return {
+      abnormal: true,
+      message: `no path to ${st.target}: ${st.lastError ?? 'disconnected'} (reconnecting)`,
+      pathDown: true,
+    };
+  return { abnormal: false, message: `served through ${st.target}` };
+}

@@ -1,0 +1,300 @@
+import { chmod, rm } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { type BlockBackend, BlockIoError } from '../../lib/nbd/backend.js';
+import { BufferPool } from '../../lib/nbd/buffer-pool.js';
+import { NbdClient } from '../../lib/nbd/client.js';
+import { Errno, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from '../../lib/nbd/protocol.js';
+import { NbdServerConnection } from '../../lib/nbd/server-connection.js';
+
+/** The export name the local block device asks the proxy for. */
+export const PROXY_EXPORT = 'volume';
+
+export interface ProxyServerOptions {
+  /** NBD socket the block device connects to (0600). */
+  socketPath: string;
+  /**
+   * Control socket (0600): one JSON request per line, one JSON answer per line —
+   * `{"op":"status"}`, `{"op":"repoint","target":"nbd://…"}` (HA: switch to a new target),
+   * `{"op":"refresh"}` (reconnect to learn a new size), `{"op":"stop"}`; the answer is
+   * `{"ok":true,"status":{…}}` or `{"ok":false,"error":"…"}`.
+   */
+  controlPath: string;
+  /** The current target, nbd://host:port/<export>. */
+  target: string;
+  /**
+   * The size the local device is told. The nbdfuse attacher asks for more than the volume (the loop
+   * device on top is limited to the volume's size and grows with it); reads past the volume's end
+   * answer zeroes, writes there fail with ENOSPC.
+   */
+  advertisedSize?: number;
+  /** How long an I/O waits for a path (reconnect or re-point) before it fails with EIO. */
+  pathTimeoutMs?: number;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface ProxyStatus {
+  target: string;
+  connected: boolean;
+  size: number;
+  advertisedSize: number;
+  clients: number;
+  lastError?: string;
+  repoints: number;
+}
+
+/**
+ * The per-volume NBD path proxy: an NBD server on a unix socket that forwards every request to the
+ * volume's current target. A lost path is reconnected in the background while requests wait (up to
+ * pathTimeoutMs); `repoint` switches to another target without the local device noticing, as NVMe
+ * multipath keeps a namespace while its controllers change.
+ */
+export class PathProxy implements BlockBackend {
+  private client: NbdClient | null = null;
+  private target: string;
+  private readonly waiters: (() => void)[] = [];
+  private reconnecting = false;
+  private closed = false;
+  private lastError?: string;
+  private repoints = 0;
+  private volumeSize = 0;
+  private nbdServer?: Server;
+  private controlServer?: Server;
+  private readonly connections = new Set<NbdServerConnection>();
+  private readonly pool = new BufferPool();
+
+  constructor(private readonly opts: ProxyServerOptions) {
+    this.target = opts.target;
+  }
+
+  get size(): number {
+    return Math.max(this.opts.advertisedSize ?? 0, this.volumeSize);
+  }
+
+  async start(): Promise<void> {
+    this.client = await this.connect(this.target);
+    this.volumeSize = this.client.size;
+    this.nbdServer = await listenUnix(this.opts.socketPath, (s) => this.acceptNbd(s));
+    this.controlServer = await listenUnix(this.opts.controlPath, (s) => this.acceptControl(s));
+  }
+
+  private async connect(target: string): Promise<NbdClient> {
+    const c = await NbdClient.connect(target, { connectTimeoutMs: 5000, requestTimeoutMs: 30_000 });
+    c.onClose((err) => {
+      if (this.client !== c) return;
+      this.lastError = err.message;
+      this.opts.log?.('path lost', { target: this.target, err: err.message });
+      void this.reconnect();
+    });
+    return c;
+  }
+
+  /** Reconnect to the current target until it answers (or the proxy is re-pointed or closed). */
+  private async reconnect(): Promise<void> {
+    if (this.reconnecting) return;
+    this.reconnecting = true;
+    try {
+      for (let delay = 100; !this.closed && (!this.client || this.client.closed); ) {
+        const target = this.target;
+        try {
+          const c = await this.connect(target);
+          if (this.target !== target || this.closed) {
+            await c.close();
+            continue;
+          }
+          this.adopt(c);
+          this.opts.log?.('path restored', { target });
+        } catch (err) {
+          this.lastError = (err as Error).message;
+          await new Promise((r) => setTimeout(r, delay));
+          delay = Math.min(delay * 2, 2000);
+        }
+      }
+    } finally {
+      this.reconnecting = false;
+    }
+  }
+
+  private adopt(c: NbdClient): void {
+    const old = this.client;
+    this.client = c;
+    this.volumeSize = c.size;
+    this.lastError = undefined;
+    for (const w of this.waiters.splice(0)) w();
+    if (old && !old.closed) void old.close();
+  }
+
+  /** Switch to another target (HA: a new nexus); the local device and its filesystem stay. */
+  async repoint(target: string): Promise<ProxyStatus> {
+    const c = await this.connect(target);
+    if (c.size < this.volumeSize) {
+      await c.close();
+      throw new Error(`target ${target} is ${c.size} bytes, smaller than the volume (${this.volumeSize})`);
+    }
+    this.target = target;
+    this.repoints++;
+    this.adopt(c);
+    this.opts.log?.('re-pointed', { target });
+    return this.status();
+  }
+
+  /** Reconnect to the current target to learn its new size (after a volume resize). */
+  async refresh(): Promise<ProxyStatus> {
+    const c = await this.connect(this.target);
+    this.adopt(c);
+    return this.status();
+  }
+
+  status(): ProxyStatus {
+    return {
+      target: this.target,
+      connected: !!this.client && !this.client.closed,
+      size: this.volumeSize,
+      advertisedSize: this.size,
+      clients: this.connections.size,
+      lastError: this.lastError,
+      repoints: this.repoints,
+    };
+  }
+
+  /** The live client, waiting up to pathTimeoutMs for one. */
+  private async path(): Promise<NbdClient> {
+    const deadline = Date.now() + (this.opts.pathTimeoutMs ?? 30_000);
+    for (;;) {
+      const c = this.client;
+      if (c && !c.closed) return c;
+      if (this.closed) throw new BlockIoError('proxy closed', Errno.ESHUTDOWN);
+      void this.reconnect();
+      const left = deadline - Date.now();
+      if (left <= 0) throw new BlockIoError(`no path to ${this.target}: ${this.lastError ?? 'down'}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Run `op` on the current path; a request lost with its path is retried on the next one. */
+  private async onPath(op: (c: NbdClient) => Promise<void>): Promise<void> {
+    for (;;) {
+      const c = await this.path();
+      try {
+        return await op(c);
+      } catch (err) {
+        // A remote error (the target answered) is final; a dropped connection is retried.
+        if (!c.closed) throw err;
+      }
+    }
+  }
+
+  async read(buf: Buffer, offset: number): Promise<void> {
+    const inVolume = Math.max(0, Math.min(buf.length, this.volumeSize - offset));
+    if (inVolume < buf.length) buf.fill(0, inVolume);
+    if (inVolume > 0) await this.onPath((c) => c.read(buf.subarray(0, inVolume), offset));
+  }
+
+  private checkWrite(offset: number, length: number): void {
+    if (offset + length > this.volumeSize)
+      throw new BlockIoError(`write past the volume's end (${this.volumeSize} bytes)`, Errno.ENOSPC);
+  }
+
+  // async: a write past the end must reject (an NBD error reply), never throw into the connection.
+  async write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
+    this.checkWrite(offset, buf.length);
+    return this.onPath((c) => c.write(buf, offset, fua));
+  }
+
+  flush(): Promise<void> {
+    return this.onPath((c) => c.flush());
+  }
+
+  async trim(offset: number, length: number): Promise<void> {
+    this.checkWrite(offset, length);
+    return this.onPath((c) => c.trim(offset, length));
+  }
+
+  async writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
+    this.checkWrite(offset, length);
+    return this.onPath((c) => c.writeZeroes(offset, length, fua));
+  }
+
+  private acceptNbd(socket: Socket): void {
+    const conn = new NbdServerConnection(
+      socket,
+      {
+        get: (n) => (n === PROXY_EXPORT || n === '' ? this : undefined),
+        names: () => [PROXY_EXPORT],
+      },
+      (err) => this.opts.log?.('NBD client error', { err: String(err) }),
+      this.pool,
+    );
+    this.connections.add(conn);
+    socket.on('close', () => this.connections.delete(conn));
+    conn.greet(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+  }
+
+  private acceptControl(socket: Socket): void {
+    let buf = '';
+    socket.on('error', () => {});
+    socket.on('data', (d) => {
+      buf += d;
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        void this.control(line).then((answer) => socket.write(`${JSON.stringify(answer)}\n`));
+      }
+    });
+  }
+
+  private async control(line: string): Promise<Record<string, unknown>> {
+    try {
+      const req = JSON.parse(line) as { op?: string; target?: string };
+      switch (req.op) {
+        case 'status':
+          return { ok: true, status: this.status() };
+        case 'repoint':
+          if (typeof req.target !== 'string') throw new Error('repoint needs a target');
+          return { ok: true, status: await this.repoint(req.target) };
+        case 'refresh':
+          return { ok: true, status: await this.refresh() };
+        case 'stop':
+          setImmediate(() => void this.close().then(() => process.exit(0)));
+          return { ok: true };
+        default:
+          throw new Error(`unknown op '${String(req.op).slice(0, 32)}'`);
+      }
+    } catch (err) {
+      return { ok: false, error: (err as Error).message };
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const w of this.waiters.splice(0)) w();
+    for (const c of this.connections) c.close();
+    await Promise.all([closeServer(this.nbdServer), closeServer(this.controlServer)]);
+    await this.client?.close();
+    await rm(this.opts.socketPath, { force: true });
+    await rm(this.opts.controlPath, { force: true });
+  }
+}
+
+async function listenUnix(path: string, onConnection: (s: Socket) => void): Promise<Server> {
+  await rm(path, { force: true });
+  const server = createServer(onConnection);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  await chmod(path, 0o600);
+  return server;
+}
+
+const closeServer = (s?: Server) =>
+  new Promise<void>((resolve) => (s ? s.close(() => resolve()) : resolve()));

@@ -1,0 +1,46 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { waitUntilGone } from '../../lib/mount/poll.js';
+import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
+import { NbdfuseLoopAttacher } from './attacher-nbdfuse.js';
+
+/** PIDs (with start times) of processes whose arguments name something inside `dir`. */
+async function processesIn(dir: string): Promise<{ pid: number; startTime: string }[]> {
+  const out: { pid: number; startTime: string }[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    const cmd = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '');
+    if (!cmd.includes(`${dir}/`)) continue;
+    const st = await procStat(Number(name));
+    if (st) out.push({ pid: Number(name), startTime: st.startTime });
+  }
+  return out;
+}
+
+/**
+ * The last step of undoing a volume: whatever a crash between two recorded steps left in its
+ * directory that the state file does not know about — a loop device on its FUSE file, the FUSE
+ * mount, a proxy or nbdfuse process (found by their arguments, stopped by PID).
+ */
+export async function sweepVolumeDir(dir: string): Promise<string[]> {
+  const swept: string[] = [];
+  const fuseDir = join(dir, 'fuse');
+  await new NbdfuseLoopAttacher().detach({
+    kind: 'nbdfuse-loop',
+    device: '',
+    fuseDir,
+    file: join(fuseDir, basename(dir)),
+  });
+  for (const p of await processesIn(dir)) {
+    const alive = () => isSameProcessAlive(p.pid, p.startTime);
+    for (const sig of ['SIGTERM', 'SIGKILL'] as const) {
+      if (!(await alive())) break;
+      try {
+        process.kill(p.pid, sig);
+      } catch {}
+      await waitUntilGone(alive, 5000);
+    }
+    swept.push(`process ${p.pid}`);
+  }
+  return swept;
+}

@@ -1,0 +1,114 @@
+import { RoleProcess } from './supervisor.js';
+
+export interface RoleSpec {
+  name: string;
+  bin: string;
+  /** Arguments of each start (an io-engine restarts on the ports it had). */
+  args: () => Promise<string[]> | string[];
+  env: NodeJS.ProcessEnv;
+  logFile: string;
+  readyMsg: string;
+  /** After the `onReady` listeners of each start (`up` republishes its endpoints). */
+  afterReady?: () => Promise<void>;
+}
+
+/** Restarts in a row that never got ready before `up` gives the role up (and stops the cluster). */
+const MAX_FAILED_STARTS = 5;
+/** A run this long resets the backoff: the role was healthy, the next failure is a new one. */
+const HEALTHY_RUN_MS = 60_000;
+
+/**
+ * One role of `storctl up`, kept running: a role that exits on its own is started again after a
+ * backoff (1 s, doubling to 30 s), said on stderr, while the other roles keep serving — a core that
+ * exits on a store outage comes back when the store does, and io-engine targets stay up meanwhile.
+ * `failed` resolves only when the role cannot be started again.
+ */
+export class Role {
+  private process: RoleProcess | null = null;
+  private stopping = false;
+  private readonly listeners: ((ready: Record<string, unknown>) => void | Promise<void>)[] = [];
+  private giveUp: (role: Role) => void = () => {};
+  readonly failed = new Promise<Role>((resolve) => {
+    this.giveUp = resolve;
+  });
+  restarts = 0;
+
+  constructor(
+    readonly spec: RoleSpec,
+    private readonly say: (line: string) => void,
+  ) {}
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  /** PID of the running process (the latest one after restarts). */
+  get pid(): number | undefined {
+    return this.process?.child.pid;
+  }
+
+  get running(): boolean {
+    return this.process?.running ?? false;
+  }
+
+  /** Called with the ready line of the first start and of every restart. */
+  onReady(fn: (ready: Record<string, unknown>) => void | Promise<void>): void {
+    this.listeners.push(fn);
+  }
+
+  /** Start, wait until ready, then keep it running. */
+  async start(): Promise<Record<string, unknown>> {
+    const ready = await this.spawn();
+    void this.supervise();
+    return ready;
+  }
+
+  private async spawn(): Promise<Record<string, unknown>> {
+    this.process = new RoleProcess(
+      this.spec.name,
+      this.spec.bin,
+      await this.spec.args(),
+      this.spec.env,
+      this.spec.logFile,
+      this.spec.readyMsg,
+    );
+    const ready = await this.process.ready;
+    for (const fn of this.listeners) await fn(ready);
+    await this.spec.afterReady?.();
+    return ready;
+  }
+
+  private async supervise(): Promise<void> {
+    let delay = 1_000;
+    let failedStarts = 0;
+    for (;;) {
+      const started = Date.now();
+      const code = await this.process!.wait();
+      if (this.stopping) return;
+      if (Date.now() - started > HEALTHY_RUN_MS) delay = 1_000;
+      this.say(
+        `${this.name} exited (code ${code}); restarting in ${delay / 1000}s (log: ${this.spec.logFile})`,
+      );
+      await new Promise((r) => setTimeout(r, delay).unref());
+      if (this.stopping) return;
+      delay = Math.min(delay * 2, 30_000);
+      try {
+        await this.spawn();
+        this.restarts++;
+        failedStarts = 0;
+        this.say(`${this.name} restarted`);
+      } catch (err) {
+        if (++failedStarts >= MAX_FAILED_STARTS) {
+          this.say(`${this.name} did not start ${failedStarts} times in a row: ${(err as Error).message}`);
+          this.giveUp(this);
+          return;
+        }
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.process?.stop();
+  }
+}

@@ -1,0 +1,85 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RestClient } from '../../../src/lib/rest/client.js';
+import { StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
+import { qemuIo } from '../../integration/core/qemu.js';
+
+/**
+ * `storctl up` keeps its roles running: a core killed with SIGKILL is started again (the io-engines
+ * and their targets serve on meanwhile), and so is a killed io-engine, on the ports it had, so the
+ * volume's target comes back at its URI.
+ */
+describe('storctl up restarts a role that dies (built CLI)', () => {
+  let home: string;
+  let up: StorctlProcess;
+  const endpoints = () => JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
+
+  beforeAll(async () => {
+    home = mkdtempSync(join(tmpdir(), 'storctl-up-supervise-'));
+    const env = {
+      XDG_DATA_HOME: home,
+      STORCTL_STORE: undefined,
+      STORCTL_REST: undefined,
+      STORCTL_CLUSTER_ID: undefined,
+    };
+    up = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1Gi'], env);
+    await waitFor(async () => up.output.includes('ready:') || (await up.failIfExited('storctl up')), {
+      what: 'storctl up ready',
+      timeoutMs: 60_000,
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await up?.kill('SIGINT');
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('core and an io-engine killed with SIGKILL come back; the volume is Online again (rebuilt) at its URI with its data', async () => {
+    let rest = new RestClient(endpoints().rest);
+    const id = crypto.randomUUID();
+    await rest.createVolume(id, { size: 16 << 20, replicas: 2, thin: true, policy: { self_heal: true } });
+    const uri = (await rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-1' })).state
+      .target!.deviceUri;
+    await qemuIo(uri, 'write -P 0x5a 0 1M');
+    await rest.close();
+    const before = endpoints().roles as Record<string, number>;
+
+    process.kill(before.core, 'SIGKILL');
+    // The target lives on the io-engine: I/O goes on while core is down.
+    await qemuIo(uri, 'read -P 0x5a 0 1M');
+    await waitFor(() => endpoints().roles.core !== before.core && up.output.includes('core restarted'), {
+      what: 'core restarted',
+      timeoutMs: 30_000,
+    });
+    expect(up.output).toMatch(/core exited \(code null\); restarting in 1s/);
+    rest = new RestClient(endpoints().rest);
+    try {
+      expect((await rest.getVolume(id)).state.status).toBe('Online');
+      expect(endpoints().roles['io-engine node-1']).toBe(before['io-engine node-1']);
+
+      process.kill(before['io-engine node-1'], 'SIGKILL');
+      await waitFor(
+        async () => {
+          const v = await rest.getVolume(id).catch(() => null);
+          // Until core notices the new process it may still report the old target: the read is
+          // what counts.
+          return (
+            endpoints().roles['io-engine node-1'] !== before['io-engine node-1'] &&
+            v?.state.status === 'Online' &&
+            v.state.target?.deviceUri === uri &&
+            (await qemuIo(uri, 'read -P 0x5a 0 1M').then(
+              () => true,
+              () => false,
+            ))
+          );
+        },
+        { what: 'io-engine node-1 restarted, the target back at its URI with the data', timeoutMs: 60_000 },
+      );
+    } finally {
+      await rest.close();
+    }
+    expect(up.running).toBe(true);
+  }, 150_000);
+});

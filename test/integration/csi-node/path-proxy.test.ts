@@ -1,0 +1,125 @@
+import { mkdtempSync } from 'node:fs';
+import { rm, truncate, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { PathProxy } from '../../../src/daemons/csi-node/proxy-server.js';
+import { NbdClient } from '../../../src/lib/nbd/client.js';
+import { FileBackend } from '../../../src/lib/nbd/file-backend.js';
+import { NbdServer } from '../../../src/lib/nbd/server.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const MiB = 1 << 20;
+
+/** One NBD target: a file served by our NBD server on a loopback port. */
+async function target(dir: string, name: string, fill: number, port = 0) {
+  const file = join(dir, `${name}.img`);
+  await writeFile(file, Buffer.alloc(4 * MiB, fill));
+  const backend = await FileBackend.open(file);
+  const server = new NbdServer();
+  const addr = await server.listen('127.0.0.1', port);
+  server.addExport(name, backend);
+  return { file, backend, server, port: addr.port, uri: server.uri(name) };
+}
+
+/**
+ * The path proxy on real sockets: the block device's side is an NBD client on the proxy's unix
+ * socket, the target side real NBD servers. Re-pointing swaps targets under a live client; a lost
+ * path is reconnected while requests wait; the virtual tail reads as zeroes and refuses writes.
+ */
+describe('csi-node path proxy', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-proxy-'));
+  const cleanup: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c().catch(() => {});
+  });
+
+  async function proxyTo(uri: string, advertisedSize?: number) {
+    const proxy = new PathProxy({
+      socketPath: join(dir, 'nbd.sock'),
+      controlPath: join(dir, 'ctl.sock'),
+      target: uri,
+      advertisedSize,
+      pathTimeoutMs: 10_000,
+    });
+    await proxy.start();
+    cleanup.push(() => proxy.close());
+    return { proxy };
+  }
+
+  it('re-points a live client to another target and reconnects a lost path while requests wait', async () => {
+    const a = await target(dir, 'a', 0xaa);
+    const b = await target(dir, 'b', 0xbb);
+    cleanup.push(
+      () => a.server.close(),
+      () => b.server.close(),
+    );
+    const { proxy } = await proxyTo(a.uri);
+    const local = await connectUnix(join(dir, 'nbd.sock'));
+    cleanup.push(() => local.close());
+    expect(local.size).toBe(4 * MiB);
+
+    const buf = Buffer.alloc(4096);
+    await local.read(buf, 0);
+    expect(buf[0]).toBe(0xaa);
+    expect((await proxy.repoint(b.uri)).repoints).toBe(1);
+    await local.read(buf, 0);
+    expect(buf[0]).toBe(0xbb); // same client, new target
+    await local.write(Buffer.alloc(4096, 0x11), 8192, true);
+
+    // The target goes away and comes back on the same port: a request issued meanwhile waits, then succeeds.
+    await b.server.close();
+    await waitFor(() => !proxy.status().connected, { what: 'path lost' });
+    const pending = local.read(buf, 8192);
+    const back = new NbdServer();
+    await back.listen('127.0.0.1', b.port);
+    back.addExport('b', b.backend);
+    cleanup.push(() => back.close());
+    await pending;
+    expect(buf[0]).toBe(0x11);
+    expect(proxy.status()).toMatchObject({ connected: true, target: b.uri });
+  });
+
+  it('advertises a larger size: the tail past the volume reads as zeroes and refuses writes', async () => {
+    const a = await target(dir, 'tail', 0xcc);
+    cleanup.push(() => a.server.close());
+    const { proxy } = await proxyTo(a.uri, 64 * MiB);
+    const local = await connectUnix(join(dir, 'nbd.sock'));
+    cleanup.push(() => local.close());
+    expect(local.size).toBe(64 * MiB);
+    const buf = Buffer.alloc(8192, 0xff);
+    await local.read(buf, 4 * MiB - 4096); // half in the volume, half past it
+    expect(buf[0]).toBe(0xcc);
+    expect(buf[4096]).toBe(0);
+    await expect(local.write(Buffer.alloc(4096), 8 * MiB, false)).rejects.toThrow(/remote error 28/);
+    // The volume grows at its target: a refresh learns the new size.
+    await truncate(a.file, 8 * MiB);
+    a.backend.size = 8 * MiB;
+    expect((await proxy.refresh()).size).toBe(8 * MiB);
+    await local.write(Buffer.alloc(4096, 0x22), 8 * MiB - 4096, true);
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+});
+
+/** An NBD client on a unix socket (NbdClient speaks TCP; a tiny shim connects it to a path). */
+async function connectUnix(path: string): Promise<NbdClient> {
+  const net = await import('node:net');
+  const server = net.createServer((socket) => {
+    const upstream = net.connect(path);
+    socket.pipe(upstream).pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  const client = await NbdClient.connect({ host: '127.0.0.1', port, exportName: 'volume' });
+  const close = client.close.bind(client);
+  client.close = async () => {
+    await close();
+    server.close();
+  };
+  return client;
+}
