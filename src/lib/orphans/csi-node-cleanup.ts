@@ -58,12 +58,15 @@ export async function cleanCsiNodeEntry(
       out.left.push(`${what} ${path}: ${(err as Error).message}`);
     }
   };
+  // The proxy first: its volume is gone, unpublished or served elsewhere, so nothing can be flushed
+  // to it any more, and while it waits for a target that will not come back every unmount below
+  // would wait on writeback until the path timeout. Without it, I/O fails at once and they finish.
+  if (current.proxy) await stopProcess(current.proxy.pid, current.proxy.pidStartTime, 'proxy', out);
   for (const target of Object.keys(current.publishes ?? {})) await removePath(target, 'publish target');
   if (current.stagingPath) await removePath(current.stagingPath, 'staging path');
 
   const d = current.device;
   if (d) await detachDevice(d, stateDir, out);
-  if (current.proxy) await stopProcess(current.proxy.pid, current.proxy.pidStartTime, 'proxy', out);
 
   if (current.dir) {
     if (!isBelow(current.dir, stateDir)) out.left.push(`directory ${current.dir}: not below ${stateDir}`);
