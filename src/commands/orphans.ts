@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { Flags } from '@oclif/core';
+import { liveRestUrl } from '../lib/catalog/live.js';
 import { withStore } from '../lib/catalog/with-store.js';
 import { durationFlag } from '../lib/cli-args.js';
 import { writeStdout } from '../lib/command.js';
@@ -12,6 +13,8 @@ import { resolveKubeAccess } from '../lib/orphans/kube/config.js';
 import { orphanListing, orphanRows } from '../lib/orphans/listing.js';
 import type { DeleteOutcome } from '../lib/orphans/types.js';
 import { renderLines } from '../lib/output/render.js';
+import { RestClient } from '../lib/rest/client.js';
+import { DEFAULT_REST_URL } from '../lib/rest/endpoint.js';
 import { RestCommand } from '../lib/rest-command.js';
 
 /** kubelet's directory: csi-node's default root for staging and publish paths. */
@@ -33,6 +36,11 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
   ];
 
   static override flags = {
+    rest: Flags.string({
+      description:
+        'core REST URL the deletes go through (default: the core `storctl up` runs for this store, else http://127.0.0.1:8081)',
+      env: 'STORCTL_REST',
+    }),
     delete: Flags.boolean({ description: 'remove the orphans found (asks first unless -y)' }),
     yes: Flags.boolean({ char: 'y', description: 'do not ask before deleting' }),
     kubeconfig: Flags.string({
@@ -99,7 +107,7 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
           outcomes = await deleteOrphans(found, {
             store,
             space: this.globals.keySpace,
-            rest: () => this.client,
+            rest: () => this.coreFor(flags.rest),
             kube,
             csiNodeRoots: flags['csi-node-root']?.length ? flags['csi-node-root'] : [KUBELET_ROOT],
             engineTimeoutMs: flags['engine-timeout'],
@@ -122,6 +130,29 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
       this.exit(
         (failed.every((f) => f.exitCode === failed[0].exitCode) && failed[0].exitCode) || ExitCode.failure,
       );
+  }
+
+  private core?: RestClient;
+
+  /**
+   * Core for the deletes: --rest / STORCTL_REST, else the core `storctl up` runs for this very store
+   * (as `get` decides, src/lib/catalog/live.ts), else the default. Never the core of another cluster
+   * that `up` runs on this machine: its ids would not be this store's.
+   */
+  private coreFor(flag: string | undefined): RestClient {
+    this.core ??= new RestClient(
+      flag?.replace(/\/+$/, '') || liveRestUrl(this.globals.storeUrl) || DEFAULT_REST_URL,
+    );
+    return this.core;
+  }
+
+  protected override async finally(err: Error | undefined): Promise<unknown> {
+    try {
+      await this.core?.close();
+    } finally {
+      this.core = undefined;
+    }
+    return super.finally(err);
   }
 
   private async printRows(findings: Findings, outcomes: DeleteOutcome[] | undefined): Promise<void> {
