@@ -1,6 +1,9 @@
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 
 /**
  * RECORDED FIXTURE, not a Kubernetes API server (none runs on the test machine): a real HTTP server
@@ -8,7 +11,8 @@ import type { AddressInfo } from 'node:net';
  * /api/v1/persistentvolumeclaims, with bodies shaped as kube-apiserver v1.30 returns them (kind,
  * apiVersion, metadata.resourceVersion, items; trimmed to the fields that matter). Lists are served
  * in pages of `limit` with metadata.continue, as the API server pages them, and a request without
- * the expected bearer token gets the API server's 401 Status body.
+ * the expected bearer token gets the API server's 401 Status body. With `tls` it serves HTTPS and
+ * also accepts a client certificate its CA signed, as kube-apiserver does.
  */
 export class RecordedKubeApiFixture {
   pvs: unknown[] = [];
@@ -17,20 +21,24 @@ export class RecordedKubeApiFixture {
   readonly requests: string[] = [];
   private server!: Server;
 
-  constructor(readonly token: string) {}
+  constructor(
+    readonly token: string,
+    readonly tls?: { ca: string; serverCert: string; serverKey: string },
+  ) {}
 
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       this.requests.push(req.url ?? '');
       const send = (status: number, body: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(body));
       };
-      if (req.headers.authorization !== `Bearer ${this.token}`)
+      const byCert = this.tls !== undefined && (req.socket as TLSSocket).authorized === true;
+      if (!byCert && req.headers.authorization !== `Bearer ${this.token}`)
         return send(401, {
           kind: 'Status',
           apiVersion: 'v1',
@@ -65,7 +73,19 @@ export class RecordedKubeApiFixture {
         metadata: { resourceVersion: '123456', ...(next ? { continue: next } : {}) },
         items,
       });
-    });
+    };
+    this.server = this.tls
+      ? createTlsServer(
+          {
+            ca: readFileSync(this.tls.ca),
+            cert: readFileSync(this.tls.serverCert),
+            key: readFileSync(this.tls.serverKey),
+            requestCert: true,
+            rejectUnauthorized: false,
+          },
+          handler,
+        )
+      : createServer(handler);
     this.server.listen(0, '127.0.0.1');
     await once(this.server, 'listening');
   }
