@@ -3,12 +3,13 @@ import { StorctlCommand } from '../lib/command.js';
 import { humanizeBytes } from '../lib/output/humanize.js';
 import { defaultDataDir, defaultStoreUrl } from '../lib/paths.js';
 import { sizeArg } from '../lib/rest/cli.js';
+import { RestClient } from '../lib/rest/client.js';
 import { endpointsFile } from '../lib/rest/endpoint.js';
 import { up } from '../lib/up/cluster.js';
 
 export default class Up extends StorctlCommand {
   static override description =
-    'run a whole single-machine cluster: core, three io-engines and the S3 mounter on the embedded store, each its own process; Ctrl-C stops everything';
+    'run a whole single-machine cluster, each role its own process: core, three io-engines, the block CSI driver (csi-controller, csi-node) and the S3 mounter on the embedded store; a role that dies is restarted; Ctrl-C stops everything in order';
   static override examples = [
     '<%= config.bin %> up',
     '<%= config.bin %> up --data-dir /tmp/storctl-demo --rest 127.0.0.1:0',
@@ -64,9 +65,16 @@ export default class Up extends StorctlCommand {
     this.log(
       `mounter   ${cluster.mounterSocket ? `unix://${cluster.mounterSocket}` : '<none> (no S3 FUSE binary)'}`,
     );
+    this.log(`csi-controller unix://${cluster.csiControllerSocket}`);
+    this.log(
+      cluster.csiNodeSocket
+        ? `csi-node  unix://${cluster.csiNodeSocket} (staging and target paths under ${cluster.csiNodeRoot})`
+        : 'csi-node  <none> (needs root)',
+    );
     this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
     this.log(`endpoints ${endpointsFile(dataDir)}`);
+    for (const line of await volumesLoaded(cluster.rest)) this.log(line);
     this.log('ready: try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster');
     this.log(
       '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
@@ -78,5 +86,23 @@ export default class Up extends StorctlCommand {
     await cluster.stop();
     this.logToStderr('stopped');
     if (outcome !== 'signal') this.exit(1);
+  }
+}
+
+/** What a restarted cluster brought back: how many volumes, and where the published ones are served. */
+async function volumesLoaded(rest: string): Promise<string[]> {
+  const client = new RestClient(rest);
+  try {
+    const volumes = await client.listVolumes();
+    const published = volumes.filter((v) => v.state.target?.deviceUri);
+    const lines = [`volumes   ${volumes.length} loaded, ${published.length} published`];
+    const SHOWN = 10;
+    for (const v of published.slice(0, SHOWN))
+      lines.push(`          ${v.spec.uuid} ${v.state.status} ${v.state.target?.deviceUri}`);
+    if (published.length > SHOWN)
+      lines.push(`          … ${published.length - SHOWN} more: storctl get volumes -o wide`);
+    return lines;
+  } finally {
+    await client.close();
   }
 }

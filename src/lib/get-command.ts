@@ -5,9 +5,11 @@ import { liveRestUrl, readLive } from './catalog/live.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
-import { type DecodeError, ExitCode, NotFoundError } from './errors.js';
+import { type DecodeError, ExitCode, NotFoundError, UsageError } from './errors.js';
 import type { Listing } from './output/render.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
+import { clusterPrefix } from './store/keys.js';
+import type { Store } from './store/types.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition (as in command.ts)
 type FlagOutput = { [name: string]: any };
@@ -27,7 +29,14 @@ export abstract class GetCommand extends StorctlCommand {
   static override baseFlags = {
     ...StorctlCommand.baseFlags,
     'no-headers': Flags.boolean({ description: 'print tables without their header line', default: false }),
+    watch: Flags.boolean({
+      char: 'w',
+      description: 'print the table again whenever the store changes, until Ctrl-C',
+      default: false,
+    }),
   };
+
+  private watchFlag = false;
 
   protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
     options?: Input<F, B, A>,
@@ -35,6 +44,11 @@ export abstract class GetCommand extends StorctlCommand {
   ): Promise<ParserOutput<F, B, A>> {
     const parsed = await super.parse(options, argv);
     this.noHeaders = (parsed.flags as { 'no-headers'?: boolean })['no-headers'] === true;
+    this.watchFlag = (parsed.flags as { watch?: boolean }).watch === true;
+    if (this.watchFlag && this.globals.output !== 'table' && this.globals.output !== 'wide')
+      throw new UsageError(
+        '--watch prints tables; with -o json|yaml follow changes with `storctl events --watch`',
+      );
     return parsed;
   }
 
@@ -43,12 +57,48 @@ export abstract class GetCommand extends StorctlCommand {
     build: (state: ClusterState) => Listing<T>,
     { live = false } = {},
   ): Promise<void> {
-    const state = await withStore(this.globals, (store) => readCluster(store, this.globals.keySpace, types));
-    // Tables only: -o json|yaml print the stored specs exactly as stored.
-    if (live && (this.globals.output === 'table' || this.globals.output === 'wide'))
-      await this.joinLive(state);
-    this.print(build(state));
-    this.reportDecodeErrors(state.errors);
+    const table = this.globals.output === 'table' || this.globals.output === 'wide';
+    const once = async (store: Store) => {
+      const state = await readCluster(store, this.globals.keySpace, types);
+      // Tables only: -o json|yaml print the stored specs exactly as stored.
+      if (live && table) await this.joinLive(state);
+      this.print(build(state));
+      return state;
+    };
+    if (!this.watchFlag) {
+      const state = await withStore(this.globals, once);
+      this.reportDecodeErrors(state.errors);
+      return;
+    }
+    await withStore(this.globals, (store) => this.watchTable(store, once));
+  }
+
+  /** `--watch`: the table again after every change of the cluster's keys (coalesced), until a signal. */
+  private async watchTable(store: Store, once: (store: Store) => Promise<ClusterState>): Promise<void> {
+    const { revision } = await store.range(`${clusterPrefix(this.globals.keySpace)}/`, { limit: 1 });
+    await once(store);
+    const watch = await store.watch(`${clusterPrefix(this.globals.keySpace)}/`, {
+      fromRevision: revision + 1,
+    });
+    let pending: NodeJS.Timeout | null = null;
+    let printing = Promise.resolve();
+    watch.on('event', () => {
+      pending ??= setTimeout(() => {
+        pending = null;
+        printing = printing.then(async () => {
+          this.log('');
+          await once(store);
+        });
+      }, 250);
+    });
+    watch.on('error', (err) => this.logToStderr(`note: watch: ${err.message}`));
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    if (pending) clearTimeout(pending);
+    await watch.close();
+    await printing;
   }
 
   /**

@@ -3,17 +3,24 @@ import { loadProto, lookupService } from '../../src/lib/grpc/proto.js';
 
 type Call = (req: unknown, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
 
-/** A CSI client on a unix socket: `await csi.node('NodePublishVolume', {...})`. */
+/**
+ * A CSI client on a unix socket: `await csi.node('NodePublishVolume', {...})`,
+ * `await csi.controller('CreateVolume', {...})`.
+ */
 export class CsiClient {
   private readonly nodeClient: grpc.Client;
   private readonly identityClient: grpc.Client;
+  private readonly controllerClient: grpc.Client;
 
-  constructor(socketPath: string) {
+  constructor(socketPath: string, options: grpc.ChannelOptions = {}) {
     const root = loadProto('csi.proto');
     const Node = lookupService(root, 'csi.v1.Node');
     const Identity = lookupService(root, 'csi.v1.Identity');
-    this.nodeClient = new Node(`unix:${socketPath}`, grpc.credentials.createInsecure());
-    this.identityClient = new Identity(`unix:${socketPath}`, grpc.credentials.createInsecure());
+    const Controller = lookupService(root, 'csi.v1.Controller');
+    const creds = grpc.credentials.createInsecure();
+    this.nodeClient = new Node(`unix:${socketPath}`, creds, options);
+    this.identityClient = new Identity(`unix:${socketPath}`, creds, options);
+    this.controllerClient = new Controller(`unix:${socketPath}`, creds, options);
   }
 
   private invoke<T>(client: grpc.Client, method: string, req: unknown): Promise<T> {
@@ -32,9 +39,14 @@ export class CsiClient {
     return this.invoke<T>(this.identityClient, method, req);
   }
 
+  controller<T = Record<string, unknown>>(method: string, req: unknown = {}): Promise<T> {
+    return this.invoke<T>(this.controllerClient, method, req);
+  }
+
   close(): void {
     this.nodeClient.close();
     this.identityClient.close();
+    this.controllerClient.close();
   }
 }
 

@@ -112,18 +112,34 @@ function probe(buf: Buffer): Probe | null {
   return null;
 }
 
-async function readHead(path: string): Promise<Buffer | null> {
-  let fh: Awaited<ReturnType<typeof open>> | null = null;
-  try {
-    fh = await open(path, 'r');
-    const buf = Buffer.alloc(0x10240);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-    return buf.subarray(0, bytesRead);
-  } catch {
-    return null; // no permission, no medium: nothing known about its content
-  } finally {
-    await fh?.close().catch(() => {});
-  }
+/** How long one device may take to show its first bytes before it is listed with unknown content. */
+const READ_HEAD_TIMEOUT_MS = 2_000;
+
+/**
+ * The device's first 64 KiB, or null when unreadable. A device whose backend hangs (a loop device
+ * over a FUSE file whose daemon died) must not hang the whole listing: after a timeout its content
+ * counts as unknown, and the read is left to finish (and close) on its own.
+ */
+function readHead(path: string): Promise<Buffer | null> {
+  const read = (async () => {
+    let fh: Awaited<ReturnType<typeof open>> | null = null;
+    try {
+      fh = await open(path, 'r');
+      const buf = Buffer.alloc(0x10240);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      return buf.subarray(0, bytesRead);
+    } catch {
+      return null; // no permission, no medium: nothing known about its content
+    } finally {
+      await fh?.close().catch(() => {});
+    }
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), READ_HEAD_TIMEOUT_MS);
+    timer.unref();
+  });
+  return Promise.race([read, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** /dev/disk/by-* symlinks, by the device name they point to. */

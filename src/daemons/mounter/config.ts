@@ -22,8 +22,4 @@ export interface MounterDaemonConfig {
 
 export const PLUGIN_NAME = 's3.csi.storctl.io';
 
-export function socketPathOf(endpoint: string): string {
-  const m = /^unix:\/\/(\/.+)$/.exec(endpoint) ?? /^unix:(\/.+)$/.exec(endpoint);
-  if (!m) throw new Error(`--endpoint must be unix:///absolute/path.sock, got '${endpoint}'`);
-  return m[1];
-}
+export { socketPathOf } from '../../lib/csi/socket.js';

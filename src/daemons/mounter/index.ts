@@ -1,22 +1,20 @@
-import { readFileSync } from 'node:fs';
-import { chmod, mkdir, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { rm } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
+import { PLUGIN_VERSION } from '../../lib/csi/plugin.js';
+import { bindUnixSocket, socketPathOf } from '../../lib/csi/socket.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { unary } from '../../lib/grpc/status.js';
 import { createLogger } from '../../lib/logger.js';
 import { loadDriverCredentials } from '../../lib/mount/credentials.js';
 import { resolveFuseAdapter } from '../../lib/mount/fuse-binary.js';
 import { type PublishResult, S3Volumes } from '../../lib/mount/s3-volumes.js';
-import { type MounterDaemonConfig, PLUGIN_NAME, socketPathOf } from './config.js';
+import { type MounterDaemonConfig, PLUGIN_NAME } from './config.js';
 import { nodeService } from './node-service.js';
 import { selectMounter } from './select-mounter.js';
 
 export type { MounterDaemonConfig } from './config.js';
 
-export const STORCTL_VERSION: string = JSON.parse(
-  readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
-).version;
+export const STORCTL_VERSION: string = PLUGIN_VERSION;
 
 export interface MounterDaemon {
   socketPath: string;
@@ -71,17 +69,8 @@ export async function start(config: MounterDaemonConfig): Promise<MounterDaemon>
     }),
   );
 
-  // Whoever can connect can mount buckets: a socket directory we create is ours alone (0700). An
-  // existing one (a kubelet plugin dir, or /tmp) keeps its mode; the socket itself is 0600.
-  const created = await mkdir(dirname(socketPath), { recursive: true, mode: 0o700 });
-  if (created) await chmod(dirname(socketPath), 0o700);
-  await rm(socketPath, { force: true });
-  await new Promise<void>((resolve, reject) =>
-    server.bindAsync(`unix:${socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
-      err ? reject(err) : resolve(),
-    ),
-  );
-  await chmod(socketPath, 0o600);
+  // Whoever can connect can mount buckets: the socket is the owner's alone.
+  await bindUnixSocket(server, socketPath);
   log.info(
     { socket: socketPath, mounter: mounter.kind, fuseBinary: adapter.name, nodeId: config.nodeId },
     'mounter listening',

@@ -186,4 +186,47 @@ export class RestClient {
   deleteNexus(id: string) {
     return this.call<void>('DELETE', `/nexuses/${encodeURIComponent(id)}`);
   }
+  // --- pages, snapshots, clones and app nodes (the CSI controller) ---------------------------------
+  /** One page of volumes: `maxEntries` 0 = all from `startingToken` on. */
+  listVolumesPage(maxEntries: number, startingToken?: number) {
+    return this.call<{ entries: Volume[]; next_token?: number }>('GET', '/volumes', undefined, {
+      max_entries: maxEntries,
+      starting_token: startingToken,
+    });
+  }
+  getSnapshot(snapshotId: string) {
+    return this.call<VolumeSnapshot>('GET', `/volumes/snapshots/${encodeURIComponent(snapshotId)}`);
+  }
+  /** One page of snapshots, optionally of one source volume: `maxEntries` 0 = all. */
+  listSnapshotsPage(q: { volumeId?: string; maxEntries: number; startingToken?: number }) {
+    return this.call<{ entries: VolumeSnapshot[]; next_token?: number }>(
+      'GET',
+      '/volumes/snapshots',
+      undefined,
+      { volume_id: q.volumeId, max_entries: q.maxEntries, starting_token: q.startingToken },
+    );
+  }
+  /** A new volume cloned from a snapshot (`PUT /snapshots/{snapshot}/volumes/{volume}`). */
+  createCloneVolume(snapshotId: string, volumeId: string, body: CreateVolumeRequest) {
+    return this.call<Volume>(
+      'PUT',
+      `/snapshots/${encodeURIComponent(snapshotId)}/volumes/${encodeURIComponent(volumeId)}`,
+      body,
+    );
+  }
+  getAppNode(id: string) {
+    return this.call<AppNode>('GET', `/app-nodes/${encodeURIComponent(id)}`);
+  }
+  registerAppNode(id: string, body: { endpoint: string; labels?: Record<string, string> }) {
+    return this.call<void>('PUT', `/app-nodes/${encodeURIComponent(id)}`, body);
+  }
+  deregisterAppNode(id: string) {
+    return this.call<void>('DELETE', `/app-nodes/${encodeURIComponent(id)}`);
+  }
+}
+
+/** An app node (a CSI node registered with core) as REST `/app-nodes/{id}` shows it. */
+export interface AppNode {
+  id: string;
+  spec: { id: string; endpoint: string; labels?: Record<string, string> };
 }

@@ -29,6 +29,11 @@ export interface UpCluster {
   rest: string;
   /** CSI socket of the S3 mounter, or null when no S3 FUSE binary is installed. */
   mounterSocket: string | null;
+  /** CSI sockets of the block driver: the controller, and the node plugin (null unless root). */
+  csiControllerSocket: string;
+  csiNodeSocket: string | null;
+  /** Where the csi-node accepts staging and target paths. */
+  csiNodeRoot: string | null;
   roles: Role[];
   /** Resolves with the first role that exits and cannot be started again. */
   failed: Promise<Role>;
@@ -181,11 +186,12 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     } finally {
       await client.close();
     }
+    const csi = await startCsi(o, role, () => rest);
     const mounterSocket = await startMounter(o, env, role);
-    endpoints = { rest, store: o.storeUrl, pid: process.pid, ioEngines: [], mounterSocket };
+    endpoints = { rest, store: o.storeUrl, pid: process.pid, ioEngines: [], mounterSocket, ...csi };
     await publish();
     const failed = Promise.race(roles.map((r) => r.failed));
-    return { rest, mounterSocket, roles, failed, stop };
+    return { rest, mounterSocket, ...csi, roles, failed, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -193,21 +199,64 @@ export async function up(o: UpOptions): Promise<UpCluster> {
 }
 
 /**
+ * The block CSI driver: the controller (over core's REST API, at the address core has now), and
+ * the node plugin for this machine, which attaches volumes with FUSE and loop devices and so needs
+ * root. Its staging and target paths must lie under `<data dir>/kubelet`, the kubelet's directory
+ * of this one-machine cluster.
+ */
+async function startCsi(o: UpOptions, role: RoleFactory, rest: () => string) {
+  const dir = join(o.dataDir, 'csi');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const csiControllerSocket = join(dir, 'controller.sock');
+  await role(
+    'csi-controller',
+    () => ['daemon', 'csi-controller', '--endpoint', `unix://${csiControllerSocket}`, '--rest', rest()],
+    'csi-controller.log',
+    'csi-controller listening',
+  ).start();
+  if (process.getuid?.() !== 0) {
+    o.say('csi-node not started: attaching block volumes (FUSE, loop devices, mounts) needs root');
+    return { csiControllerSocket, csiNodeSocket: null, csiNodeRoot: null };
+  }
+  const csiNodeSocket = join(dir, 'node.sock');
+  const csiNodeRoot = join(o.dataDir, 'kubelet');
+  mkdirSync(csiNodeRoot, { recursive: true, mode: 0o750 });
+  await role(
+    'csi-node',
+    () => [
+      'daemon',
+      'csi-node',
+      '--endpoint',
+      `unix://${csiNodeSocket}`,
+      '--node-id',
+      'node-1',
+      '--state-dir',
+      join(o.dataDir, 'csi-node'),
+      '--root',
+      csiNodeRoot,
+      '--rest',
+      rest(),
+    ],
+    'csi-node.log',
+    'csi-node ready',
+  ).start();
+  return { csiControllerSocket, csiNodeSocket, csiNodeRoot };
+}
+
+type RoleFactory = (
+  name: string,
+  args: RoleSpec['args'],
+  log: string,
+  readyMsg: string,
+  roleEnv?: NodeJS.ProcessEnv,
+) => Role;
+
+/**
  * The S3 CSI node plugin. `--mounter auto` runs FUSE daemons as systemd units when a systemd manager
  * answers on the system bus, else as supervised processes. Without an S3 FUSE binary there is
  * nothing it could mount: the cluster starts without it and says how to add it.
  */
-async function startMounter(
-  o: UpOptions,
-  env: NodeJS.ProcessEnv,
-  role: (
-    name: string,
-    args: RoleSpec['args'],
-    log: string,
-    readyMsg: string,
-    roleEnv?: NodeJS.ProcessEnv,
-  ) => Role,
-) {
+async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, role: RoleFactory) {
   try {
     await resolveFuseAdapter(undefined, env);
   } catch (err) {

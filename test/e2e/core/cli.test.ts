@@ -47,6 +47,19 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(endpoints.store).toBe(`sqlite:${join(home, 'storctl', 'store.db')}`);
   });
 
+  it('storctl version names the CLI and every running io-engine', async () => {
+    const r = await cli('version', '-o', 'json');
+    expect(r.code, r.stderr).toBe(0);
+    const rows = JSON.parse(r.stdout) as { component: string; version: string }[];
+    expect(rows.map((c) => c.component)).toEqual([
+      'storctl (this CLI)',
+      'io-engine node-1',
+      'io-engine node-2',
+      'io-engine node-3',
+    ]);
+    expect(new Set(rows.map((c) => c.version))).toEqual(new Set([rows[0].version]));
+  });
+
   it('starts the S3 mounter and prints its CSI socket, which answers', async () => {
     const socket = join(home, 'storctl', 'mounter', 'csi.sock');
     expect(upProc.output).toContain(`mounter   unix://${socket}`);
@@ -219,6 +232,29 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     } finally {
       expect(await watcher.kill('SIGINT')).toBe(0);
     }
+  });
+
+  it('get volumes --watch prints the table again when a volume is created, until Ctrl-C', async () => {
+    const watcher = new StorctlProcess(['get', 'volumes', '--watch'], env);
+    try {
+      // The first table (every earlier volume is deleted by now: it says so instead).
+      await waitFor(
+        async () =>
+          /THIN-PROVISIONED|No resources found/.test(watcher.output) || (await watcher.failIfExited()),
+        { what: 'the first table' },
+      );
+      const created = await cli('volume', 'create', '--size', '4Mi', '-o', 'json');
+      const id = JSON.parse(created.stdout).spec.uuid as string;
+      await waitFor(async () => watcher.output.includes(id) || (await watcher.failIfExited()), {
+        what: 'the new volume in a later table',
+      });
+      await cli('volume', 'delete', id);
+    } finally {
+      expect(await watcher.kill('SIGINT')).toBe(0);
+    }
+    const json = await cli('get', 'volumes', '--watch', '-o', 'json');
+    expect(json.code).toBe(2);
+    expect(json.stderr).toContain('storctl events --watch');
   });
 
   it('stops every role on Ctrl-C and withdraws its endpoints', async () => {

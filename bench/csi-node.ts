@@ -1,0 +1,131 @@
+/**
+ * The block CSI node's data path and attach latency, beside its peer in the same run:
+ * - sequential 1 MiB writes then reads of a file on the staged ext4 (path proxy → nbdfuse → loop →
+ *   ext4, O_DIRECT through dd) next to the same I/O straight on the volume's NBD target (qemu-img
+ *   bench, one request in flight); bar: at least half the direct target's rate;
+ * - NodeStageVolume + NodeUnstageVolume latency (p50/p90 of N rounds; format only on the first).
+ * Prints JSON. Run after `npm run build`, as root:
+ *   npx tsx bench/csi-node.ts [mib] [rounds]
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stageRequest } from '../test/helpers/csi-client.js';
+import { TestCluster } from '../test/integration/core/cluster.js';
+import { CsiNodeFixture } from '../test/integration/csi-node/fixture.js';
+
+const execFileP = promisify(execFile);
+const mib = Number(process.argv[2] ?? 256);
+const rounds = Number(process.argv[3] ?? 5);
+const MiB = 1 << 20;
+
+async function qemuBench(uri: string, write: boolean): Promise<number> {
+  const args = [
+    'bench',
+    '-f',
+    'raw',
+    '-q',
+    '-c',
+    String(mib),
+    '-d',
+    '1',
+    '-s',
+    String(MiB),
+    '-S',
+    String(MiB),
+  ];
+  if (write) args.push('-w', '--pattern=0x5a');
+  const t0 = performance.now();
+  await execFileP('qemu-img', [...args, uri]);
+  return mib / ((performance.now() - t0) / 1000);
+}
+
+async function ddRate(args: string[]): Promise<number> {
+  const t0 = performance.now();
+  await execFileP('dd', [...args, 'bs=1M', `count=${mib}`, 'status=none']);
+  return mib / ((performance.now() - t0) / 1000);
+}
+
+const quantile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
+const r1 = (x: number) => Math.round(x * 10) / 10;
+
+async function main() {
+  const cluster = await TestCluster.start({ engines: 1, poolCapacity: 8 * 2 ** 30 });
+  const node = new CsiNodeFixture();
+  try {
+    await node.start();
+    const id = crypto.randomUUID();
+    await cluster.rest.createVolume(id, {
+      size: (mib + 256) * MiB,
+      replicas: 1,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    const uri = (
+      await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-1' })
+    ).state.target!.deviceUri;
+    // The peer first, on the raw target (before a filesystem is on it).
+    const directWrite = await qemuBench(uri, true);
+    const directRead = await qemuBench(uri, false);
+
+    const staging = join(node.root, 'plugins', id, 'globalmount');
+    const stage = () => node.csi!.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+    const unstage = () =>
+      node.csi!.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    const t0 = performance.now();
+    await stage(); // formats ext4
+    const firstStageMs = performance.now() - t0;
+    const file = join(staging, 'bench.bin');
+    const fsWrite = await ddRate(['if=/dev/zero', `of=${file}`, 'oflag=direct', 'conv=fsync']);
+    const fsRead = await ddRate([`if=${file}`, 'of=/dev/null', 'iflag=direct']);
+    await unstage();
+    const stageMs: number[] = [];
+    const unstageMs: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      let t = performance.now();
+      await stage();
+      stageMs.push(performance.now() - t);
+      t = performance.now();
+      await unstage();
+      unstageMs.push(performance.now() - t);
+    }
+    const ratioWrite = fsWrite / directWrite;
+    const ratioRead = fsRead / directRead;
+    console.log(
+      JSON.stringify(
+        {
+          command: `npx tsx bench/csi-node.ts ${mib} ${rounds}`,
+          attacher: 'nbdfuse + loop (path proxy in front)',
+          sequential_1MiB_MiB_per_s: {
+            direct_target: { write: r1(directWrite), read: r1(directRead) },
+            through_staged_ext4: { write: r1(fsWrite), read: r1(fsRead) },
+            ratio: { write: Math.round(ratioWrite * 100) / 100, read: Math.round(ratioRead * 100) / 100 },
+          },
+          stage_ms: {
+            first_with_mkfs: Math.round(firstStageMs),
+            p50: Math.round(quantile(stageMs, 0.5)),
+            p90: Math.round(quantile(stageMs, 0.9)),
+          },
+          unstage_ms: {
+            p50: Math.round(quantile(unstageMs, 0.5)),
+            p90: Math.round(quantile(unstageMs, 0.9)),
+          },
+          bar: { through_fs_at_least_half_of_direct: 0.5, met: ratioWrite >= 0.5 && ratioRead >= 0.5 },
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await node.stop();
+    await node.forceCleanup();
+    await node.remove();
+    await cluster.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

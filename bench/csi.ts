@@ -1,0 +1,186 @@
+/**
+ * CSI controller benchmark. Prints JSON. Run after `npm run build`:
+ *   npx tsx bench/csi.ts [round-trips-per-batch] [batches]
+ * Defaults: 100 round trips per batch, 8 batches per path and width (short batches, alternating, so
+ * the load of a shared machine falls on both paths alike).
+ *
+ * One round trip = create a volume (thin, 1 replica, 4 MiB) and delete it again. Measured at 1 and
+ * 32 in flight, through the CSI socket (CreateVolume + DeleteVolume on `storctl daemon
+ * csi-controller`) and through core's REST API directly (PUT + DELETE /v0/volumes/{id}) on the
+ * same cluster in the same run, batches alternating REST / CSI so drift hits both alike. The rate
+ * compared is the median over adjacent REST/CSI batch pairs of their rate ratio (each pair sees the
+ * same machine; the order within a pair alternates); p50/p99 are over every round trip of a path
+ * and width. At 1 in flight the batches are a quarter as long and twice as many.
+ * Bar: CSI rate ≥ 0.8 × REST rate at each width. Also printed: CPU milliseconds per round trip of
+ * core, the io-engines, the csi-controller and this process, per path (from /proc), which shows
+ * where the CSI path's extra cost goes.
+ */
+
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CsiClient } from '../test/helpers/csi-client.js';
+import { TestCluster } from '../test/integration/core/cluster.js';
+import { createRequest, startController } from '../test/integration/csi-controller/controller-process.js';
+
+const perBatch = Number(process.argv[2] ?? 100);
+const batches = Number(process.argv[3] ?? 8);
+const WIDTHS = [1, 32];
+const SIZE = 4 * 1024 * 1024;
+const BAR = 0.8;
+
+const round1 = (x: number) => Math.round(x * 10) / 10;
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return round1(s[Math.min(s.length - 1, Math.floor(q * s.length))]);
+};
+
+/** CPU milliseconds (user + system) a process has used so far, from /proc. */
+function cpuMs(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
+const selfCpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+async function pool(n: number, width: number, fn: () => Promise<void>): Promise<number[]> {
+  const ms: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next++ < n) {
+        const t0 = performance.now();
+        await fn();
+        ms.push(performance.now() - t0);
+      }
+    }),
+  );
+  return ms;
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-bench-csi-'));
+  const cluster = await TestCluster.start({ poolCapacity: 64 * 1024 * 1024 * 1024 });
+  const { proc, socket } = await startController(dir, cluster.restUrl, {
+    ...cluster.env,
+    STORCTL_LOG_LEVEL: 'warn',
+  });
+  // The client as a CO's would be set up for a local socket: no channelz bookkeeping, no retry
+  // buffering (CSI sidecars retry whole operations themselves). Everything runs on this machine,
+  // so the client's CPU is part of what the CSI path costs here.
+  const csi = new CsiClient(socket, { 'grpc.enable_channelz': 0, 'grpc.enable_retries': 0 });
+  try {
+    const viaRest = async () => {
+      const id = randomUUID();
+      await cluster.rest.createVolume(id, {
+        size: SIZE,
+        replicas: 1,
+        thin: true,
+        policy: { self_heal: true },
+      });
+      await cluster.rest.deleteVolume(id);
+    };
+    const viaCsi = async () => {
+      const req = createRequest(`pvc-${randomUUID()}`, {
+        required: SIZE,
+        parameters: { repl: '1', thin: 'true' },
+      });
+      const { volume } = await csi.controller<{ volume: { volume_id: string } }>('CreateVolume', req);
+      await csi.controller('DeleteVolume', { volume_id: volume.volume_id });
+    };
+    // Warm-up: connections, JIT, the store's first pages.
+    await pool(50, 8, viaRest);
+    await pool(50, 8, viaCsi);
+
+    const results: Record<string, unknown> = {};
+    let pass = true;
+    for (const width of WIDTHS) {
+      const fresh = () => ({
+        rates: [] as number[],
+        ms: [] as number[],
+        cpu: { core: 0, io_engines: 0, csi_controller: 0, client: 0 },
+      });
+      const runs = { rest: fresh(), csi: fresh() };
+      const cpuNow = () => ({
+        core: cpuMs(cluster.cores[0].pid),
+        io_engines: cluster.engines.reduce((a, e) => a + cpuMs(e.proc.pid), 0),
+        csi_controller: cpuMs(proc.pid),
+        client: selfCpuMs(),
+      });
+      // At 1 in flight a round trip takes tens of ms: shorter batches, twice as many, so each REST
+      // batch and the CSI batch next to it see the same machine.
+      const size = width === 1 ? Math.max(10, Math.round(perBatch / 4)) : perBatch;
+      const count = width === 1 ? batches * 2 : batches;
+      for (let b = 0; b < count; b++) {
+        // The order alternates too: neither path always runs right after the other's load.
+        const order = [
+          ['rest', viaRest],
+          ['csi', viaCsi],
+        ] as const;
+        for (const [path, fn] of b % 2 ? [...order].reverse() : order) {
+          const c0 = cpuNow();
+          const t0 = performance.now();
+          const ms = await pool(size, width, fn);
+          runs[path].rates.push(size / ((performance.now() - t0) / 1000));
+          runs[path].ms.push(...ms);
+          const c1 = cpuNow();
+          for (const k of Object.keys(c0) as (keyof typeof c0)[]) runs[path].cpu[k] += c1[k] - c0[k];
+        }
+      }
+      const summary = (r: ReturnType<typeof fresh>) => ({
+        round_trips_per_s: quantile(r.rates, 0.5),
+        batch_rates: r.rates.map(round1),
+        p50_ms: quantile(r.ms, 0.5),
+        p99_ms: quantile(r.ms, 0.99),
+        cpu_ms_per_round_trip: Object.fromEntries(
+          Object.entries(r.cpu).map(([k, v]) => [k, Math.round((v / r.ms.length) * 100) / 100]),
+        ),
+      });
+      const rest = summary(runs.rest);
+      const viaCsiSummary = summary(runs.csi);
+      // The ratio is the median over adjacent batch pairs: load swings on a shared machine move both
+      // batches of a pair alike, while a ratio of medians would mix batches minutes apart.
+      const pairs = runs.csi.rates.map((r, i) => r / runs.rest.rates[i]);
+      const ratio = Math.round(quantile(pairs, 0.5) * 100) / 100;
+      pass &&= ratio >= BAR;
+      results[`in_flight_${width}`] = {
+        round_trips_per_batch: size,
+        batches_per_path: count,
+        rest,
+        csi: viaCsiSummary,
+        csi_over_rest: ratio,
+        csi_over_rest_per_pair: pairs.map((r) => Math.round(r * 100) / 100),
+      };
+    }
+    const leftover = await cluster.rest.listVolumes();
+    console.log(
+      JSON.stringify(
+        {
+          benchmark: 'csi-controller CreateVolume+DeleteVolume round trips vs the same through core REST',
+          machine: { cpus: cpus().length, node: process.version, load_average_at_end: loadavg().map(round1) },
+          volume: { size_bytes: SIZE, replicas: 1, thin: true },
+          ...results,
+          bar: `csi_over_rest >= ${BAR} at every width`,
+          pass,
+          volumes_left: leftover.length,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    csi.close();
+    await proc.kill('SIGTERM');
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CsiClient, stageRequest } from '../../helpers/csi-client.js';
+import { StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
+import {
+  type CsiVolume,
+  createRequest,
+  MiB,
+  mountCap,
+} from '../../integration/csi-controller/controller-process.js';
+
+/**
+ * `storctl up` runs the block CSI driver too: it prints both sockets and records them, and a volume
+ * goes the whole CSI way through them — created and published by the controller, staged as ext4 by
+ * the node under the cluster's kubelet directory, written, read back, unstaged, deleted.
+ */
+describe('storctl up runs the block CSI driver (built CLI)', () => {
+  let home: string;
+  let up: StorctlProcess;
+  const endpoints = () => JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
+
+  beforeAll(async () => {
+    home = mkdtempSync(join(tmpdir(), 'storctl-up-csi-'));
+    const env = {
+      XDG_DATA_HOME: home,
+      STORCTL_STORE: undefined,
+      STORCTL_REST: undefined,
+      STORCTL_CLUSTER_ID: undefined,
+    };
+    up = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1Gi'], env);
+    await waitFor(async () => up.output.includes('ready:') || (await up.failIfExited('storctl up')), {
+      what: 'storctl up ready',
+      timeoutMs: 60_000,
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await up?.kill('SIGINT');
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('prints and records both CSI sockets; a volume is created, published, staged, written and deleted through them', async () => {
+    const { csiControllerSocket, csiNodeSocket, csiNodeRoot } = endpoints();
+    expect(up.output).toContain(`csi-controller unix://${csiControllerSocket}`);
+    expect(up.output).toContain(`csi-node  unix://${csiNodeSocket}`);
+    const ctl = new CsiClient(csiControllerSocket);
+    const node = new CsiClient(csiNodeSocket);
+    try {
+      expect((await ctl.identity<{ name: string }>('GetPluginInfo')).name).toBe(
+        (await node.identity<{ name: string }>('GetPluginInfo')).name,
+      );
+      const { node_id } = await node.node<{ node_id: string }>('NodeGetInfo');
+      const { volume } = await ctl.controller<{ volume: CsiVolume }>(
+        'CreateVolume',
+        createRequest(`pvc-${randomUUID()}`, { required: 64 * MiB, parameters: { repl: '3' } }),
+      );
+      const published = await waitFor(
+        () =>
+          ctl
+            .controller<{ publish_context: { uri: string } }>('ControllerPublishVolume', {
+              volume_id: volume.volume_id,
+              node_id,
+              volume_capability: mountCap(),
+              readonly: false,
+            })
+            .catch(() => null),
+        { what: 'the csi-node known to the controller (registered as an app node)' },
+      );
+      const staging = join(csiNodeRoot, 'plugins', volume.volume_id, 'globalmount');
+      await node.node(
+        'NodeStageVolume',
+        stageRequest({ volumeId: volume.volume_id, staging, uri: published.publish_context.uri }),
+      );
+      await writeFile(join(staging, 'hello.txt'), 'through the whole CSI path\n');
+      expect(await readFile(join(staging, 'hello.txt'), 'utf8')).toBe('through the whole CSI path\n');
+      await node.node('NodeUnstageVolume', { volume_id: volume.volume_id, staging_target_path: staging });
+      expect(existsSync(join(staging, 'hello.txt'))).toBe(false);
+      await ctl.controller('ControllerUnpublishVolume', { volume_id: volume.volume_id, node_id });
+      await ctl.controller('DeleteVolume', { volume_id: volume.volume_id });
+      await expect(
+        ctl.controller('ControllerGetVolume', { volume_id: volume.volume_id }),
+      ).rejects.toMatchObject({
+        code: 5,
+      });
+    } finally {
+      ctl.close();
+      node.close();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CsiClient, stageRequest } from '../../helpers/csi-client.js';
+import type { StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
+import { TestCluster } from '../core/cluster.js';
+import { CsiNodeFixture } from '../csi-node/fixture.js';
+import {
+  type CsiSnapshot,
+  type CsiVolume,
+  createRequest,
+  MiB,
+  mountCap,
+  startController,
+} from './fixture.js';
+
+/**
+ * The controller with the real csi-node: the node registers itself with core (app node), the
+ * controller publishes to it, the node stages ext4 over NBD, and a snapshot with quiesceFs=freeze
+ * goes through the node's NodeFs service. A file written without any sync is in the snapshot (the
+ * freeze flushed it), and a clone of the snapshot staged on the same node reads it back.
+ */
+describe('csi-controller with the csi-node', () => {
+  let cluster: TestCluster;
+  let node: CsiNodeFixture;
+  let proc: StorctlProcess;
+  let ctl: CsiClient;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'storctl-csi-e2e-'));
+    cluster = await TestCluster.start({ engines: 2 });
+    const started = await startController(dir, cluster.restUrl, cluster.env);
+    proc = started.proc;
+    ctl = new CsiClient(started.socket);
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+  }, 120_000);
+
+  afterAll(async () => {
+    ctl?.close();
+    await proc?.kill('SIGTERM');
+    if (node) {
+      await node.stop();
+      await node.forceCleanup();
+      await node.remove();
+    }
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('publish → stage → write → snapshot with freeze → clone → stage the clone and read it back; nothing left', {
+    timeout: 120_000,
+  }, async () => {
+    await waitFor(() => cluster.rest.getAppNode('csi-node-1').catch(() => null), {
+      what: 'csi-node registered as an app node',
+    });
+    const csiNode = node.csi!;
+    const create = (req: unknown) => ctl.controller<{ volume: CsiVolume }>('CreateVolume', req);
+    const publish = (id: string) =>
+      ctl.controller<{ publish_context: { uri: string } }>('ControllerPublishVolume', {
+        volume_id: id,
+        node_id: 'csi-node-1',
+        volume_capability: mountCap(),
+        readonly: false,
+      });
+    const stagingOf = (id: string) => join(node.root, 'plugins', id, 'globalmount');
+
+    const id = (
+      await create(createRequest(`pvc-${randomUUID()}`, { required: 64 * MiB, parameters: { repl: '2' } }))
+    ).volume.volume_id;
+    const { publish_context } = await publish(id);
+    await csiNode.node(
+      'NodeStageVolume',
+      stageRequest({ volumeId: id, staging: stagingOf(id), uri: publish_context.uri }),
+    );
+    const text = `written at ${new Date().toISOString()}, never synced\n`;
+    await writeFile(join(stagingOf(id), 'data.txt'), text);
+
+    const snapshot = (
+      await ctl.controller<{ snapshot: CsiSnapshot }>('CreateSnapshot', {
+        source_volume_id: id,
+        name: `snapshot-${randomUUID()}`,
+        parameters: { quiesceFs: 'freeze' },
+      })
+    ).snapshot;
+    expect(snapshot.ready_to_use).toBe(true);
+    // The node froze and thawed the filesystem: its own log says so, for this volume.
+    await waitFor(() => /"frozen"/.test(node.proc!.output) && /"thawed"/.test(node.proc!.output), {
+      what: 'the csi-node logged frozen and thawed',
+    });
+    const nodeLog = node
+      .proc!.output.split('\n')
+      .filter((l) => l.includes(id) && /"(frozen|thawed)"/.test(l))
+      .map((l) => JSON.parse(l).msg);
+    expect(nodeLog).toEqual(['frozen', 'thawed']);
+
+    const clone = (
+      await create(
+        createRequest(`pvc-${randomUUID()}`, {
+          source: { snapshot: { snapshot_id: snapshot.snapshot_id } },
+          parameters: { repl: '2' },
+        }),
+      )
+    ).volume.volume_id;
+    const cloneCtx = await publish(clone);
+    await csiNode.node(
+      'NodeStageVolume',
+      stageRequest({ volumeId: clone, staging: stagingOf(clone), uri: cloneCtx.publish_context.uri }),
+    );
+    expect(await readFile(join(stagingOf(clone), 'data.txt'), 'utf8')).toBe(text);
+
+    for (const v of [clone, id]) {
+      await csiNode.node('NodeUnstageVolume', { volume_id: v, staging_target_path: stagingOf(v) });
+      await ctl.controller('ControllerUnpublishVolume', { volume_id: v, node_id: 'csi-node-1' });
+    }
+    await ctl.controller('DeleteVolume', { volume_id: clone });
+    await ctl.controller('DeleteSnapshot', { snapshot_id: snapshot.snapshot_id });
+    await ctl.controller('DeleteVolume', { volume_id: id });
+    expect(await cluster.rest.listVolumes()).toEqual([]);
+    expect(await node.leftovers()).toEqual([]);
+  });
+});
