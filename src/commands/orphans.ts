@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Flags } from '@oclif/core';
 import { liveRestUrl } from '../lib/catalog/live.js';
@@ -13,12 +14,25 @@ import { resolveKubeAccess } from '../lib/orphans/kube/config.js';
 import { orphanListing, orphanRows } from '../lib/orphans/listing.js';
 import type { DeleteOutcome } from '../lib/orphans/types.js';
 import { renderLines } from '../lib/output/render.js';
+import { defaultDataDir } from '../lib/paths.js';
 import { RestClient } from '../lib/rest/client.js';
-import { DEFAULT_REST_URL } from '../lib/rest/endpoint.js';
+import { DEFAULT_REST_URL, readEndpoints } from '../lib/rest/endpoint.js';
 import { RestCommand } from '../lib/rest-command.js';
 
 /** kubelet's directory: csi-node's default root for staging and publish paths. */
 const KUBELET_ROOT = '/var/lib/kubelet';
+
+/**
+ * The roots that go with a csi-node state dir: the one `storctl up` gave its csi-node (recorded in
+ * endpoints.json) when the state dir is up's, else the kubelet's directory.
+ */
+function defaultRoots(stateDir: string): string[] {
+  const up = readEndpoints();
+  const upRoot = typeof up?.csiNodeRoot === 'string' ? up.csiNodeRoot : null;
+  return upRoot && resolve(stateDir) === resolve(join(defaultDataDir(), 'csi-node'))
+    ? [upRoot]
+    : [KUBELET_ROOT];
+}
 
 export default class Orphans extends RestCommand {
   static override description =
@@ -53,7 +67,7 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
       env: 'STORCTL_CSI_NODE_STATE_DIR',
     }),
     'csi-node-root': Flags.string({
-      description: `directory below which csi-node stages and publishes; leftovers elsewhere are never touched (repeatable; default ${KUBELET_ROOT})`,
+      description: `directory below which csi-node stages and publishes; leftovers elsewhere are never touched (repeatable; default: the root \`storctl up\` gave its csi-node when the state dir is up's, else ${KUBELET_ROOT})`,
       multiple: true,
     }),
     'node-id': Flags.string({
@@ -109,7 +123,7 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
             space: this.globals.keySpace,
             rest: () => this.coreFor(flags.rest),
             kube,
-            csiNodeRoots: flags['csi-node-root']?.length ? flags['csi-node-root'] : [KUBELET_ROOT],
+            csiNodeRoots: flags['csi-node-root']?.length ? flags['csi-node-root'] : defaultRoots(stateDir),
             engineTimeoutMs: flags['engine-timeout'],
           });
         } else this.logToStderr('Nothing changed.');
