@@ -109,6 +109,7 @@ async function measure(
     fuseBinary: 's3fs',
     s3Endpoint: s3.endpoint,
     stateDir: join(root, `state-${kind}`),
+    roots: [root],
     mountTimeoutMs: 30_000,
     env: {
       PATH: process.env.PATH,

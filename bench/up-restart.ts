@@ -6,33 +6,18 @@
  * after `npm run build`:
  *   npx tsx bench/up-restart.ts [volumes]
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { RestClient } from '../src/lib/rest/client.js';
-import { StorctlProcess } from '../test/helpers/storctl.js';
+import { UpHome } from '../test/e2e/core/up-fixture.js';
+import type { StorctlProcess } from '../test/helpers/storctl.js';
 import { waitFor } from '../test/helpers/wait.js';
 
 const volumes = Number(process.argv[2] ?? 10);
-const home = mkdtempSync(join(tmpdir(), 'storctl-bench-up-'));
-const env = {
-  XDG_DATA_HOME: home,
-  STORCTL_STORE: undefined,
-  STORCTL_REST: undefined,
-  STORCTL_CLUSTER_ID: undefined,
-};
-const endpoints = () => JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
+const cluster = new UpHome();
+const endpoints = () => cluster.endpoints();
 
 async function start(): Promise<{ proc: StorctlProcess; readyAt: number }> {
-  const proc = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB'], env);
-  await waitFor(
-    () => proc.output.includes('ready:') || (!proc.running && Promise.reject(new Error(proc.output))),
-    {
-      what: 'storctl up ready',
-      timeoutMs: 120_000,
-      intervalMs: 5,
-    },
-  );
+  const proc = await cluster.start();
   return { proc, readyAt: performance.now() };
 }
 
@@ -96,7 +81,7 @@ async function main() {
   } finally {
     await rest.close();
     await up.proc.kill('SIGINT');
-    rmSync(home, { recursive: true, force: true });
+    rmSync(cluster.home, { recursive: true, force: true });
   }
 }
 

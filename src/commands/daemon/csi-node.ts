@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { Flags } from '@oclif/core';
-import { DEFAULT_ROOT, defaultCsiNodeStateDir } from '../../daemons/csi-node/config.js';
+import { defaultCsiNodeStateDir } from '../../daemons/csi-node/config.js';
 import { FS_TYPES } from '../../daemons/csi-node/fs-ops.js';
 import { start } from '../../daemons/csi-node/index.js';
 import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
@@ -9,7 +9,7 @@ import { StorctlCommand } from '../../lib/command.js';
 import { BLOCK_DRIVER_NAME } from '../../lib/csi/plugin.js';
 import { socketPathOf } from '../../lib/csi/socket.js';
 import { UsageError } from '../../lib/errors.js';
-import { validateTargetPath } from '../../lib/mount/target-path.js';
+import { KUBELET_DIR, targetRoots } from '../../lib/mount/confine.js';
 
 export default class DaemonCsiNode extends StorctlCommand {
   static override description =
@@ -37,7 +37,7 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
       env: 'STORCTL_REST',
     }),
     root: Flags.string({
-      description: `directory staging and target paths must lie below (repeatable; default ${DEFAULT_ROOT})`,
+      description: `directory staging and target paths must lie below (repeatable; default ${KUBELET_DIR})`,
       multiple: true,
       env: 'STORCTL_CSI_NODE_ROOTS',
     }),
@@ -84,11 +84,7 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
-    const roots = flags.root?.length ? flags.root : [DEFAULT_ROOT];
-    for (const r of roots) {
-      const problem = validateTargetPath(r, '--root');
-      if (problem) throw new UsageError(problem);
-    }
+    const roots = targetRoots(flags.root);
     const stateDir = flags['state-dir'] ?? defaultCsiNodeStateDir();
     if (!isAbsolute(stateDir)) throw new UsageError(`--state-dir '${stateDir}' is not absolute`);
     if (flags.rest && !/^https?:\/\/[^\s/]+\/?$/.test(flags.rest))

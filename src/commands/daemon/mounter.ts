@@ -4,6 +4,7 @@ import { start } from '../../daemons/mounter/index.js';
 import { durationFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
+import { KUBELET_DIR, targetRoots } from '../../lib/mount/confine.js';
 import { defaultMounterStateDir } from '../../lib/mount/state-dir.js';
 
 export default class DaemonMounter extends StorctlCommand {
@@ -48,6 +49,11 @@ export default class DaemonMounter extends StorctlCommand {
       description: 'S3 region for every mount (cluster-wide)',
       env: 'STORCTL_S3_REGION',
     }),
+    root: Flags.string({
+      description: `directory target paths must lie below (repeatable; default ${KUBELET_DIR})`,
+      multiple: true,
+      env: 'STORCTL_MOUNTER_ROOTS',
+    }),
     'state-dir': Flags.string({
       description: 'state directory (mount records, credential files, daemon logs)',
       env: 'STORCTL_MOUNTER_STATE_DIR',
@@ -78,6 +84,7 @@ export default class DaemonMounter extends StorctlCommand {
     const daemon = await start({
       endpoint: flags.endpoint,
       nodeId: flags['node-id'],
+      roots: targetRoots(flags.root),
       mounter: flags.mounter,
       systemdBus: flags['systemd-bus'],
       fuseBinary: flags['fuse-binary'],

@@ -25,7 +25,9 @@ export default class NodeUncordon extends RestCommand {
   /** The node's one cordon or drain label; a usage error naming them when there are several. */
   private async onlyLabel(node: string): Promise<string> {
     const states = Object.values((await this.client.getNode(node)).spec?.cordondrainstate ?? {});
-    const labels = [...new Set(states.flatMap((s) => [...s.cordonlabels, ...(s.drainlabels ?? [])]))];
+    const labels = [
+      ...new Set(states.flatMap((s) => [...s.cordonlabels, ...('drainlabels' in s ? s.drainlabels : [])])),
+    ];
     if (labels.length === 1) return labels[0];
     if (labels.length === 0)
       throw new ConflictError('NODE_NOT_CORDONED', `node '${node}' is not cordoned or draining`);

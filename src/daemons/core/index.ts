@@ -12,6 +12,7 @@ import { ReconcileLoop } from './reconcile/loop.js';
 import { recoverAtStartup } from './recovery.js';
 import { Registry } from './registry.js';
 import { Router } from './rest/router.js';
+import { openApiRoutes } from './rest/routes-openapi.js';
 import { resourceRoutes } from './rest/routes-resources.js';
 import { volumeRoutes } from './rest/routes-volumes.js';
 import { watchRoutes } from './rest/routes-watches.js';
@@ -103,6 +104,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
     resourceRoutes(router, ctx);
     await watches.load();
     watchRoutes(router, ctx, watches);
+    openApiRoutes(router);
     rest = await startRestServer(router, config.restHost, config.restPort, log);
     timings = { lease: tLease, loaded: tLoaded, recovered: tRecovered, reconciled: tReconciled };
   } catch (err) {

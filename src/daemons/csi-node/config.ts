@@ -27,6 +27,3 @@ export interface CsiNodeConfig {
 export function defaultCsiNodeStateDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.STORCTL_CSI_NODE_STATE_DIR ?? join(defaultDataDir(env), 'csi-node');
 }
-
-/** The kubelet's directory: staging (plugins/) and publish (pods/) paths both lie below it. */
-export const DEFAULT_ROOT = '/var/lib/kubelet';

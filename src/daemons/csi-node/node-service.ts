@@ -4,9 +4,9 @@ import type { VolumeCapability } from '../../lib/csi/types.js';
 import { invalid, requireString, validateMapSize } from '../../lib/csi/validate.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import type { Logger } from '../../lib/logger.js';
+import { confinePath } from '../../lib/mount/confine.js';
 import { parseNbdUri } from '../../lib/nbd/client.js';
 import { FS_TYPES, type FsType } from './fs-ops.js';
-import { confinePath } from './paths.js';
 import type { BlockVolumes } from './volumes.js';
 
 /** Access modes a block volume can honour on one node (a filesystem is never shared between nodes). */

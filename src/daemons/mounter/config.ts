@@ -13,6 +13,8 @@ export interface MounterDaemonConfig {
   s3Endpoint?: string;
   s3Region?: string;
   stateDir: string;
+  /** Directories target paths must lie below (default: the kubelet's, /var/lib/kubelet). */
+  roots?: string[];
   mountTimeoutMs: number;
   /** Driver-level keys: a file of key=value lines; else AWS_* of `env`. */
   secretsFile?: string;

@@ -65,6 +65,7 @@ export async function start(config: MounterDaemonConfig): Promise<MounterDaemon>
       volumes,
       driverCredentials,
       log,
+      roots: config.roots ?? ['/var/lib/kubelet'],
       onPublished: (r) => (daemon.lastPublish = r),
     }),
   );

@@ -4,6 +4,7 @@ import type { NodePublishVolumeRequest, NodeUnpublishVolumeRequest } from '../..
 import { invalid, validateNodePublish, validateNodeUnpublish } from '../../lib/csi/validate.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import type { Logger } from '../../lib/logger.js';
+import { confinePath, rootOf } from '../../lib/mount/confine.js';
 import { credentialsFromSecrets, type S3Credentials } from '../../lib/mount/credentials.js';
 import { parseMountOptions, splitOptionString } from '../../lib/mount/options-policy.js';
 import type { PublishResult, S3Volumes } from '../../lib/mount/s3-volumes.js';
@@ -16,6 +17,8 @@ export interface NodeServiceDeps {
   volumes: S3Volumes;
   driverCredentials: S3Credentials | undefined;
   log: Logger;
+  /** Directories target paths must lie below; nothing outside them is ever created or removed. */
+  roots: string[];
   /** Last publish timings, for the benchmark. */
   onPublished?: (r: PublishResult) => void;
 }
@@ -30,7 +33,8 @@ export function nodeService(deps: NodeServiceDeps) {
   return {
     NodePublishVolume: unary(async (req: NodePublishVolumeRequest) => {
       try {
-        const { volumeId, target, mode, mountFlags } = validateNodePublish(req);
+        const { volumeId, mode, mountFlags } = validateNodePublish(req);
+        const target = await confinePath(req.target_path, 'target_path', deps.roots);
         const ctx = req.volume_context ?? {};
         const bucket = ctx.bucketName;
         if (!bucket) throw invalid('volume_context.bucketName is required');
@@ -58,7 +62,16 @@ export function nodeService(deps: NodeServiceDeps) {
         }
         const readonly = req.readonly || mode === 'MULTI_NODE_READER_ONLY';
         log.info({ volumeId, target, bucket, readonly, source }, 'NodePublishVolume');
-        const result = await volumes.publish({ volumeId, target, bucket, readonly, options, credentials });
+        const root = rootOf(target, deps.roots);
+        const result = await volumes.publish({
+          volumeId,
+          target,
+          bucket,
+          readonly,
+          options,
+          credentials,
+          root,
+        });
         log.info(
           {
             volumeId,
@@ -82,7 +95,8 @@ export function nodeService(deps: NodeServiceDeps) {
     }),
     NodeUnpublishVolume: unary(async (req: NodeUnpublishVolumeRequest) => {
       try {
-        const { volumeId, target } = validateNodeUnpublish(req);
+        const { volumeId } = validateNodeUnpublish(req);
+        const target = await confinePath(req.target_path, 'target_path', deps.roots);
         const r = await volumes.unpublish(target);
         log.info({ volumeId, target, unmounted: r.unmounted }, 'unpublished');
         return {};

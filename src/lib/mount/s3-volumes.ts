@@ -1,6 +1,9 @@
-import { mkdir, open, rmdir } from 'node:fs/promises';
+import { mkdir, open, readdir, rmdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { GrpcError } from '../grpc/status.js';
 import type { Logger } from '../logger.js';
+import { makeDirsUnder } from './confine.js';
 import { ensureCredentialDir, removeCredentialFiles, type S3Credentials } from './credentials.js';
 import { MountConflictError, MountFailedError } from './errors.js';
 import { type FuseAdapter, isS3FuseMount } from './fuse-binary.js';
@@ -32,6 +35,8 @@ export interface PublishInput {
   readonly: boolean;
   options: MountOptions;
   credentials: S3Credentials | undefined;
+  /** The root the target was confined to: missing directories are created below it only. */
+  root: string;
 }
 
 export interface PublishResult {
@@ -111,7 +116,7 @@ export class S3Volumes {
     const id = targetId(target);
     const { credentialDir, logDir } = stateLayout(this.cfg.stateDir);
     let recovered = false;
-    let createdDir = false;
+    let createdDirs: string[] = [];
     // Dry run of the argv first: an option this binary cannot honour fails before anything is written.
     this.cfg.adapter.args({
       bucket: input.bucket,
@@ -124,9 +129,9 @@ export class S3Volumes {
     this.cfg.adapter.checkCredentials(input.credentials);
 
     const health = await probePath(target);
+    if (health.state === 'error') await requireEmptyDirectory(target); // a file: the caller's mistake
     if (health.state === 'missing') {
-      await mkdir(target, { recursive: true, mode: 0o755 });
-      createdDir = true;
+      createdDirs = await makeDirsUnder(target, input.root);
     } else if (health.state === 'corrupted') {
       // A dead FUSE daemon (ENOTCONN...): detach the mount, end what is left of the daemon, mount fresh.
       this.cfg.log.warn(
@@ -143,6 +148,7 @@ export class S3Volumes {
 
     const existing = await this.ourMountAt(target);
     const record = this.state.get(target);
+    if (!existing && !createdDirs.length && !recovered) await requireEmptyDirectory(target);
     if (existing) {
       if (record && (record.bucket !== input.bucket || record.readonly !== input.readonly)) {
         throw new MountConflictError(
@@ -192,7 +198,7 @@ export class S3Volumes {
       }
       await removeCredentialFiles(credentialDir, id);
       if (this.state.get(target)) await this.state.delete(target);
-      if (createdDir) await rmdir(target).catch(() => {});
+      for (const dir of [...createdDirs].reverse()) await rmdir(dir).catch(() => {});
       if (err instanceof MountFailedError)
         throw new MountFailedError(err.message.split('; FUSE daemon output:')[0], output);
       throw new MountFailedError(
@@ -276,11 +282,14 @@ export class S3Volumes {
     if (daemon) await this.stopDaemon(daemon, this.cfg.daemonExitTimeoutMs ?? 10_000);
     await removeCredentialFiles(stateLayout(this.cfg.stateDir).credentialDir, id);
     if (record) await this.state.delete(target);
-    try {
-      await rmdir(target);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') this.cfg.log.warn({ target, code }, 'target directory left in place');
+    // Only a target this mounter published is removed: a directory it never mounted is not its own.
+    if (record || unmounted || daemon) {
+      try {
+        await rmdir(target);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') this.cfg.log.warn({ target, code }, 'target directory left in place');
+      }
     }
     return { unmounted };
   }
@@ -295,4 +304,16 @@ export class S3Volumes {
   async close(): Promise<void> {
     await Promise.allSettled([...this.locks.values()]);
   }
+}
+
+/** An existing target must be an empty directory: a file, or a directory with content, is the caller's mistake. */
+async function requireEmptyDirectory(target: string): Promise<void> {
+  const st = await stat(target);
+  if (!st.isDirectory())
+    throw new GrpcError(status.INVALID_ARGUMENT, `target ${target} exists and is not a directory`);
+  if ((await readdir(target)).length > 0)
+    throw new GrpcError(
+      status.FAILED_PRECONDITION,
+      `target ${target} is not empty; publish needs an empty directory`,
+    );
 }

@@ -16,5 +16,7 @@ export function validateTargetPath(path: string, field = 'target_path'): string 
     return `${field} '${path}' contains '.' or '..' segments (path traversal)`;
   if (path === '/' || posix.normalize(path) !== path || path.endsWith('/'))
     return `${field} '${path}' is not in canonical form`;
+  if (path.split('/').some((seg) => Buffer.byteLength(seg) > 255))
+    return `${field} has a path segment longer than 255 bytes`;
   return undefined;
 }

@@ -48,7 +48,7 @@ export function nodeListing(rows: Node[]): Listing<Node> {
         get: (n) => {
           const s = n.spec?.cordondrainstate;
           if (!s) return '';
-          const [k, v] = Object.entries(s)[0];
+          const [k, v] = Object.entries(s)[0] as [string, { cordonlabels: string[]; drainlabels?: string[] }];
           return `${k.replace('state', '')}: ${[...v.cordonlabels, ...(v.drainlabels ?? [])].join(',')}`;
         },
       },

@@ -14,6 +14,11 @@ import type {
 export interface RestClientOptions {
   /** Per-request timeout (Mayastor's REST default is 5 s; long operations get more). */
   timeoutMs?: number;
+  /**
+   * Sees every answer core gives (status and parsed body, before errors are thrown); the REST test
+   * suites check each against the OpenAPI document with it. A throw fails the call.
+   */
+  onResponse?: (r: { method: string; path: string; status: number; body: unknown }) => void;
 }
 
 /**
@@ -24,12 +29,14 @@ export interface RestClientOptions {
 export class RestClient {
   private readonly agent: Agent;
   private readonly timeoutMs: number;
+  private readonly onResponse: RestClientOptions['onResponse'];
 
   constructor(
     readonly baseUrl: string,
     options: RestClientOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.onResponse = options.onResponse;
     this.agent = new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 4_000 });
   }
 
@@ -72,6 +79,15 @@ export class RestClient {
       });
     }
     const text = await res.body.text();
+    if (this.onResponse) {
+      let parsed: unknown = text === '' ? undefined : text;
+      try {
+        parsed = text === '' ? undefined : JSON.parse(text);
+      } catch {
+        // not JSON: the observer sees the raw text
+      }
+      this.onResponse({ method, path: url.pathname + url.search, status: res.statusCode, body: parsed });
+    }
     if (res.statusCode >= 400) {
       let parsed: { kind?: string; message?: string; details?: string } = {};
       try {

@@ -1,4 +1,8 @@
-/** REST v0 bodies as core answers them (docs/mayastor-compat.md §2), the parts clients read. */
+/**
+ * REST v0 bodies as core answers them (docs/mayastor-compat.md §2), the parts clients read. Checked
+ * against the OpenAPI document core serves (src/daemons/core/rest/openapi.ts) by
+ * test/unit/rest/types-openapi.test.ts: a field is non-optional here only where the document requires it.
+ */
 
 export interface Volume {
   spec: {
@@ -21,8 +25,22 @@ export interface Volume {
     target?: Nexus;
     replica_topology: Record<
       string,
-      { node?: string; pool: string; state: string; 'child-status'?: string; 'rebuild-progress'?: number }
+      {
+        node?: string;
+        pool?: string;
+        state: string;
+        'child-status'?: string;
+        'rebuild-progress'?: number;
+        usage?: { capacity: number; allocated: number; allocated_snapshots: number };
+      }
     >;
+    usage?: {
+      capacity: number;
+      allocated: number;
+      allocated_replica: number;
+      total_allocated: number;
+      total_allocated_replicas: number;
+    };
   };
 }
 
@@ -42,8 +60,12 @@ export interface Node {
   spec?: {
     id: string;
     grpcEndpoint: string;
-    labels: Record<string, string>;
-    cordondrainstate?: Record<string, { cordonlabels: string[]; drainlabels?: string[] }>;
+    labels?: Record<string, string>;
+    cordondrainstate?: {
+      cordonedstate?: { cordonlabels: string[] };
+      drainingstate?: { cordonlabels: string[]; drainlabels: string[] };
+      drainedstate?: { cordonlabels: string[]; drainlabels: string[] };
+    };
   };
   state: {
     id: string;
@@ -64,7 +86,7 @@ export interface Pool {
     status: string;
     capacity: number;
     used: number;
-    committed: number;
+    committed?: number;
   };
 }
 
@@ -122,5 +144,5 @@ export interface BlockDevice {
   filesystem?: { fstype: string; label: string; uuid: string; mountpoint: string };
   available: boolean;
   connection_type: string;
-  is_rotational: boolean;
+  is_rotational?: boolean;
 }

@@ -266,7 +266,9 @@ async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, role: RoleFact
   const stateDir = join(o.dataDir, 'mounter');
   const socket = join(stateDir, 'csi.sock');
   const args = ['daemon', 'mounter', '--endpoint', `unix://${socket}`, '--node-id', 'node-1'];
-  args.push('--mounter', 'auto', '--state-dir', stateDir);
+  // Targets under the cluster's kubelet directory, as for the csi-node.
+  mkdirSync(join(o.dataDir, 'kubelet'), { recursive: true, mode: 0o750 });
+  args.push('--mounter', 'auto', '--state-dir', stateDir, '--root', join(o.dataDir, 'kubelet'));
   if (o.s3Endpoint) args.push('--s3-endpoint', o.s3Endpoint);
   const mounter = role('mounter', () => args, 'mounter.log', 'mounter listening', {
     ...env,

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CsiClient, stageRequest } from '../../helpers/csi-client.js';
-import { StorctlProcess } from '../../helpers/storctl.js';
+import type { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import {
   type CsiVolume,
@@ -13,6 +12,7 @@ import {
   MiB,
   mountCap,
 } from '../../integration/csi-controller/controller-process.js';
+import { UpHome } from './up-fixture.js';
 
 /**
  * `storctl up` runs the block CSI driver too: it prints both sockets and records them, and a volume
@@ -20,27 +20,16 @@ import {
  * the node under the cluster's kubelet directory, written, read back, unstaged, deleted.
  */
 describe('storctl up runs the block CSI driver (built CLI)', () => {
-  let home: string;
+  const cluster = new UpHome();
   let up: StorctlProcess;
-  const endpoints = () => JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
+  const endpoints = () => cluster.endpoints();
 
   beforeAll(async () => {
-    home = mkdtempSync(join(tmpdir(), 'storctl-up-csi-'));
-    const env = {
-      XDG_DATA_HOME: home,
-      STORCTL_STORE: undefined,
-      STORCTL_REST: undefined,
-      STORCTL_CLUSTER_ID: undefined,
-    };
-    up = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1Gi'], env);
-    await waitFor(async () => up.output.includes('ready:') || (await up.failIfExited('storctl up')), {
-      what: 'storctl up ready',
-      timeoutMs: 60_000,
-    });
+    up = await cluster.start();
   }, 90_000);
   afterAll(async () => {
     await up?.kill('SIGINT');
-    rmSync(home, { recursive: true, force: true });
+    rmSync(cluster.home, { recursive: true, force: true });
   });
 
   it('prints and records both CSI sockets; a volume is created, published, staged, written and deleted through them', async () => {

@@ -1,13 +1,12 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RestClient } from '../../../src/lib/rest/client.js';
 import { nexusInfo } from '../../../src/lib/specs/index.js';
 import { openStore } from '../../../src/lib/store/open.js';
-import { StorctlProcess } from '../../helpers/storctl.js';
+import type { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { qemuIo } from '../../integration/core/qemu.js';
+import { UpHome } from './up-fixture.js';
 
 const VOLUMES = 10;
 
@@ -17,31 +16,14 @@ const VOLUMES = 10;
  * every volume is Online again at the target URI it had, with its data.
  */
 describe('storctl up: a clean stop and a restart rebuild nothing (built CLI)', () => {
-  let home: string;
-  let env: NodeJS.ProcessEnv;
+  const cluster = new UpHome();
   let up: StorctlProcess | undefined;
-  const start = async () => {
-    const p = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB'], env);
-    await waitFor(() => p.output.includes('ready:') || (!p.running && Promise.reject(new Error(p.output))), {
-      what: 'storctl up ready',
-      timeoutMs: 60_000,
-    });
-    return p;
-  };
-  const endpoints = () => JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
+  const start = () => cluster.start();
+  const endpoints = () => cluster.endpoints();
 
-  beforeAll(() => {
-    home = mkdtempSync(join(tmpdir(), 'storctl-up-restart-'));
-    env = {
-      XDG_DATA_HOME: home,
-      STORCTL_STORE: undefined,
-      STORCTL_REST: undefined,
-      STORCTL_CLUSTER_ID: undefined,
-    };
-  });
   afterAll(async () => {
     await up?.kill('SIGINT');
-    rmSync(home, { recursive: true, force: true });
+    rmSync(cluster.home, { recursive: true, force: true });
   });
 
   it(`${VOLUMES} published 3-replica volumes come back Online at the same URIs, nothing rebuilt`, async () => {

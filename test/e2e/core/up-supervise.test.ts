@@ -1,11 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RestClient } from '../../../src/lib/rest/client.js';
-import { StorctlProcess } from '../../helpers/storctl.js';
+import type { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { qemuIo } from '../../integration/core/qemu.js';
+import { UpHome } from './up-fixture.js';
 
 /**
  * `storctl up` keeps its roles running: a core killed with SIGKILL is started again (the io-engines
@@ -13,27 +12,16 @@ import { qemuIo } from '../../integration/core/qemu.js';
  * volume's target comes back at its URI.
  */
 describe('storctl up restarts a role that dies (built CLI)', () => {
-  let home: string;
+  const cluster = new UpHome();
   let up: StorctlProcess;
-  const endpoints = () => JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8'));
+  const endpoints = () => cluster.endpoints();
 
   beforeAll(async () => {
-    home = mkdtempSync(join(tmpdir(), 'storctl-up-supervise-'));
-    const env = {
-      XDG_DATA_HOME: home,
-      STORCTL_STORE: undefined,
-      STORCTL_REST: undefined,
-      STORCTL_CLUSTER_ID: undefined,
-    };
-    up = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1Gi'], env);
-    await waitFor(async () => up.output.includes('ready:') || (await up.failIfExited('storctl up')), {
-      what: 'storctl up ready',
-      timeoutMs: 60_000,
-    });
+    up = await cluster.start();
   }, 90_000);
   afterAll(async () => {
     await up?.kill('SIGINT');
-    rmSync(home, { recursive: true, force: true });
+    rmSync(cluster.home, { recursive: true, force: true });
   });
 
   it('core and an io-engine killed with SIGKILL come back; the volume is Online again (rebuilt) at its URI with its data', async () => {

@@ -6,6 +6,7 @@ import type { RestError } from '../../../src/lib/rest/errors.js';
 import { eventsPrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
+import { checkResponse, failOnDrift } from '../../helpers/openapi-validate.js';
 import { withUnusedPorts } from '../../helpers/ports.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { checkStoreReadable } from '../../helpers/store-check.js';
@@ -23,6 +24,9 @@ export interface Engine {
 }
 
 export type Backend = 'embedded' | 'etcd';
+
+// Every REST answer a core suite receives is checked against the OpenAPI document (drift fails the test).
+failOnDrift();
 
 export const POOL_CAPACITY = 1 << 30;
 
@@ -181,7 +185,7 @@ export class TestCluster {
     );
     this.restUrl = String(ready.url);
     await this.rest?.close();
-    this.rest = new RestClient(this.restUrl);
+    this.rest = new RestClient(this.restUrl, { onResponse: checkResponse });
     return this.restUrl;
   }
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkedFetch } from '../../helpers/openapi-validate.js';
 import { fatal, waitFor } from '../../helpers/wait.js';
 import { type Backend, newVolumeId, TestCluster } from './cluster.js';
 import { checkConsistency } from './invariants.js';
@@ -67,13 +68,12 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         const send = async (id: string, what: Op['what'], method: string, path: string, body?: unknown) => {
           let answer: Answer;
           try {
-            const res = await fetch(`${base}/${id}${path}`, {
+            const res = await checkedFetch(`${base}/${id}${path}`, {
               method,
               headers: body ? { 'content-type': 'application/json' } : {},
               body: body ? JSON.stringify(body) : undefined,
               signal: AbortSignal.timeout(30_000),
             });
-            await res.arrayBuffer();
             answer = res.status;
             if (answer < 300) acks++;
           } catch {

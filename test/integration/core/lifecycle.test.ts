@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RestError } from '../../../src/lib/rest/errors.js';
+import { checkedFetch } from '../../helpers/openapi-validate.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, newVolumeId, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
@@ -7,12 +8,12 @@ import { qemuIo } from './qemu.js';
 const MiB = 1 << 20;
 
 const rawFetch = async (url: string, method: string, payload?: string) => {
-  const res = await fetch(url, {
+  const res = await checkedFetch(url, {
     method,
     body: payload,
     headers: payload ? { 'content-type': 'application/json' } : {},
   });
-  const body = (await res.json().catch(() => null)) as { kind: string; message: string; details: string };
+  const body = (res.body ?? null) as { kind: string; message: string; details: string };
   return { status: res.status, body };
 };
 
@@ -37,6 +38,13 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(created.spec.status).toBe('Created');
       const nodes = Object.values(created.state.replica_topology).map((r) => r.node);
       expect(new Set(nodes).size).toBe(3);
+      // The volume's usage sums up its replicas' (REST VolumeUsage).
+      const perReplica = Object.values(created.state.replica_topology).map((r) => r.usage?.allocated ?? 0);
+      expect(created.state.usage).toMatchObject({
+        capacity: 64 * MiB,
+        allocated_replica: Math.max(...perReplica),
+        total_allocated_replicas: perReplica.reduce((a, b) => a + b, 0),
+      });
 
       const published = await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
       const uri = published.state.target!.deviceUri;

@@ -2,23 +2,23 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiDocument } from '../../../src/daemons/core/rest/openapi.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
+import { checkedFetch } from '../../helpers/openapi-validate.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { type Backend, newVolumeId, TestCluster } from './cluster.js';
 
 const MiB = 1 << 20;
 
 async function req(base: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${base}/v0${path}`, {
+  const res = await checkedFetch(`${base}/v0${path}`, {
     method,
     body: body === undefined ? undefined : JSON.stringify(body),
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
   });
-  const text = await res.text();
   // biome-ignore lint/suspicious/noExplicitAny: the tests read fields of whatever came back
-  const json: any = text ? JSON.parse(text) : undefined;
-  return { status: res.status, body: json };
+  return { status: res.status, body: res.body as any };
 }
 
 interface BlockDevice {
@@ -58,6 +58,20 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
     }, 90_000);
     afterAll(async () => {
       await cluster?.stop();
+    });
+
+    it('serves its OpenAPI document at /v0/api/spec and answers the JSON-RPC passthrough 501', async () => {
+      const spec = await call('GET', '/api/spec');
+      expect(spec.status).toBe(200);
+      expect(spec.body).toEqual(JSON.parse(JSON.stringify(openApiDocument)));
+      expect(spec.body.paths['/volumes/{volume_id}'].get.operationId).toBe('get_volume');
+
+      const rpc = await call('PUT', '/nodes/node-1/jsongrpc/bdev_get_bdevs', {});
+      expect(rpc.status).toBe(501);
+      expect(rpc.body.kind).toBe('Unimplemented');
+      expect(rpc.body.message).toMatch(/no SPDK JSON-RPC/);
+      // a GET of the same path is a method the path does not allow, not an unknown path
+      expect((await call('GET', '/nodes/node-1/jsongrpc/bdev_get_bdevs')).body.kind).toBe('NotAcceptable');
     });
 
     it('labels and unlabels a pool with Mayastor semantics, and the scheduler uses the label', async () => {

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkResponse } from '../../helpers/openapi-validate.js';
 import { TestCluster } from './cluster.js';
 import { call } from './store-outage.js';
 
@@ -15,9 +16,22 @@ function raw(base: string, method: string, path: string, body: string | Buffer, 
         res.on('data', (d) => {
           text += d;
         });
-        res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, body: text, connection: res.headers.connection }),
-        );
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          let parsed: unknown = text === '' ? undefined : text;
+          try {
+            parsed = text === '' ? undefined : JSON.parse(text);
+          } catch {
+            // not JSON: drift, unless the document allows it
+          }
+          try {
+            checkResponse({ method, path: `/v0${path}`, status, body: parsed });
+          } catch (err) {
+            reject(err);
+            return;
+          }
+          resolve({ status, body: text, connection: res.headers.connection });
+        });
       },
     );
     req.on('error', reject);

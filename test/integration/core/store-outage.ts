@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import Database from 'better-sqlite3';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import type { Store } from '../../../src/lib/store/types.js';
+import { checkResponse } from '../../helpers/openapi-validate.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, FAST_CORE_FLAGS, type TestCluster } from './cluster.js';
 
@@ -21,7 +22,17 @@ export function call(base: string, method: string, path: string, body?: unknown)
         res.on('data', (d) => {
           text += d;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null }));
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          const parsed = text ? JSON.parse(text) : undefined;
+          try {
+            checkResponse({ method, path: `/v0${path}`, status, body: parsed });
+          } catch (err) {
+            reject(err);
+            return;
+          }
+          resolve({ status, body: parsed ?? null });
+        });
         res.on('error', reject);
       },
     );

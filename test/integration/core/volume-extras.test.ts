@@ -6,6 +6,7 @@ import { RestError } from '../../../src/lib/rest/errors.js';
 import type { Volume } from '../../../src/lib/rest/types.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
+import { checkedFetch } from '../../helpers/openapi-validate.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
@@ -160,7 +161,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       await qemuIo(uri, 'read -P 0x6d 0 2M');
 
       // The spec's misprinted path (`/volumes{id}/share`) unshares too.
-      const res = await fetch(`${c.restUrl}/v0/volumes${id}/share`, { method: 'DELETE' });
+      const res = await checkedFetch(`${c.restUrl}/v0/volumes${id}/share`, { method: 'DELETE' });
       expect(res.status).toBe(204);
       expect((await c.rest.getVolume(id)).state.target?.deviceUri).toBe('');
       await c.rest.unpublishVolume(id);
@@ -214,13 +215,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       await c.rest.deleteVolume(id);
     }, 60_000);
 
-    const nexusOf = async (id: string) => {
-      const specs = await c.rest.call<{ volumes: { uuid: string; target?: { nexus: string } }[] }>(
-        'GET',
-        '/specs',
-      );
-      return specs.volumes.find((v) => v.uuid === id)?.target?.nexus;
-    };
+    /** The volume's current target nexus (REST VolumeState.target is that nexus). */
+    const nexusOf = async (id: string) => (await c.rest.getVolume(id)).state.target?.uuid;
 
     it('shutdown_targets destroys the stale target a republish left on a node that was hung', async () => {
       const id = newVolumeId();
@@ -258,7 +254,9 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         const before = await c.rest.call<{ nexuses: { uuid: string }[] }>('GET', '/specs');
         expect(before.nexuses.map((n) => n.uuid)).toContain(oldNexus);
 
-        const res = await fetch(`${c.restUrl}/v0/volumes/${id}/shutdown_targets`, { method: 'DELETE' });
+        const res = await checkedFetch(`${c.restUrl}/v0/volumes/${id}/shutdown_targets`, {
+          method: 'DELETE',
+        });
         expect(res.status).toBe(204);
         expect((await engine.listNexuses()).map((n) => n.uuid)).not.toContain(oldNexus);
         const after = await c.rest.call<{ nexuses: { uuid: string }[] }>('GET', '/specs');
@@ -270,7 +268,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       const now = await c.rest.getVolume(id);
       expect(now.spec.target?.node).toBe(second);
       await qemuIo(now.state.target!.deviceUri, 'read -P 0x7e 0 4M');
-      const unknown = await fetch(`${c.restUrl}/v0/volumes/${newVolumeId()}/shutdown_targets`, {
+      const unknown = await checkedFetch(`${c.restUrl}/v0/volumes/${newVolumeId()}/shutdown_targets`, {
         method: 'DELETE',
       });
       expect(unknown.status).toBe(404);

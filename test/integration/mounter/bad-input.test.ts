@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
@@ -179,5 +179,86 @@ describe('bad NodePublishVolume input: clear errors, nothing mounted, nothing wr
       status.INVALID_ARGUMENT,
       /too large/,
     );
+  });
+});
+
+describe('targets confined to the mounter roots (hostile paths)', () => {
+  const publishAt = (target: string) => publishRequest({ volumeId: 'pv-x', target, bucket: BUCKET });
+
+  it('system directories and paths outside the roots are refused at once, and nothing is created', async () => {
+    await refused(publishAt('/proc/self/x'), status.INVALID_ARGUMENT, /system directory/);
+    await refused(publishAt('/dev/storctl-x'), status.INVALID_ARGUMENT, /system directory/);
+    await refused(
+      publishAt('/var/tmp/storctl-outside-root'),
+      status.INVALID_ARGUMENT,
+      /outside the allowed roots/,
+    );
+    expect(existsSync('/var/tmp/storctl-outside-root')).toBe(false);
+    await refused(
+      publishAt(join(fx.env.root, 'pods', 'x'.repeat(300), 'mount')),
+      status.INVALID_ARGUMENT,
+      /segment longer than 255 bytes/,
+    );
+  });
+
+  it('a target reached through a symlink out of the root is refused', async () => {
+    const link = join(fx.env.root, 'escape');
+    await symlink('/var/tmp', link);
+    try {
+      await refused(
+        publishAt(join(link, 'pv-x')),
+        status.INVALID_ARGUMENT,
+        /leads outside .* through a symlink/,
+      );
+    } finally {
+      await rm(link);
+    }
+  });
+
+  it('a regular file or a non-empty directory as target is the caller mistake it is', async () => {
+    const dir = join(fx.env.root, 'given');
+    await mkdir(dir);
+    try {
+      await writeFile(join(dir, 'file'), 'x');
+      await expect(fx.csi.node('NodePublishVolume', publishAt(join(dir, 'file')))).rejects.toMatchObject({
+        code: status.INVALID_ARGUMENT,
+        details: expect.stringContaining('is not a directory'),
+      });
+      await expect(fx.csi.node('NodePublishVolume', publishAt(dir))).rejects.toMatchObject({
+        code: status.FAILED_PRECONDITION,
+        details: expect.stringContaining('is not empty'),
+      });
+      // Nothing of the caller's was touched.
+      expect(await readFile(join(dir, 'file'), 'utf8')).toBe('x');
+    } finally {
+      await rm(dir, { recursive: true });
+    }
+  });
+
+  it('unpublish of a directory it never published leaves that directory alone', async () => {
+    const dir = join(fx.env.root, 'never-published');
+    await mkdir(dir);
+    try {
+      await fx.csi.node('NodeUnpublishVolume', { volume_id: 'pv-x', target_path: dir });
+      expect(existsSync(dir)).toBe(true);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a failed publish removes every directory it created on the way, and only those', async () => {
+    const base = join(fx.env.root, 'pods-failed');
+    await mkdir(base);
+    try {
+      const target = join(base, 'a', 'b', 'c');
+      const err = await fx.csi
+        .node('NodePublishVolume', publishRequest({ volumeId: 'pv-x', target, bucket: 'no-such-bucket' }))
+        .catch((e) => e);
+      expect(err?.code).toBeDefined();
+      expect(existsSync(join(base, 'a'))).toBe(false);
+      expect(existsSync(base)).toBe(true);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
   });
 });

@@ -45,6 +45,8 @@ function daemon(extra: string[] = []) {
       env.s3.endpoint,
       '--state-dir',
       env.stateDir,
+      '--root',
+      env.root,
       ...extra,
     ],
     { AWS_ACCESS_KEY_ID: S3RVER_KEYS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3RVER_KEYS.secretAccessKey },

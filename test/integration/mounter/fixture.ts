@@ -79,6 +79,8 @@ export async function startMounter(
     fuseBinary: 's3fs',
     s3Endpoint: env.s3.endpoint,
     stateDir: env.stateDir,
+    // The test's own temp root stands for kubelet's directory: targets outside it are refused.
+    roots: [env.root],
     mountTimeoutMs: 15_000,
     env: {
       PATH: process.env.PATH,

@@ -14,6 +14,13 @@ import {
 } from '../../../lib/specs/index.js';
 import { nexusStateOf, replicaOnline, volumeStatus } from '../health.js';
 import type { Registry } from '../registry.js';
+import {
+  replicaSnapshotsOut,
+  replicaSpace,
+  replicaUsage,
+  transactionsOut,
+  volumeUsage,
+} from './present-schema.js';
 
 /** Stored specs + live state → REST v0 bodies (docs/mayastor-compat.md §2.1–2.2). */
 
@@ -26,11 +33,19 @@ function topologyOut(t: VolumeSpec['topology']) {
   if (t.node && 'Explicit' in t.node) out.node_topology = { explicit: t.node.Explicit };
   else if (t.node && 'Labelled' in t.node)
     out.node_topology = {
-      labelled: { inclusion: t.node.Labelled.inclusion ?? {}, exclusion: t.node.Labelled.exclusion ?? {} },
+      labelled: {
+        inclusion: t.node.Labelled.inclusion ?? {},
+        exclusion: t.node.Labelled.exclusion ?? {},
+        affinitykey: t.node.Labelled.creation_affinity_keys ?? [],
+      },
     };
   if (t.pool && 'Labelled' in t.pool)
     out.pool_topology = {
-      labelled: { inclusion: t.pool.Labelled.inclusion ?? {}, exclusion: t.pool.Labelled.exclusion ?? {} },
+      labelled: {
+        inclusion: t.pool.Labelled.inclusion ?? {},
+        exclusion: t.pool.Labelled.exclusion ?? {},
+        affinitykey: t.pool.Labelled.creation_affinity_keys ?? [],
+      },
     };
   return out;
 }
@@ -78,7 +93,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
       state: replicaOnline(reg, r) ? 'Online' : 'Unknown',
       'child-status': childState.get(r.uuid),
       'rebuild-progress': child?.rebuildProgress ?? undefined,
-      usage: rs ? { capacity: rs.size, allocated: rs.allocated ?? 0 } : undefined,
+      usage: rs ? replicaUsage(reg, r.uuid, rs.size, rs.allocated ?? 0) : undefined,
     };
   }
   return {
@@ -117,6 +132,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
       status: volumeStatus(reg, v),
       target: nexus ? nexusOut(reg, nexus) : undefined,
       replica_topology,
+      usage: volumeUsage(v.size, Object.values(replica_topology) as Parameters<typeof volumeUsage>[1]),
     },
   };
 }
@@ -136,7 +152,7 @@ export function replicaOut(reg: Registry, r: ReplicaSpec) {
     kind: 'Regular',
     owner: r.owners.volume ?? undefined,
     'allowed-hosts': r.allowed_hosts ?? [],
-    space: st ? { capacity_bytes: st.size, allocated_bytes: st.allocated ?? 0 } : undefined,
+    space: st ? replicaSpace(reg, r.uuid, st.size, st.allocated ?? 0) : undefined,
   };
 }
 
@@ -212,7 +228,7 @@ export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
         spec_size: s.metadata.spec_size,
         total_allocated_size: s.metadata.total_allocated_size,
         txn_id: s.metadata.txn_id,
-        transactions: s.metadata.transactions,
+        transactions: transactionsOut(s),
         num_restores: [...reg.volumes.values()].filter((v) => v.content_source?.Snapshot[0] === s.spec.uuid)
           .length,
         num_snapshot_replicas: txn.length,
@@ -224,13 +240,7 @@ export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
       allocated_size: s.metadata.total_allocated_size,
       timestamp: s.metadata.timestamp ?? undefined,
       ready_as_source: specStatusName(s.status) === 'Created',
-      replica_snapshots: txn.map((r) => ({
-        online: {
-          uuid: r.spec.uuid,
-          source_id: r.spec.source_id.replica_id,
-          pool_id: r.spec.source_id.pool_id,
-        },
-      })),
+      replica_snapshots: replicaSnapshotsOut(reg, s),
     },
   };
 }

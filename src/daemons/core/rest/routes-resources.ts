@@ -12,6 +12,7 @@ import {
 } from '../ops/pool-node.js';
 import { notFound } from '../svc-error.js';
 import { nexusOut, nodeOut, poolOut, replicaOut } from './present.js';
+import { specsOut } from './present-schema.js';
 import type { Router } from './router.js';
 import { appNodeRoutes } from './routes-app-nodes.js';
 import { nexusRoutes } from './routes-nexuses.js';
@@ -181,13 +182,5 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
         .filter((n) => n.node === req.params.node_id)
         .map((n) => nexusOut(reg, n)),
     }))
-    .add('GET', '/specs', async () => ({
-      status: 200,
-      body: {
-        volumes: [...reg.volumes.values()],
-        pools: [...reg.pools.values()],
-        replicas: [...reg.replicas.values()],
-        nexuses: [...reg.nexuses.values()],
-      },
-    }));
+    .add('GET', '/specs', async () => ({ status: 200, body: specsOut(reg) }));
 }

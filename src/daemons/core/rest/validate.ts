@@ -129,8 +129,13 @@ function labelled(v: unknown, path: string): LabelledTopology {
   return {
     exclusion: o.exclusion == null ? {} : labelMap(o.exclusion, `${path}.exclusion`),
     inclusion: o.inclusion == null ? {} : labelMap(o.inclusion, `${path}.inclusion`),
+    // `affinitykey` as Mayastor's OpenAPI schema names it; `affinity_key` accepted too
     creation_affinity_keys:
-      o.affinity_key == null ? null : stringList(o.affinity_key, `${path}.affinity_key`),
+      o.affinitykey != null
+        ? stringList(o.affinitykey, `${path}.affinitykey`)
+        : o.affinity_key == null
+          ? null
+          : stringList(o.affinity_key, `${path}.affinity_key`),
   };
 }
 

@@ -1,8 +1,22 @@
-import { realpath } from 'node:fs/promises';
+import { lstat, mkdir, realpath } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { invalid } from '../../lib/csi/validate.js';
-import { isCorruptedMountError } from '../../lib/mount/health.js';
-import { validateTargetPath } from '../../lib/mount/target-path.js';
+import { invalid } from '../csi/validate.js';
+import { UsageError } from '../errors.js';
+import { isCorruptedMountError } from './health.js';
+import { validateTargetPath } from './target-path.js';
+
+/** Where kubelet puts staging and target paths: the default root of both CSI node plugins. */
+export const KUBELET_DIR = '/var/lib/kubelet';
+
+/** `--root` values of a node plugin, checked like target paths; the kubelet's directory by default. */
+export function targetRoots(values: string[] | undefined): string[] {
+  const roots = values?.length ? values : [KUBELET_DIR];
+  for (const r of roots) {
+    const problem = validateTargetPath(r, '--root');
+    if (problem) throw new UsageError(problem);
+  }
+  return roots;
+}
 
 /** Never a target, whatever the roots say. */
 const FORBIDDEN = ['/proc', '/sys', '/dev', '/run/udev'];
@@ -54,4 +68,39 @@ export async function confinePath(
   if (!under(resolved, realRoot) || FORBIDDEN.some((f) => under(resolved, f)))
     throw invalid(`${field} '${path}' leads outside ${root} through a symlink (to ${resolved})`);
   return path;
+}
+
+/** Directories a publish may create on its way to a target, counted from the root. */
+const MAX_NEW_DIRS = 16;
+
+/**
+ * Create `path` and its missing ancestors below `root`, one `mkdir` at a time (never recursive:
+ * Node's recursive mkdir can spin forever on /proc-like paths), at most 16 of them; returns what it
+ * created, outermost first, so a failed publish removes exactly that again.
+ */
+export async function makeDirsUnder(path: string, root: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let p = path; under(p, root) && p !== root; p = dirname(p)) {
+    if (await exists(p)) break;
+    missing.unshift(p);
+    if (missing.length > MAX_NEW_DIRS)
+      throw invalid(`'${path}' lies more than ${MAX_NEW_DIRS} missing directories below ${root}`);
+  }
+  const created: string[] = [];
+  for (const dir of missing) {
+    await mkdir(dir, { mode: 0o750 });
+    created.push(dir);
+  }
+  return created;
+}
+
+const exists = (p: string) =>
+  lstat(p).then(
+    () => true,
+    (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? false : Promise.reject(err)),
+  );
+
+/** The root a confined path lies below. */
+export function rootOf(path: string, roots: string[]): string {
+  return roots.find((r) => under(path, r) && path !== r) ?? '/';
 }
