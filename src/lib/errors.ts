@@ -72,6 +72,12 @@ export class ConflictError extends StorctlError {
 }
 
 /** The store cannot be reached: names the endpoint and what to check. */
+/** A client library's detail, or a plain statement when it has none (never "unreachable: null"). */
+const detailText = (detail: string | null | undefined) =>
+  detail && detail !== 'null' && detail !== 'undefined'
+    ? detail
+    : 'no answer (connection refused, reset or timed out)';
+
 export class StoreUnavailableError extends StorctlError {
   constructor(
     readonly endpoint: string,
@@ -80,7 +86,7 @@ export class StoreUnavailableError extends StorctlError {
   ) {
     super(
       'STORE_UNAVAILABLE',
-      `store ${endpoint} is unreachable: ${detail}`,
+      `store ${endpoint} is unreachable: ${detailText(detail)}`,
       ExitCode.storeUnavailable,
       options,
     );
@@ -91,7 +97,7 @@ export class ServiceUnavailableError extends StorctlError {
   constructor(service: string, endpoint: string, detail: string, options?: StorctlErrorOptions) {
     super(
       'SERVICE_UNAVAILABLE',
-      `${service} at ${endpoint} is unreachable: ${detail}`,
+      `${service} at ${endpoint} is unreachable: ${detailText(detail)}`,
       ExitCode.serviceUnavailable,
       options,
     );

@@ -1,7 +1,10 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { afterAll, afterEach } from 'vitest';
 import { openApiDocument } from '../../src/daemons/core/rest/openapi.js';
+
+// vitest's hooks only exist under its runner: the benchmarks (tsx) import the cluster helper too,
+// and importing 'vitest' outside the runner throws. There the drift checks still run, unhooked.
+const vitest = process.env.VITEST ? await import('vitest') : null;
 
 /**
  * Checks REST responses against storctl's OpenAPI document (src/daemons/core/rest/openapi.ts): the
@@ -211,8 +214,9 @@ let hooked = false;
  * and print how many responses it validated. Called at import time of the suites' cluster helper.
  */
 export function failOnDrift(): void {
-  if (hooked) return;
+  if (hooked || !vitest) return;
   hooked = true;
+  const { afterAll, afterEach } = vitest;
   afterEach(() => {
     if (drifts.length === 0) return;
     const seen = drifts.splice(0);

@@ -5,6 +5,7 @@ import { StorctlCommand } from '../../lib/command.js';
 import { BLOCK_DRIVER_NAME } from '../../lib/csi/plugin.js';
 import { socketPathOf } from '../../lib/csi/socket.js';
 import { UsageError } from '../../lib/errors.js';
+import { resolveKubeAccess } from '../../lib/orphans/kube/config.js';
 import { sizeArg } from '../../lib/rest/cli.js';
 import { resolveRestUrl } from '../../lib/rest/endpoint.js';
 
@@ -47,6 +48,27 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
       default: CSI_CONTROLLER_DEFAULTS.freezeTimeoutMs,
       positive: true,
     }),
+    'orphan-gc': Flags.option({
+      description:
+        'sweep volumes with neither PV nor PVC: report them (log), or also delete them through core; needs a Kubernetes API',
+      options: ['off', 'report', 'delete'] as const,
+      default: 'off',
+    })(),
+    'orphan-gc-period': durationFlag({
+      description: 'how often the sweep runs',
+      default: 60_000,
+      positive: true,
+    }),
+    'orphan-gc-grace': durationFlag({
+      description: 'how long a volume stays without claim before it is reported (checked again then)',
+      default: 60_000,
+      positive: true,
+    }),
+    kubeconfig: Flags.string({
+      description:
+        'kubeconfig of the API server to read PVs and PVCs from (default: the in-cluster service account)',
+      env: 'KUBECONFIG',
+    }),
   };
 
   async run(): Promise<void> {
@@ -60,7 +82,22 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
       throw new UsageError(
         `--driver-name '${flags['driver-name']}' is not a domain name (lowercase letters, digits, '-' and '.', at most 63 characters)`,
       );
+    let orphanGc: Parameters<typeof start>[0]['orphanGc'];
+    if (flags['orphan-gc'] !== 'off') {
+      const kube = await resolveKubeAccess(flags.kubeconfig);
+      if (!kube)
+        throw new UsageError(
+          '--orphan-gc needs a Kubernetes API: pass --kubeconfig, or run in a pod with a service account',
+        );
+      orphanGc = {
+        mode: flags['orphan-gc'],
+        kube,
+        periodMs: flags['orphan-gc-period'],
+        graceMs: flags['orphan-gc-grace'],
+      };
+    }
     const daemon = await start({
+      orphanGc,
       endpoint: flags.endpoint,
       restUrl: resolveRestUrl(flags.rest),
       driverName: flags['driver-name'],

@@ -1,3 +1,5 @@
+import type { KubeAccess } from '../../lib/orphans/kube/config.js';
+
 /** Configuration of `storctl daemon csi-controller` (every duration from flags, so tests run fast). */
 export interface CsiControllerConfig {
   /** unix:///path/csi-controller.sock */
@@ -12,6 +14,8 @@ export interface CsiControllerConfig {
   defaultVolumeSize: number;
   /** Deadline of each freeze / unfreeze call to a csi-node, and the node's own thaw timeout. */
   freezeTimeoutMs: number;
+  /** The sweep of volumes without PV or PVC (needs a Kubernetes API): off, report, or delete. */
+  orphanGc?: { mode: 'report' | 'delete'; kube: KubeAccess; periodMs: number; graceMs: number };
   logLevel?: string;
 }
 

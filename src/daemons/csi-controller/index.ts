@@ -5,7 +5,9 @@ import { bindUnixSocket, socketPathOf } from '../../lib/csi/socket.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { GrpcError } from '../../lib/grpc/status.js';
 import { createLogger } from '../../lib/logger.js';
+import { KubeClient } from '../../lib/orphans/kube/client.js';
 import { RestClient } from '../../lib/rest/client.js';
+import { ClaimlessSweep } from './claimless-sweep.js';
 import type { CsiControllerConfig } from './config.js';
 import { type Deps, rpc } from './context.js';
 import { OpGuard } from './guard.js';
@@ -95,9 +97,23 @@ export async function start(config: CsiControllerConfig): Promise<CsiControllerD
     'csi-controller listening',
   );
 
+  let sweep: ClaimlessSweep | null = null;
+  let kube: KubeClient | null = null;
+  if (config.orphanGc) {
+    kube = new KubeClient(config.orphanGc.kube);
+    sweep = new ClaimlessSweep({ ...config.orphanGc, rest, kube, log });
+    sweep.start();
+    log.info(
+      { mode: config.orphanGc.mode, kube: config.orphanGc.kube.source },
+      'sweeping volumes without claims',
+    );
+  }
+
   return {
     socketPath,
     stop: async () => {
+      await sweep?.stop();
+      await kube?.close();
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await rest.close();
       await rm(socketPath, { force: true });

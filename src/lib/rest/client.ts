@@ -196,6 +196,12 @@ export class RestClient {
   listReplicas() {
     return this.call<Replica[]>('GET', '/replicas');
   }
+  deleteReplica(pool: string, id: string) {
+    return this.call<void>('DELETE', `/pools/${encodeURIComponent(pool)}/replicas/${encodeURIComponent(id)}`);
+  }
+  deleteNexus(id: string) {
+    return this.call<void>('DELETE', `/nexuses/${encodeURIComponent(id)}`);
+  }
   // --- pages, snapshots, clones and app nodes (the CSI controller) ---------------------------------
   /** One page of volumes: `maxEntries` 0 = all from `startingToken` on. */
   listVolumesPage(maxEntries: number, startingToken?: number) {

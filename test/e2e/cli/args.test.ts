@@ -87,7 +87,7 @@ describe('durations, labels and --rest through the built CLI', () => {
         'volume:create',
       ]),
     );
-    expect(restCommands.length).toBe(21);
+    expect(restCommands.length).toBe(22);
     for (const c of restCommands) expect((c.flags.rest as { env?: string }).env, c.id).toBe('STORCTL_REST');
 
     const byFlag = await runStorctl(['volume', 'delete', VOLUME, '--rest', NO_CORE]);

@@ -9,7 +9,12 @@ import {
   parseLabels,
   parseSelector,
 } from '../../../src/lib/cli-args.js';
-import { ExitCode, UsageError } from '../../../src/lib/errors.js';
+import {
+  ExitCode,
+  ServiceUnavailableError,
+  StoreUnavailableError,
+  UsageError,
+} from '../../../src/lib/errors.js';
 
 /** The UsageError `fn` throws (the test fails when it throws nothing or something else). */
 function usageError(fn: () => unknown): UsageError {
@@ -188,5 +193,19 @@ describe('labels', () => {
       expect(err.message).toContain(`invalid selector '${bad}'`);
       expect(err.suggestions[0]).toContain('--selector');
     }
+  });
+});
+
+describe('unreachable errors', () => {
+  it('never read "unreachable: null" when the client library gives no detail', () => {
+    expect(new StoreUnavailableError('etcd://127.0.0.1:2379', 'null').message).toBe(
+      'store etcd://127.0.0.1:2379 is unreachable: no answer (connection refused, reset or timed out)',
+    );
+    expect(new ServiceUnavailableError('core REST API', 'http://127.0.0.1:1', '').message).toContain(
+      'is unreachable: no answer',
+    );
+    expect(new ServiceUnavailableError('core REST API', 'http://127.0.0.1:1', 'ECONNREFUSED').message).toBe(
+      'core REST API at http://127.0.0.1:1 is unreachable: ECONNREFUSED',
+    );
   });
 });

@@ -142,7 +142,8 @@ export async function destroyNexus(ctx: CoreContext, uuid: string, node?: string
   const { registry, engines } = ctx;
   return registry.exclusive('nexus', uuid, async () => {
     const n = cloneSpec(nexusAt(ctx, uuid, node));
-    notOwned(n, 'remove it');
+    // A nexus whose owning volume is gone is an orphan (the nexus GC's, or `storctl orphans --delete`).
+    if (!n.owner || registry.volumes.has(n.owner)) notOwned(n, 'remove it');
     if (n.operation) throw dirty('nexus', uuid);
     const engine = engines.get(n.node);
     await registry.persist({ nexuses: [{ ...n, spec_status: 'Deleting', operation: logged('Destroy') }] });

@@ -156,7 +156,8 @@ export async function deleteReplica(ctx: CoreContext, ref: ReplicaRef): Promise<
   return registry.exclusive('replica', ref.uuid, async () => {
     const r = cloneSpec(replicaAt(ctx, ref));
     if (r.operation) throw dirty('replica', r.uuid);
-    if (r.owners.volume)
+    // A replica whose owning volume is gone is an orphan (the replica GC's, or `storctl orphans --delete`).
+    if (r.owners.volume && registry.volumes.has(r.owners.volume))
       throw new SvcError(
         'InUse',
         `replica '${r.uuid}' is owned by volume '${r.owners.volume}'; scale or delete the volume instead`,

@@ -1,0 +1,147 @@
+import { execFile } from 'node:child_process';
+import { readFile, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { basename, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { readMountTable } from '../mount/mountinfo.js';
+import { isSameProcessAlive } from '../mount/processes.js';
+import { unmountAll } from '../mount/unmount.js';
+import { type CsiNodeVolume, dropCsiNodeEntry, readCsiNodeState } from './csi-node-state.js';
+
+const run = promisify(execFile);
+
+/** `path` strictly below `root` (both made absolute and normalised first: no `..` escapes). */
+export function isBelow(path: string, root: string): boolean {
+  const p = resolve(path);
+  const r = resolve(root);
+  return p !== r && p.startsWith(r === '/' ? '/' : `${r}/`);
+}
+
+export interface CleanupResult {
+  done: string[];
+  /** What was not touched, and why; the state entry is kept while anything is left. */
+  left: string[];
+}
+
+/**
+ * Undo what csi-node left for one volume, touching only what lies where csi-node works: publish
+ * targets and the staging path only below `roots` (the kubelet directory by default), the volume's
+ * directory and FUSE mount only below the state directory, processes only when the pid still is the
+ * process csi-node recorded (same start time). The state entry goes last, when nothing is left.
+ */
+export async function cleanCsiNodeEntry(
+  entry: CsiNodeVolume,
+  stateDir: string,
+  roots: string[],
+): Promise<CleanupResult> {
+  const out: CleanupResult = { done: [], left: [] };
+  const current = (await readCsiNodeState(stateDir))?.volumes.find((v) => v.volumeId === entry.volumeId);
+  if (!current || current.stagedAt !== entry.stagedAt) {
+    out.left.push('the csi-node state entry changed since it was read (staged again?): left alone');
+    return out;
+  }
+  const belowRoots = (p: string) => roots.some((r) => isBelow(p, r));
+  const removePath = async (path: string, what: string) => {
+    if (!belowRoots(path)) {
+      out.left.push(`${what} ${path}: not below the csi-node roots (${roots.join(', ')})`);
+      return;
+    }
+    try {
+      const { count } = await unmountAll(path);
+      if (count) out.done.push(`unmounted ${path}`);
+      const st = await stat(path).catch(() => null);
+      if (!st) return;
+      if (st.isDirectory()) await rmdir(path);
+      else await unlink(path);
+      out.done.push(`removed ${what} ${path}`);
+    } catch (err) {
+      out.left.push(`${what} ${path}: ${(err as Error).message}`);
+    }
+  };
+  // The proxy first: its volume is gone, unpublished or served elsewhere, so nothing can be flushed
+  // to it any more, and while it waits for a target that will not come back every unmount below
+  // would wait on writeback until the path timeout. Without it, I/O fails at once and they finish.
+  if (current.proxy) await stopProcess(current.proxy.pid, current.proxy.pidStartTime, 'proxy', out);
+  for (const target of Object.keys(current.publishes ?? {})) await removePath(target, 'publish target');
+  if (current.stagingPath) await removePath(current.stagingPath, 'staging path');
+
+  const d = current.device;
+  if (d) await detachDevice(d, stateDir, out);
+
+  if (current.dir) {
+    if (!isBelow(current.dir, stateDir)) out.left.push(`directory ${current.dir}: not below ${stateDir}`);
+    else {
+      const mounted = (await readMountTable()).filter(
+        (m) => isBelow(m.mountPoint, current.dir!) || resolve(m.mountPoint) === resolve(current.dir!),
+      );
+      if (mounted.length)
+        out.left.push(`directory ${current.dir}: ${mounted.length} mount(s) still below it`);
+      else if (await stat(current.dir).catch(() => null)) {
+        await rm(current.dir, { recursive: true, force: true });
+        out.done.push(`removed directory ${current.dir}`);
+      }
+    }
+  }
+  if (out.left.length) return out;
+  if (await dropCsiNodeEntry(stateDir, current)) out.done.push('dropped the csi-node state entry');
+  else out.left.push('the csi-node state entry changed meanwhile: kept');
+  return out;
+}
+
+async function detachDevice(
+  d: NonNullable<CsiNodeVolume['device']>,
+  stateDir: string,
+  out: CleanupResult,
+): Promise<void> {
+  try {
+    if (d.kind === 'kernel-nbd' && /^\/dev\/nbd\d+$/.test(d.device)) {
+      const pid = await readFile(`/sys/block/${basename(d.device)}/pid`, 'utf8').catch(() => '');
+      if (pid.trim()) {
+        await run('nbd-client', ['-d', d.device], { timeout: 10_000 });
+        out.done.push(`disconnected ${d.device}`);
+      }
+    } else if (d.kind === 'nbdfuse-loop' && /^\/dev\/loop\d+$/.test(d.device)) {
+      const backing = await readFile(`/sys/block/${basename(d.device)}/loop/backing_file`, 'utf8').catch(
+        () => '',
+      );
+      // Only the loop device still bound to the file csi-node bound it to: the number may be reused.
+      if (backing.trim() && d.file && resolve(backing.trim()) === resolve(d.file)) {
+        await run('losetup', ['-d', d.device], { timeout: 10_000 });
+        out.done.push(`detached ${d.device}`);
+      }
+    }
+  } catch (err) {
+    out.left.push(`device ${d.device}: ${(err as Error).message}`);
+    return;
+  }
+  if (d.fuseDir) {
+    if (!isBelow(d.fuseDir, stateDir)) out.left.push(`FUSE mount ${d.fuseDir}: not below ${stateDir}`);
+    else {
+      try {
+        const { count } = await unmountAll(d.fuseDir);
+        if (count) out.done.push(`unmounted ${d.fuseDir}`);
+      } catch (err) {
+        out.left.push(`FUSE mount ${d.fuseDir}: ${(err as Error).message}`);
+      }
+    }
+  }
+  if (d.fusePid) await stopProcess(d.fusePid, d.fusePidStartTime, 'nbdfuse', out);
+}
+
+/** SIGTERM a recorded process if the pid is still that process, and wait (up to 5 s) for it to go. */
+async function stopProcess(pid: number, startTime: string | undefined, what: string, out: CleanupResult) {
+  if (!startTime) {
+    if (await isSameProcessAlive(pid))
+      out.left.push(`${what} pid ${pid}: no start time recorded, so not surely csi-node's: not stopped`);
+    return;
+  }
+  if (!(await isSameProcessAlive(pid, startTime))) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 50 && (await isSameProcessAlive(pid, startTime)); i++) await sleep(100);
+  if (await isSameProcessAlive(pid, startTime)) out.left.push(`${what} pid ${pid} did not stop on SIGTERM`);
+  else out.done.push(`stopped ${what} pid ${pid}`);
+}

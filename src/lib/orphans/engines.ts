@@ -1,0 +1,92 @@
+import { parseLiveness } from '../catalog/liveness.js';
+import { readPrefix } from '../catalog/pages.js';
+import { IoEngineClient, type Nexus, type Replica } from '../io-engine/client.js';
+import { type KeySpace, nodeLivenessPrefix } from '../store/keys.js';
+import type { Store } from '../store/types.js';
+import type { StoreSnapshot } from './snapshot.js';
+import type { FindNote, Orphan } from './types.js';
+
+/** What one live io-engine holds right now. */
+export interface EngineInventory {
+  node: string;
+  endpoint: string;
+  replicas: Replica[];
+  nexuses: Nexus[];
+}
+
+/**
+ * Ask every io-engine that heartbeats (its lease-bound liveness key is in the store) what replicas
+ * and nexuses it holds. This runs before the store's specs are read: core records a spec before it
+ * creates the resource on an io-engine, so a resource listed here whose spec is missing from the
+ * later read really has none. An io-engine that does not answer is a note, not an error.
+ */
+export async function listEngines(
+  store: Store,
+  space: KeySpace,
+  timeoutMs: number,
+): Promise<{ engines: EngineInventory[]; notes: FindNote[] }> {
+  const live: { node: string; endpoint: string }[] = [];
+  for await (const kv of readPrefix(store, nodeLivenessPrefix(space))) {
+    const l = parseLiveness(kv.value);
+    if (l?.grpcEndpoint) live.push({ node: l.node, endpoint: l.grpcEndpoint });
+  }
+  const notes: FindNote[] = [];
+  if (!live.length)
+    notes.push({
+      source: 'io-engines',
+      message: 'none heartbeats now: replicas and nexuses held without a spec are not checked',
+    });
+  const engines: EngineInventory[] = [];
+  await Promise.all(
+    live.map(async ({ node, endpoint }) => {
+      const client = new IoEngineClient(endpoint, { deadlineMs: timeoutMs });
+      try {
+        const [replicas, nexuses] = await Promise.all([client.listReplicas(), client.listNexuses()]);
+        engines.push({ node, endpoint, replicas, nexuses });
+      } catch (err) {
+        notes.push({
+          source: `io-engine ${node}`,
+          message: `not asked what it holds (${endpoint}: ${(err as Error).message}); replicas and nexuses without a spec on it are not listed`,
+        });
+      } finally {
+        client.close();
+      }
+    }),
+  );
+  engines.sort((a, b) => a.node.localeCompare(b.node));
+  return { engines, notes };
+}
+
+/** Replicas and nexuses io-engines hold with no spec in the store (left by a crash, or made by hand). */
+export function findEngineOrphans(engines: EngineInventory[], snap: StoreSnapshot): Orphan[] {
+  const replicaSpecs = snap.cluster.specs.ReplicaSpec ?? new Map<string, never>();
+  const nexusSpecs = snap.cluster.specs.NexusSpec ?? new Map<string, never>();
+  const out: Orphan[] = [];
+  for (const e of engines) {
+    for (const r of e.replicas) {
+      if (replicaSpecs.has(r.uuid)) continue;
+      out.push({
+        kind: 'engine-replica',
+        id: r.uuid,
+        volume: null,
+        node: e.node,
+        pool: r.pool,
+        reason: `io-engine ${e.node} holds it in pool ${r.pool}, but there is no ReplicaSpec`,
+        action: `DestroyReplica on io-engine ${e.node} (core cannot: it has no spec)`,
+      });
+    }
+    for (const n of e.nexuses) {
+      if (nexusSpecs.has(n.uuid)) continue;
+      out.push({
+        kind: 'engine-nexus',
+        id: n.uuid,
+        volume: n.volumeId || null,
+        node: e.node,
+        pool: null,
+        reason: `io-engine ${e.node} runs it, but there is no NexusSpec`,
+        action: `DestroyNexus on io-engine ${e.node} (core cannot: it has no spec)`,
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,30 @@
+import { specsOf } from '../catalog/cluster.js';
+import type { VolumeSpec } from '../specs/index.js';
+import type { StoreSnapshot } from './snapshot.js';
+import type { Orphan } from './types.js';
+
+/**
+ * Nexuses without a volume: a NexusSpec whose owner names a volume with no VolumeSpec, or a managed
+ * nexus with no owner. (An unmanaged nexus with no owner is an operator's, made through REST
+ * `/nodes/{node}/nexuses/{id}`: never an orphan.)
+ */
+export function findNexusOrphans(snap: StoreSnapshot): Orphan[] {
+  const volumes = snap.cluster.specs.VolumeSpec ?? new Map<string, VolumeSpec>();
+  const out: Orphan[] = [];
+  for (const n of specsOf(snap.cluster, 'NexusSpec')) {
+    const owner = n.owner;
+    if (owner ? volumes.has(owner) : !n.managed) continue;
+    out.push({
+      kind: 'nexus',
+      id: n.uuid,
+      volume: owner,
+      node: n.node,
+      pool: null,
+      reason: owner
+        ? `nexus owned by volume ${owner}, which does not exist`
+        : 'managed nexus with no owning volume',
+      action: `DELETE /nexuses/${n.uuid} through core`,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,34 @@
+import { specsOf } from '../catalog/cluster.js';
+import type { VolumeSpec } from '../specs/index.js';
+import { replicaPoolName } from '../specs/index.js';
+import type { StoreSnapshot } from './snapshot.js';
+import type { Orphan } from './types.js';
+
+/**
+ * Managed replicas no volume owns: owners.volume unset, or naming a volume with no VolumeSpec. (An
+ * unmanaged replica is an operator's, made through REST `/pools/{pool}/replicas/{id}`: never an
+ * orphan.) Core's replica GC destroys these after `--replica-gc-grace`; this finds them now.
+ */
+export function findReplicaOrphans(snap: StoreSnapshot): Orphan[] {
+  const volumes = snap.cluster.specs.VolumeSpec ?? new Map<string, VolumeSpec>();
+  const pools = snap.cluster.specs.PoolSpec ?? new Map<string, never>();
+  const out: Orphan[] = [];
+  for (const r of specsOf(snap.cluster, 'ReplicaSpec')) {
+    if (!r.managed) continue;
+    const owner = r.owners.volume;
+    if (owner && volumes.has(owner)) continue;
+    const pool = replicaPoolName(r);
+    out.push({
+      kind: 'replica',
+      id: r.uuid,
+      volume: owner,
+      node: pools.get(pool)?.node ?? null,
+      pool,
+      reason: owner
+        ? `managed replica owned by volume ${owner}, which does not exist`
+        : 'managed replica with no owning volume',
+      action: `DELETE /pools/${pool}/replicas/${r.uuid} through core`,
+    });
+  }
+  return out;
+}

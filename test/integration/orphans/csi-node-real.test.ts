@@ -1,0 +1,78 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { stageRequest } from '../../helpers/csi-client.js';
+import { runStorctl } from '../../helpers/storctl.js';
+import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from '../core/cluster.js';
+import { CsiNodeFixture } from '../csi-node/fixture.js';
+
+const MiB = 1 << 20;
+
+/**
+ * A real csi-node's leftovers: a volume staged (path proxy → nbdfuse → loop device → ext4) and
+ * published, csi-node killed -9, the volume deleted behind its back. `storctl orphans` names it,
+ * and `--delete -y` undoes all of it: nothing of csi-node's is left on the machine.
+ */
+describe('storctl orphans and a real csi-node left behind', () => {
+  let cluster: TestCluster | undefined;
+  let node: CsiNodeFixture | undefined;
+  afterEach(async () => {
+    if (node) {
+      await node.stop();
+      await node.forceCleanup();
+      await node.remove();
+    }
+    await cluster?.stop();
+    node = undefined;
+    cluster = undefined;
+  });
+
+  it('finds the staged and published volume of a deleted volume and undoes mounts, loop device, FUSE and proxy', {
+    timeout: 120_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1, coreFlags: FAST_CORE_FLAGS });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const id = newVolumeId();
+    const published = await cluster.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
+    const staging = join(node.root, 'plugins', id, 'globalmount');
+    const target = join(node.root, 'pods', 'pod-1', 'volumes', id, 'mount');
+    await node.csi!.node(
+      'NodeStageVolume',
+      stageRequest({ volumeId: id, staging, uri: published.state.target!.deviceUri }),
+    );
+    await node.csi!.node('NodePublishVolume', {
+      volume_id: id,
+      staging_target_path: staging,
+      target_path: target,
+      readonly: false,
+      volume_capability: {
+        mount: { fs_type: 'ext4', mount_flags: [] },
+        access_mode: { mode: 'SINGLE_NODE_WRITER' },
+      },
+      publish_context: {},
+      volume_context: {},
+      secrets: {},
+    });
+    await node.crash();
+    await cluster.rest.unpublishVolume(id, true);
+    await cluster.rest.deleteVolume(id);
+    expect((await node.leftovers()).length).toBeGreaterThan(0);
+
+    const args = ['orphans', '--csi-node-state', node.stateDir, '--csi-node-root', node.root, '-o', 'json'];
+    const listed = await runStorctl(args, { env: cluster.env });
+    expect(listed.code, listed.stderr).toBe(0);
+    const rows = JSON.parse(listed.stdout) as { kind: string; id: string; reason: string; paths: string[] }[];
+    const row = rows.find((r) => r.kind === 'csi-node-volume');
+    expect(row?.id).toBe(id);
+    expect(row?.reason).toContain(`still has volume ${id}, which does not exist`);
+    expect(row?.paths).toEqual(expect.arrayContaining([`published at ${target}`, `staged at ${staging}`]));
+
+    const deleted = await runStorctl([...args, '--delete', '-y'], { env: cluster.env });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    const outcome = (
+      JSON.parse(deleted.stdout) as { kind: string; outcome: { result: string; detail: string } }[]
+    ).find((r) => r.kind === 'csi-node-volume')?.outcome;
+    expect(outcome?.result, outcome?.detail).toBe('deleted');
+    expect(await node.leftovers()).toEqual([]);
+  });
+});
