@@ -29,6 +29,8 @@ export interface DashboardModelOptions {
   mounterStateDir?: string;
   /** Changes are announced at most this often (ms). */
   coalesceMs?: number;
+  /** How often the mounter's state file is checked for changes (default 2 s; tests poll faster). */
+  mountPollMs?: number;
   /** Newest events kept in the log. */
   eventsKept?: number;
 }
@@ -85,7 +87,7 @@ export class DashboardModel {
       this.update({ mounts: await readMountSlot(dir) });
       // The mounter keeps its records in a file, not the store: re-read it when it changes (stat polling).
       this.mountFile = mountStateFile(dir);
-      watchFile(this.mountFile, { interval: 2_000 }, () => {
+      watchFile(this.mountFile, { interval: this.options.mountPollMs ?? 2_000 }, () => {
         void readMountSlot(dir).then((mounts) => this.update({ mounts }));
       });
     }

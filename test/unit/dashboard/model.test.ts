@@ -53,7 +53,7 @@ describe('the dashboard model (real embedded store)', () => {
 
   it("fills the S3 mounts slot from the mounter's state file, and says when there is none", async () => {
     const stateDir = join(dir, 'mounter');
-    model = new DashboardModel({ store, space, mounterStateDir: stateDir, coalesceMs: 10 });
+    model = new DashboardModel({ store, space, mounterStateDir: stateDir, coalesceMs: 10, mountPollMs: 50 });
     await model.start();
     expect(model.getSnapshot().mounts).toMatchObject({ kind: 'none', reason: 'no mounter state' });
     mkdirSync(stateDir);
