@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline/promises';
 import { Flags } from '@oclif/core';
 import { liveRestUrl } from '../lib/catalog/live.js';
 import { withStore } from '../lib/catalog/with-store.js';
@@ -204,18 +203,5 @@ Exit codes: 0 listed (or everything deleted or skipped as changed meanwhile); 2 
       'Try: storctl store dump | grep <key> to inspect the raw value; orphans among them are not listed',
     );
     this.exit(ExitCode.corrupt);
-  }
-
-  private async confirm(question: string): Promise<boolean> {
-    const rl = createInterface({ input: process.stdin, output: process.stderr });
-    try {
-      const answer = await Promise.race([
-        rl.question(question),
-        new Promise<string>((r) => rl.once('close', () => r(''))),
-      ]);
-      return /^y(es)?$/i.test(answer.trim());
-    } finally {
-      rl.close();
-    }
   }
 }

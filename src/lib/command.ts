@@ -1,3 +1,4 @@
+import { createInterface } from 'node:readline/promises';
 import { Command, Flags, type Interfaces } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { closest } from './did-you-mean.js';
@@ -93,6 +94,20 @@ export abstract class StorctlCommand extends Command {
       tls: { ca: f['etcd-ca'], cert: f['etcd-cert'], key: f['etcd-key'] },
     };
     return parsed;
+  }
+
+  /** Ask a yes/no question on the terminal (stderr); anything but y/yes, or a closed stdin, is no. */
+  protected async confirm(question: string): Promise<boolean> {
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    try {
+      const answer = await Promise.race([
+        rl.question(question),
+        new Promise<string>((r) => rl.once('close', () => r(''))),
+      ]);
+      return /^y(es)?$/i.test(answer.trim());
+    } finally {
+      rl.close();
+    }
   }
 
   /** Tables without their header line (`get … --no-headers`, for scripts that cut columns). */

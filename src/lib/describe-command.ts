@@ -1,6 +1,6 @@
 import { type ClusterState, readCluster } from './catalog/cluster.js';
 import { type CoreEvent, listEvents } from './catalog/events.js';
-import { type LiveState, liveRestUrl, readLive } from './catalog/live.js';
+import { type LiveKind, type LiveState, liveRestUrl, readLive } from './catalog/live.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand } from './command.js';
 import { type Page, pageLines, pageObject } from './describe/page.js';
@@ -16,7 +16,10 @@ const EVENTS_READ = 2000;
  * live state of one object, printed as a page; -o json|yaml print the same page as one object.
  */
 export abstract class DescribeCommand extends StorctlCommand {
-  protected async gather(types: readonly (SpecType | 'NodeLiveness')[]): Promise<{
+  protected async gather(
+    types: readonly (SpecType | 'NodeLiveness')[],
+    liveKinds: readonly LiveKind[],
+  ): Promise<{
     state: ClusterState;
     events: CoreEvent[];
     live: LiveState | null;
@@ -27,7 +30,7 @@ export abstract class DescribeCommand extends StorctlCommand {
       events: (await listEvents(store, this.globals.keySpace, { limit: EVENTS_READ })).events,
     }));
     const restUrl = liveRestUrl(this.globals.storeUrl);
-    const live = restUrl ? await readLive(restUrl) : null;
+    const live = restUrl && liveKinds.length ? await readLive(restUrl, liveKinds) : null;
     return { state, events, live, restUrl };
   }
 

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
-import { liveRestUrl, readLive } from './catalog/live.js';
+import { type LiveKind, liveRestUrl, readLive } from './catalog/live.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
@@ -55,13 +55,13 @@ export abstract class GetCommand extends StorctlCommand {
   protected async show<T>(
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
-    { live = false } = {},
+    { live = [] }: { live?: readonly LiveKind[] } = {},
   ): Promise<void> {
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
       const state = await readCluster(store, this.globals.keySpace, types);
       // Tables only: -o json|yaml print the stored specs exactly as stored.
-      if (live && table) await this.joinLive(state);
+      if (live.length && table) await this.joinLive(state, live);
       this.print(build(state));
       return state;
     };
@@ -110,7 +110,7 @@ export abstract class GetCommand extends StorctlCommand {
     filter: ((value: SpecTypes[K]) => boolean) | undefined,
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
-    options: { live?: boolean } = {},
+    options: { live?: readonly LiveKind[] } = {},
   ): Promise<void> {
     const format = this.globals.output;
     if (format !== 'json' && format !== 'yaml') return this.show(types, build, options);
@@ -129,7 +129,7 @@ export abstract class GetCommand extends StorctlCommand {
     id: string,
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
-    options: { live?: boolean } = {},
+    options: { live?: readonly LiveKind[] } = {},
   ): Promise<void> {
     await this.show(
       types,
@@ -144,9 +144,9 @@ export abstract class GetCommand extends StorctlCommand {
   }
 
   /** Join core's live state to a table; without core, say once that the table shows stored specs. */
-  private async joinLive(state: ClusterState): Promise<void> {
+  private async joinLive(state: ClusterState, kinds: readonly LiveKind[]): Promise<void> {
     const url = liveRestUrl(this.globals.storeUrl);
-    const live = url ? await readLive(url) : null;
+    const live = url ? await readLive(url, kinds) : null;
     if (live) state.live = live;
     else
       this.logToStderr(

@@ -14,7 +14,7 @@ export default class DescribeNode extends DescribeCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(DescribeNode);
-    const { state, events, live } = await this.gather(NODE_PAGE_TYPES);
+    const { state, events, live } = await this.gather(NODE_PAGE_TYPES, ['pools', 'volumes']);
     const n = state.specs.NodeSpec?.get(args.id);
     if (!n) throw new NotFoundError('node', args.id, { suggestions: ['storctl get nodes'] });
     this.printPage(nodePage(state, n, events, live));

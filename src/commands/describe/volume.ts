@@ -1,7 +1,7 @@
 import { Args } from '@oclif/core';
 import { VOLUME_PAGE_TYPES, volumePage } from '../../lib/describe/volume.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
-import { NotFoundError } from '../../lib/errors.js';
+import { NotFoundError, ServiceUnavailableError, TimeoutError } from '../../lib/errors.js';
 import { RestClient } from '../../lib/rest/client.js';
 import type { Volume } from '../../lib/rest/types.js';
 
@@ -16,14 +16,20 @@ export default class DescribeVolume extends DescribeCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(DescribeVolume);
-    const { state, events, live, restUrl } = await this.gather(VOLUME_PAGE_TYPES);
+    // No listing from core: the page needs this one volume's fresh state only (asked below).
+    const { state, events, restUrl } = await this.gather(VOLUME_PAGE_TYPES, []);
     const v = state.specs.VolumeSpec?.get(args.id);
     if (!v) throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
-    // One volume's fresh state (children and rebuild progress) when core answered the listing.
+    // The volume's fresh state (children and rebuild progress) when core answers.
     let volume: Volume | null = null;
-    if (live && restUrl) {
+    if (restUrl) {
       const client = new RestClient(restUrl, { timeoutMs: 5_000 });
-      volume = await client.getVolume(args.id).finally(() => client.close());
+      volume = await client
+        .getVolume(args.id)
+        .catch((err) =>
+          err instanceof ServiceUnavailableError || err instanceof TimeoutError ? null : Promise.reject(err),
+        )
+        .finally(() => client.close());
     }
     this.printPage(volumePage(state, v, events, volume));
   }

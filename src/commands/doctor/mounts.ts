@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline/promises';
 import { Flags } from '@oclif/core';
 import { StorctlCommand } from '../../lib/command.js';
 import { ExitCode, ServiceUnavailableError } from '../../lib/errors.js';
@@ -83,19 +82,6 @@ Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
   private fail(err: Error): never {
     this.logToStderr(`Error: ${err.message}`);
     this.exit(ExitCode.usage);
-  }
-
-  private async confirm(question: string): Promise<boolean> {
-    const rl = createInterface({ input: process.stdin, output: process.stderr });
-    try {
-      const answer = await Promise.race([
-        rl.question(question),
-        new Promise<string>((r) => rl.once('close', () => r(''))),
-      ]);
-      return /^y(es)?$/i.test(answer.trim());
-    } finally {
-      rl.close();
-    }
   }
 
   private printReport(report: DoctorReport, fixed: string[], after: DoctorReport | undefined): void {

@@ -10,7 +10,7 @@ export default class GetPool extends GetCommand {
   async run(): Promise<void> {
     const { args } = await this.parse(GetPool);
     await this.showOne('pool', args.id, POOL_TYPES, (s) => poolListing(s, (p) => p.id === args.id), {
-      live: true,
+      live: ['pools'],
     });
   }
 }

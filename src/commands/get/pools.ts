@@ -23,13 +23,15 @@ export default class GetPools extends GetCommand {
     const { args, flags } = await this.parse(GetPools);
     if (args.id) {
       const id = args.id;
-      return this.showOne('pool', id, POOL_TYPES, (s) => poolListing(s, (p) => p.id === id), { live: true });
+      return this.showOne('pool', id, POOL_TYPES, (s) => poolListing(s, (p) => p.id === id), {
+        live: ['pools'],
+      });
     }
     const selector = parseSelector(flags.selector);
     const filter = (p: PoolSpec) =>
       (!flags.node || p.node === flags.node) && (!selector || poolMatches(p, selector));
     await this.showSpecs('PoolSpec', filter, POOL_TYPES, (state) => poolListing(state, filter), {
-      live: true,
+      live: ['pools'],
     });
   }
 }

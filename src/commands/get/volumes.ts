@@ -18,11 +18,11 @@ export default class GetVolumes extends GetCommand {
     if (args.id) {
       const id = args.id;
       return this.showOne('volume', id, VOLUME_TYPES, (s) => volumeListing(s, (v) => v.uuid === id), {
-        live: true,
+        live: ['volumes'],
       });
     }
     await this.showSpecs('VolumeSpec', undefined, VOLUME_TYPES, (state) => volumeListing(state), {
-      live: true,
+      live: ['volumes'],
     });
   }
 }

@@ -23,11 +23,20 @@ export function liveRestUrl(storeUrl: string): string | null {
   return up?.store === storeUrl ? up.rest : null;
 }
 
-/** Core's live pools and volumes, or null when core does not answer within 2 s. */
-export async function readLive(restUrl: string): Promise<LiveState | null> {
+/** What a view needs of core's live state: each kind is one listing asked of core. */
+export type LiveKind = 'pools' | 'volumes';
+
+/**
+ * Core's live state of the kinds asked for (the others stay empty), or null when core does not
+ * answer within 2 s.
+ */
+export async function readLive(restUrl: string, kinds: readonly LiveKind[]): Promise<LiveState | null> {
   const client = new RestClient(restUrl, { timeoutMs: 2_000 });
   try {
-    const [pools, volumes] = await Promise.all([client.listPools(), client.listVolumes()]);
+    const [pools, volumes] = await Promise.all([
+      kinds.includes('pools') ? client.listPools() : [],
+      kinds.includes('volumes') ? client.listVolumes() : [],
+    ]);
     const nexuses = new Map<string, string>();
     for (const v of volumes)
       if (v.state.target?.deviceUri) nexuses.set(v.state.target.uuid, v.state.target.deviceUri);
