@@ -118,9 +118,7 @@ async function main() {
       ),
     );
   } finally {
-    await node.stop();
-    await node.forceCleanup();
-    await node.remove();
+    await node.dispose();
     await cluster.stop();
   }
 }

@@ -44,11 +44,7 @@ describe('csi-controller with the csi-node', () => {
   afterAll(async () => {
     ctl?.close();
     await proc?.kill('SIGTERM');
-    if (node) {
-      await node.stop();
-      await node.forceCleanup();
-      await node.remove();
-    }
+    await node?.dispose();
     await cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);

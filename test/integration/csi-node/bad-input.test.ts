@@ -26,9 +26,7 @@ describe('csi-node refuses bad input', () => {
     symlinkSync('/etc', join(node.root, 'escape'));
   }, 60_000);
   afterAll(async () => {
-    await node.stop();
-    await node.forceCleanup();
-    await node.remove();
+    await node.dispose();
   });
 
   const stage = (over: Record<string, unknown>) =>

@@ -136,6 +136,13 @@ export class CsiNodeFixture {
     }
   }
 
+  /** The end of a test: stop the node, undo whatever it left (mounts, loops, proxies), remove the dir. */
+  async dispose(): Promise<void> {
+    await this.stop();
+    await this.forceCleanup();
+    await this.remove();
+  }
+
   async remove(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
   }

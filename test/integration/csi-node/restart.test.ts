@@ -46,11 +46,7 @@ describe('csi-node restarts and broken paths', () => {
   let cluster: TestCluster | undefined;
   let node: CsiNodeFixture | undefined;
   afterEach(async () => {
-    if (node) {
-      await node.stop();
-      await node.forceCleanup();
-      await node.remove();
-    }
+    await node?.dispose();
     await cluster?.stop();
     node = undefined;
     cluster = undefined;

@@ -45,11 +45,7 @@ describe('csi-node stage / publish on real filesystems', () => {
   let cluster: TestCluster | undefined;
   let node: CsiNodeFixture | undefined;
   afterEach(async () => {
-    if (node) {
-      await node.stop();
-      await node.forceCleanup();
-      await node.remove();
-    }
+    await node?.dispose();
     await cluster?.stop();
     node = undefined;
     cluster = undefined;

@@ -16,11 +16,7 @@ describe('storctl orphans and a real csi-node left behind', () => {
   let cluster: TestCluster | undefined;
   let node: CsiNodeFixture | undefined;
   afterEach(async () => {
-    if (node) {
-      await node.stop();
-      await node.forceCleanup();
-      await node.remove();
-    }
+    await node?.dispose();
     await cluster?.stop();
     node = undefined;
     cluster = undefined;
