@@ -1,11 +1,9 @@
-import { render } from 'ink';
 import { createElement as h } from 'react';
 import { liveRestUrl } from '../catalog/live.js';
 import type { StoreSelection } from '../catalog/with-store.js';
 import { UsageError } from '../errors.js';
 import type { KeySpace } from '../store/keys.js';
 import { openStore } from '../store/open.js';
-import { Dashboard } from './Dashboard.js';
 import { DashboardModel } from './model.js';
 
 export interface RunDashboardOptions extends StoreSelection {
@@ -40,10 +38,23 @@ export async function runDashboard(options: RunDashboardOptions): Promise<void> 
   });
   try {
     await model.start();
+    const { render, Dashboard } = await loadInk();
     const app = render(h(Dashboard, { model, source: store.endpoint }), { exitOnCtrlC: true });
     await app.waitUntilExit();
   } finally {
     await model.stop();
     await store.close();
   }
+}
+
+/**
+ * Ink draws only the final frame when CI or CONTINUOUS_INTEGRATION is set (is-in-ci, read once when
+ * ink loads). The dashboard runs only on a terminal, where live frames are the point, so those
+ * variables are dropped before ink is loaded, which is why it is imported here and not at the top.
+ */
+async function loadInk() {
+  delete process.env.CI;
+  delete process.env.CONTINUOUS_INTEGRATION;
+  const [{ render }, { Dashboard }] = await Promise.all([import('ink'), import('./Dashboard.js')]);
+  return { render, Dashboard };
 }

@@ -58,7 +58,7 @@ function daemon(extra: string[] = []) {
 describe('storctl daemon mounter (the built CLI)', () => {
   it('auto falls back to the process mounter, survives a crash of itself, and finds its mounts again', async () => {
     const d1 = daemon(['--mounter', 'auto', '--systemd-bus', `unix:path=${join(env.root, 'no-bus.sock')}`]);
-    await waitFor(async () => d1.output.includes('mounter listening') || (await d1.failIfExited('mounter')), {
+    await waitFor(async () => d1.output.includes('mounter listening on ') || (await d1.failIfExited('mounter')), {
       what: 'mounter to listen',
     });
     expect(d1.output).toContain('mounter: process');
@@ -72,7 +72,7 @@ describe('storctl daemon mounter (the built CLI)', () => {
     expect(mountsAt(await readMountTable(), target)[0]?.id).toBe(mountId);
 
     const d2 = daemon(['--mounter', 'process']);
-    await waitFor(async () => d2.output.includes('mounter listening') || (await d2.failIfExited('mounter')), {
+    await waitFor(async () => d2.output.includes('mounter listening on ') || (await d2.failIfExited('mounter')), {
       what: 'mounter to listen again',
     });
     csi = new CsiClient(env.socket);
