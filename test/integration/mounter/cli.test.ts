@@ -58,9 +58,12 @@ function daemon(extra: string[] = []) {
 describe('storctl daemon mounter (the built CLI)', () => {
   it('auto falls back to the process mounter, survives a crash of itself, and finds its mounts again', async () => {
     const d1 = daemon(['--mounter', 'auto', '--systemd-bus', `unix:path=${join(env.root, 'no-bus.sock')}`]);
-    await waitFor(async () => d1.output.includes('mounter listening on ') || (await d1.failIfExited('mounter')), {
-      what: 'mounter to listen',
-    });
+    await waitFor(
+      async () => d1.output.includes('mounter listening on ') || (await d1.failIfExited('mounter')),
+      {
+        what: 'mounter to listen',
+      },
+    );
     expect(d1.output).toContain('mounter: process');
     let csi = new CsiClient(env.socket);
     const target = targetPath(env, 'pod-1', 'pv-1');
@@ -72,9 +75,12 @@ describe('storctl daemon mounter (the built CLI)', () => {
     expect(mountsAt(await readMountTable(), target)[0]?.id).toBe(mountId);
 
     const d2 = daemon(['--mounter', 'process']);
-    await waitFor(async () => d2.output.includes('mounter listening on ') || (await d2.failIfExited('mounter')), {
-      what: 'mounter to listen again',
-    });
+    await waitFor(
+      async () => d2.output.includes('mounter listening on ') || (await d2.failIfExited('mounter')),
+      {
+        what: 'mounter to listen again',
+      },
+    );
     csi = new CsiClient(env.socket);
     await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-1', target, bucket: BUCKET }));
     expect(mountsAt(await readMountTable(), target).map((m) => m.id)).toEqual([mountId]);
