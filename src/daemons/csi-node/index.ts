@@ -10,6 +10,7 @@ import { RestClient } from '../../lib/rest/client.js';
 import { selectAttacher } from './attacher.js';
 import type { CsiNodeConfig } from './config.js';
 import { nodeFsService } from './node-fs-service.js';
+import { nodePathsService } from './node-paths-service.js';
 import { nodeService } from './node-service.js';
 import { NodeState } from './state.js';
 import { BlockVolumes } from './volumes.js';
@@ -18,7 +19,7 @@ export type { CsiNodeConfig } from './config.js';
 
 export interface CsiNodeDaemon {
   socketPath: string;
-  /** host:port of the NodeFs service (freeze / unfreeze). */
+  /** host:port of the NodeFs (freeze / unfreeze) and NodePaths (HA) services. */
   fsEndpoint: string;
   attacher: string;
   /** Staged volumes found in the state file at start. */
@@ -78,6 +79,10 @@ export async function start(config: CsiNodeConfig): Promise<CsiNodeDaemon> {
   fsServer.addService(
     lookupService(loadProto('csi-node-fs.proto'), 'storctl.csinode.v1.NodeFs').service,
     nodeFsService(volumes),
+  );
+  fsServer.addService(
+    lookupService(loadProto('csi-node-paths.proto'), 'storctl.csinode.v1.NodePaths').service,
+    nodePathsService(volumes),
   );
   const { host } = config.fsListen;
   const fsPort = await new Promise<number>((resolve, reject) =>

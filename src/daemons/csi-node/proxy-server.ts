@@ -15,7 +15,8 @@ export interface ProxyServerOptions {
   /**
    * Control socket (0600): one JSON request per line, one JSON answer per line —
    * `{"op":"status"}`, `{"op":"repoint","target":"nbd://…"}` (HA: switch to a new target),
-   * `{"op":"refresh"}` (reconnect to learn a new size), `{"op":"stop"}`; the answer is
+   * `{"op":"refresh"}` (reconnect to learn a new size), `{"op":"probe","timeoutMs":500}` (read one
+   * block from the target: is the path working?), `{"op":"stop"}`; the answer is
    * `{"ok":true,"status":{…}}` or `{"ok":false,"error":"…"}`.
    */
   controlPath: string;
@@ -30,6 +31,12 @@ export interface ProxyServerOptions {
   /** How long an I/O waits for a path (reconnect or re-point) before it fails with EIO. */
   pathTimeoutMs?: number;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface PathProbe {
+  ok: boolean;
+  error?: string;
+  ms: number;
 }
 
 export interface ProxyStatus {
@@ -135,6 +142,30 @@ export class PathProxy implements BlockBackend {
     this.adopt(c);
     this.opts.log?.('re-pointed', { target });
     return this.status();
+  }
+
+  /**
+   * Whether the path works now: one 512-byte read from the target within `timeoutMs`. A stalled
+   * target keeps its TCP connection, so being connected is not enough (the HA node agent asks this).
+   */
+  async probe(timeoutMs: number): Promise<PathProbe> {
+    const started = Date.now();
+    const c = this.client;
+    if (!c || c.closed) return { ok: false, error: `not connected: ${this.lastError ?? 'down'}`, ms: 0 };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        c.read(Buffer.alloc(512), 0),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+        }),
+      ]);
+      return { ok: true, ms: Date.now() - started };
+    } catch (err) {
+      return { ok: false, error: (err as Error).message, ms: Date.now() - started };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Reconnect to the current target to learn its new size (after a volume resize). */
@@ -250,13 +281,17 @@ export class PathProxy implements BlockBackend {
 
   private async control(line: string): Promise<Record<string, unknown>> {
     try {
-      const req = JSON.parse(line) as { op?: string; target?: string };
+      const req = JSON.parse(line) as { op?: string; target?: string; timeoutMs?: number };
       switch (req.op) {
         case 'status':
           return { ok: true, status: this.status() };
         case 'repoint':
           if (typeof req.target !== 'string') throw new Error('repoint needs a target');
           return { ok: true, status: await this.repoint(req.target) };
+        case 'probe': {
+          const timeoutMs = Math.min(Math.max(Number(req.timeoutMs) || 1000, 10), 60_000);
+          return { ok: true, status: this.status(), probe: await this.probe(timeoutMs) };
+        }
         case 'refresh':
           return { ok: true, status: await this.refresh() };
         case 'stop':

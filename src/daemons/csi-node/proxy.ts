@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
-import type { ProxyStatus } from './proxy-server.js';
+import type { PathProbe, ProxyStatus } from './proxy-server.js';
 
 export { PROXY_EXPORT } from './proxy-server.js';
 
@@ -98,9 +98,9 @@ async function readTail(file: string): Promise<string> {
 /** One request on the control socket. */
 export function proxyControl(
   ref: ProxyRef,
-  req: { op: string; target?: string },
+  req: { op: string; target?: string; timeoutMs?: number },
   timeoutMs = 10_000,
-): Promise<{ ok: boolean; error?: string; status?: ProxyStatus }> {
+): Promise<{ ok: boolean; error?: string; status?: ProxyStatus; probe?: PathProbe }> {
   return new Promise((resolve, reject) => {
     const s = connect(ref.controlPath);
     let buf = '';
@@ -146,6 +146,13 @@ export async function proxyStatus(ref: ProxyRef): Promise<ProxyStatus | undefine
 
 /** Point the volume's path at another target; the block device and filesystem stay. */
 export const repointProxy = (ref: ProxyRef, target: string) => expectOk(ref, { op: 'repoint', target });
+
+/** Read one block through the proxy's current path (see PathProxy.probe). */
+export async function probeProxy(ref: ProxyRef, timeoutMs: number): Promise<PathProbe> {
+  const a = await proxyControl(ref, { op: 'probe', timeoutMs }, timeoutMs + 2000);
+  if (!a.ok || !a.probe) throw new Error(`path proxy probe failed: ${a.error ?? 'no answer'}`);
+  return a.probe;
+}
 
 /** Reconnect to learn the target's current size (after a resize). */
 export const refreshProxy = (ref: ProxyRef) => expectOk(ref, { op: 'refresh' });

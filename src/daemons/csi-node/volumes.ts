@@ -20,7 +20,15 @@ import {
   mountFs,
 } from './fs-ops.js';
 import { volumeHealth } from './health.js';
-import { type ProxyRef, proxyStatus, refreshProxy, repointProxy, startProxy, stopProxy } from './proxy.js';
+import {
+  type ProxyRef,
+  probeProxy,
+  proxyStatus,
+  refreshProxy,
+  repointProxy,
+  startProxy,
+  stopProxy,
+} from './proxy.js';
 import type { NodeState, StagedVolume } from './state.js';
 import { sweepVolumeDir } from './sweep.js';
 
@@ -223,6 +231,64 @@ export class BlockVolumes {
     await repointProxy(v.proxy, target);
     await this.state.put({ ...v, target });
     this.cfg.log.info({ volumeId, target }, 're-pointed');
+  }
+
+  /**
+   * HA: point the volume's path at `target` (unless it already does) and check that a read through
+   * it answers within `verifyMs`, retrying while the proxy connects. Idempotent.
+   */
+  async replacePath(volumeId: string, target: string, verifyMs: number): Promise<void> {
+    const v = this.state.get(volumeId);
+    if (!v?.proxy)
+      throw new GrpcError(status.FAILED_PRECONDITION, `volume ${volumeId} is not staged on this node`);
+    if (v.target !== target) {
+      try {
+        await this.repoint(volumeId, target);
+      } catch (err) {
+        throw new GrpcError(
+          status.UNAVAILABLE,
+          `cannot re-point volume ${volumeId} to ${target}: ${(err as Error).message}`,
+        );
+      }
+    }
+    const deadline = Date.now() + verifyMs;
+    for (;;) {
+      const probe = await probeProxy(v.proxy, Math.max(50, deadline - Date.now())).catch((err: Error) => ({
+        ok: false,
+        error: err.message,
+      }));
+      if (probe.ok) return;
+      if (Date.now() >= deadline)
+        throw new GrpcError(
+          status.UNAVAILABLE,
+          `volume ${volumeId}: no I/O through ${target}: ${probe.error}`,
+        );
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Every staged volume's path, each probed with one read when `probeMs` > 0. */
+  async paths(probeMs: number) {
+    return Promise.all(
+      this.state.all().map(async (v) => {
+        const path = {
+          volume_id: v.volumeId,
+          target_uri: v.target,
+          probed: false,
+          ok: false,
+          error: '',
+          probe_ms: 0,
+        };
+        if (!v.proxy) return { ...path, error: 'no path proxy recorded' };
+        if (probeMs <= 0) return path;
+        const probe = await probeProxy(v.proxy, probeMs).catch((err: Error) => ({
+          ok: false,
+          error: err.message,
+          ms: 0,
+        }));
+        return { ...path, probed: true, ok: probe.ok, error: probe.error ?? '', probe_ms: probe.ms };
+      }),
+    );
   }
 
   /** Undo everything staged for `v`: mounts, device, proxy, its directory and its record. */

@@ -1,8 +1,8 @@
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { localReplicaUri, replicaUuidOfUri, withReplicaUuid } from '../../lib/child-uri.js';
 import type { Logger } from '../../lib/logger.js';
-import { NbdClient } from '../../lib/nbd/client.js';
-import type { NbdServer } from '../../lib/nbd/server.js';
+import { NbdClient, parseNbdUri } from '../../lib/nbd/client.js';
+import { exportForClient, type NbdServer } from '../../lib/nbd/server.js';
 import { type KeySpace, nexusInfoKey, volumeNexusInfoPrefix } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
 import { alreadyExists, checkName, invalid, notFound, precondition, unavailable } from './errors.js';
@@ -228,11 +228,20 @@ export class Engine {
           `replica '${replica.uuid}' is already a child of nexus ${[...replica.usedBy].join(', ')}`,
         );
       replica.usedBy.add(nexus.uuid);
-      child = new NexusChild(uri, uuid, replica, async () => void replica.usedBy.delete(nexus.uuid), state);
+      child = new NexusChild(
+        uri,
+        uuid,
+        replica.forClient(nexus.uuid),
+        async () => void replica.usedBy.delete(nexus.uuid),
+        state,
+      );
     } else if (parsed.protocol === 'nbd:') {
+      // The nexus names itself in the export name: the replica's io-engine gives it the reservation.
+      const target = parseNbdUri(uri);
+      const reserved = { ...target, exportName: exportForClient(target.exportName, nexus.uuid) };
       let client: NbdClient;
       try {
-        client = await NbdClient.connect(uri, { requestTimeoutMs: this.ctx.childTimeoutMs });
+        client = await NbdClient.connect(reserved, { requestTimeoutMs: this.ctx.childTimeoutMs });
       } catch (err) {
         throw precondition(`cannot open child '${uri}' of nexus '${nexus.uuid}': ${(err as Error).message}`);
       }
@@ -245,7 +254,7 @@ export class Engine {
       };
       watch(client);
       child.reopen = async () => {
-        const fresh = await NbdClient.connect(uri, { requestTimeoutMs: this.ctx.childTimeoutMs });
+        const fresh = await NbdClient.connect(reserved, { requestTimeoutMs: this.ctx.childTimeoutMs });
         watch(fresh);
         return { backend: fresh, detach: () => fresh.close() };
       };

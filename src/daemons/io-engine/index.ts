@@ -24,6 +24,8 @@ export interface IoEngineConfig {
   childTimeoutMs?: number;
   /** NexusInfo write retries before the nexus shuts itself down (docs/mayastor-compat.md §3.6). */
   nexusInfoRetries?: number;
+  /** How often each nexus checks whether a switchover fenced it (NexusInfo do_self_shutdown). */
+  fenceCheckMs?: number;
   version?: string;
   logger?: Logger;
 }
@@ -116,12 +118,29 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     }
   }
 
+  // A nexus learns it was fenced at the latest here (reads never touch the store); a write to a
+  // replica a newer nexus took fails at once (reservation.ts).
+  let checking = false;
+  const fenceTimer = config.store
+    ? setInterval(() => {
+        if (checking) return;
+        checking = true;
+        void Promise.all([...engine.nexuses.values()].map((n) => n.checkFenced().catch(() => false))).finally(
+          () => {
+            checking = false;
+          },
+        );
+      }, config.fenceCheckMs ?? 2000)
+    : null;
+  fenceTimer?.unref();
+
   let stopping: Promise<void> | null = null;
   return {
     grpcEndpoint,
     nbdEndpoint,
     stop() {
       stopping ??= (async () => {
+        if (fenceTimer) clearInterval(fenceTimer);
         await new Promise<void>((r) => server.tryShutdown(() => r()));
         await engine.serial(() => engine.stop());
         await nbd.close();

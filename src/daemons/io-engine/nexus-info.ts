@@ -30,9 +30,10 @@ export class NexusInfoWriter {
     const value = nexusInfo.encode(info);
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.store.put(this.key, value);
-        return;
+        if (await this.putUnlessFenced(this.store, value)) return;
+        attempt--; // lost a race with another writer (core's fence): look again, not a failure
       } catch (err) {
+        if (err instanceof NexusFencedError) throw err;
         if (attempt >= this.retries)
           throw new Error(`cannot persist NexusInfo ${this.key}: ${(err as Error).message}`);
         this.log.warn(
@@ -42,6 +43,41 @@ export class NexusInfoWriter {
         await new Promise((r) => setTimeout(r, this.retryDelayMs));
       }
     }
+  }
+
+  /**
+   * Write `value` unless the stored record is fenced (compare-and-swap on its mod revision, so a
+   * fence written between the read and the write is never overwritten). False: lost a race, retry.
+   */
+  private async putUnlessFenced(store: Store, value: string): Promise<boolean> {
+    const current = await store.get(this.key);
+    if (current && nexusInfo.decode(this.key, current.value).do_self_shutdown)
+      throw new NexusFencedError(this.key);
+    const { succeeded } = await store.txn({
+      compare: [{ key: this.key, target: 'mod', op: '==', value: current?.modRevision ?? 0 }],
+      success: [{ type: 'put', key: this.key, value }],
+    });
+    return succeeded;
+  }
+
+  /** Whether core fenced this nexus (its NexusInfo has do_self_shutdown). */
+  async isFenced(): Promise<boolean> {
+    if (!this.store) return false;
+    const current = await this.store.get(this.key);
+    return !!current && !!nexusInfo.decode(this.key, current.value).do_self_shutdown;
+  }
+}
+
+/**
+ * The nexus's target was moved away by a switchover (core set `do_self_shutdown` in its NexusInfo):
+ * it must shut down rather than record anything or serve again.
+ */
+export class NexusFencedError extends Error {
+  constructor(key: string) {
+    super(
+      `the volume's target was moved to another nexus (${key} has do_self_shutdown); this nexus is fenced`,
+    );
+    this.name = 'NexusFencedError';
   }
 }
 

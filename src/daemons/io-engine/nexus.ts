@@ -5,6 +5,7 @@ import { precondition } from './errors.js';
 import type { NexusChild } from './nexus-child.js';
 import type { NexusInfo, NexusInfoWriter } from './nexus-info.js';
 import { rebuildChild } from './rebuild.js';
+import { isReservationConflict } from './reservation.js';
 
 export type NexusState = 'Online' | 'Degraded' | 'Faulted' | 'Shutdown';
 
@@ -104,6 +105,16 @@ export class Nexus implements BlockBackend {
     }
   }
 
+  /** Shut down if core fenced this nexus (a switchover moved the target); true when it did. */
+  async checkFenced(): Promise<boolean> {
+    if (this.shutdown) return false;
+    if (!(await this.infoWriter.isFenced())) return false;
+    await this.selfShutdown(
+      "fenced: the volume's target was moved to another nexus (NexusInfo do_self_shutdown)",
+    );
+    return true;
+  }
+
   private async selfShutdown(reason: string): Promise<void> {
     if (this.shutdown) return;
     this.shutdown = true;
@@ -118,6 +129,13 @@ export class Nexus implements BlockBackend {
    * Returns true when the caller may retry elsewhere.
    */
   async childFailed(child: NexusChild, err: unknown): Promise<boolean> {
+    if (isReservationConflict(err)) {
+      // A newer nexus took the replica: the volume's target moved while this one was stalled.
+      await this.selfShutdown(
+        `fenced: ${(err as Error).message} (the volume's target was moved to another nexus)`,
+      );
+      return false;
+    }
     if (child.state === 'Faulted') return true;
     if (child.state === 'Online' && this.onlineCount() <= 1) {
       this.log.error(

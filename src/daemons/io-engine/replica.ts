@@ -1,5 +1,7 @@
 import type { BlockBackend } from '../../lib/nbd/backend.js';
 import { FileBackend } from '../../lib/nbd/file-backend.js';
+import type { ClientViews } from '../../lib/nbd/server.js';
+import { ReservedReplica } from './reservation.js';
 
 export interface ReplicaMeta {
   uuid: string;
@@ -16,12 +18,14 @@ export interface ReplicaMeta {
  * A replica: a sparse file in a pool, served as a block backend to local nexuses and NBD clients.
  * Writes pass a gate that a snapshot closes to take a consistent copy.
  */
-export class Replica implements BlockBackend {
+export class Replica implements BlockBackend, ClientViews {
   private inflightWrites = 0;
   private idleWaiters: (() => void)[] = [];
   private gate: Promise<void> | null = null;
   /** Nexuses (uuid) on this node that use the replica as a local child. */
   readonly usedBy = new Set<string>();
+  /** The nexus holding the reservation (reservation.ts): the last one to open the replica. */
+  holder: string | null = null;
 
   constructor(
     readonly meta: ReplicaMeta,
@@ -32,6 +36,11 @@ export class Replica implements BlockBackend {
 
   static async open(meta: ReplicaMeta, poolName: string, path: string): Promise<Replica> {
     return new Replica(meta, poolName, path, await FileBackend.open(path, meta.size));
+  }
+
+  /** The replica as nexus `holder` uses it; opening takes the reservation from any other nexus. */
+  forClient(holder: string): ReservedReplica {
+    return new ReservedReplica(this, holder);
   }
 
   get uuid(): string {

@@ -4,7 +4,7 @@ import type { Store } from '../store/types.js';
 /** One lifecycle event, as core stores it and as `storctl events` shows it. */
 export interface CoreEvent {
   time: string;
-  resource: 'volume' | 'replica' | 'nexus' | 'pool' | 'node' | 'snapshot' | 'core';
+  resource: 'volume' | 'replica' | 'nexus' | 'pool' | 'node' | 'snapshot' | 'core' | 'switchover';
   id: string;
   action: string;
   message: string;
@@ -68,4 +68,24 @@ export async function followEvents(
     else options.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   await watch.close();
+}
+
+// Seeded per process: core and ha-cluster both write the log, and must not write the same key.
+let seq = (process.pid * 7919) % 1_000_000;
+/**
+ * Event keys sort by time: `<ms epoch, 15 digits>-<per-process counter, 6 digits>`, so a prefix
+ * range is the log in order and trimming deletes the oldest keys first.
+ */
+export function eventKey(space: KeySpace, now = Date.now()): string {
+  seq = (seq + 1) % 1_000_000;
+  return `${eventsPrefix(space)}${String(now).padStart(15, '0')}-${String(seq).padStart(6, '0')}`;
+}
+
+export function makeEvent(
+  resource: CoreEvent['resource'],
+  id: string,
+  action: string,
+  message: string,
+): CoreEvent {
+  return { time: new Date().toISOString(), resource, id, action, message };
 }

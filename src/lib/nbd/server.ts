@@ -4,6 +4,27 @@ import { BufferPool } from './buffer-pool.js';
 import { FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from './protocol.js';
 import { NbdServerConnection } from './server-connection.js';
 
+/**
+ * A backend that serves each named client through its own view: a replica enforcing a nexus's
+ * reservation. A client names itself in the export name, `<export>@<client>` (exportForClient).
+ */
+export interface ClientViews {
+  forClient(client: string): BlockBackend;
+}
+
+const CLIENT_SEPARATOR = '@';
+
+/** The export name a client asks for to be served as `client` (see ClientViews). */
+export function exportForClient(exportName: string, client: string): string {
+  return `${exportName}${CLIENT_SEPARATOR}${client}`;
+}
+
+/** The export an export name refers to, without a client part. */
+function baseExport(name: string): string {
+  const at = name.indexOf(CLIENT_SEPARATOR);
+  return at < 0 ? name : name.slice(0, at);
+}
+
 export interface NbdServerOptions {
   /** Called with protocol violations and unexpected errors (the connection is dropped). */
   onError?: (err: unknown, remote: string) => void;
@@ -28,13 +49,22 @@ export class NbdServer {
     const remote = `${socket.remoteAddress}:${socket.remotePort}`;
     const conn = new NbdServerConnection(
       socket,
-      { get: (n) => this.exports.get(n), names: () => [...this.exports.keys()] },
+      { get: (n) => this.lookup(n), names: () => [...this.exports.keys()] },
       (err) => this.options.onError?.(err, remote),
       this.pool,
     );
     this.connections.add(conn);
     socket.on('close', () => this.connections.delete(conn));
     conn.greet(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+  }
+
+  private lookup(name: string): BlockBackend | undefined {
+    const base = baseExport(name);
+    const backend = this.exports.get(base);
+    if (base === name || !backend) return backend;
+    return 'forClient' in backend
+      ? (backend as BlockBackend & ClientViews).forClient(name.slice(base.length + 1))
+      : undefined;
   }
 
   async listen(host: string, port: number): Promise<{ host: string; port: number }> {
@@ -75,7 +105,7 @@ export class NbdServer {
     this.exports.delete(name);
     const waits: Promise<void>[] = [];
     for (const c of this.connections) {
-      if (c.exportName === name) {
+      if (c.exportName !== null && baseExport(c.exportName) === name) {
         c.close();
         waits.push(c.drained());
       }

@@ -5,6 +5,10 @@
  *
  * io-engine serializes through a `serde_json::Value`, whose maps are sorted, so a newly written value
  * has its keys in alphabetical order: `{"children":[{"healthy":…,"uuid":…}],"clean_shutdown":…}`.
+ *
+ * storctl adds `do_self_shutdown` (HA fencing, written by core when a switchover moves the target
+ * away): the io-engine still hosting that nexus must shut it down and refuse its I/O. It is left out
+ * while false, so every value upstream writes or reads is unchanged.
  */
 import { array, bool, type Codec, uuid } from './codec.js';
 import { specCodec } from './common.js';
@@ -18,6 +22,8 @@ export interface ChildInfo {
 export interface NexusInfo {
   children: ChildInfo[];
   clean_shutdown: boolean;
+  /** The target was moved away: the nexus must not serve again (storctl's fencing flag). */
+  do_self_shutdown?: boolean;
 }
 
 export const childInfo = struct<ChildInfo>('ChildInfo', { healthy: field(bool), uuid: field(uuid) });
@@ -25,6 +31,7 @@ export const childInfo = struct<ChildInfo>('ChildInfo', { healthy: field(bool), 
 export const nexusInfoCodec: Codec<NexusInfo> = struct<NexusInfo>('NexusInfo', {
   children: field(array(childInfo)),
   clean_shutdown: field(bool),
+  do_self_shutdown: field(bool, { default: () => false, omit: (v) => !v }),
 });
 
 /** The key does not end in a value-derived id (`…/nexus/<nexus>/info`): `idOf` is null. */

@@ -5,7 +5,7 @@
  */
 import { bool, type Codec, nullable, record, string, tagged, u64, uuid, variantName } from './codec.js';
 import { type OperationRecord, operationRecord, specCodec } from './common.js';
-import { field, struct } from './struct.js';
+import { field, optional, struct } from './struct.js';
 
 export type SwitchOverStage =
   | 'Init'
@@ -28,6 +28,11 @@ export interface SwitchOverSpec {
   retry_count: number;
   reuse_existing: boolean;
   publish_context: Record<string, string> | null;
+  /**
+   * storctl's addition: the node an operator asked for (`storctl switchover --to-node`), kept so a
+   * restarted ha-cluster still honours it. Left out when unset, so upstream values are unchanged.
+   */
+  target_node?: string;
 }
 
 export const switchOverStage = tagged<SwitchOverStage>({
@@ -50,6 +55,7 @@ export const switchOverCodec: Codec<SwitchOverSpec> = struct<SwitchOverSpec>('Sw
   retry_count: field(u64, { default: () => 0 }),
   reuse_existing: field(bool, { default: () => false }),
   publish_context: field(nullable(record(string))),
+  target_node: optional(string),
 });
 
 export const switchOver = specCodec<SwitchOverSpec>('SwitchOver', switchOverCodec, 'volume', (s) => s.volume);

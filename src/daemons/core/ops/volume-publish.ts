@@ -4,8 +4,20 @@ import { makeEvent } from '../events.js';
 import type { PublishVolumeBody } from '../rest/validate.js';
 import { chooseTargetNode } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { fenceNexus } from './fence.js';
 import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
 import { rollbackOp, settleOp } from './settle.js';
+
+/** `p`, or a rejection after `ms` (the work itself goes on). Without `ms`, just `p`. */
+function withDeadline<T>(p: Promise<T>, ms: number | undefined, what: string): Promise<T> {
+  if (ms === undefined) return p;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SvcError('Timeout', `${what} within ${ms} ms`)), ms);
+  });
+  p.catch(() => {});
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 export function checkUsable(volume: VolumeSpec): void {
   if (volume.operation) throw dirty('volume', volume.uuid);
@@ -135,10 +147,21 @@ async function publishOn(
   return volume;
 }
 
-/** Move the target: tear the old nexus down (best effort) and publish on another node. */
+/**
+ * How long a republish waits for the old target's io-engine to destroy the nexus: a dead or stalled
+ * node must not hold up the switchover; the fence keeps the old nexus from serving, and the nexus
+ * garbage collector destroys it once its node answers again.
+ */
+const REPUBLISH_TEARDOWN_WAIT_MS = 1000;
+
+/**
+ * Move the target (HA switchover, drain): tear the old nexus down (best effort, bounded), fence it,
+ * and publish on another node.
+ */
 async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolumeBody): Promise<VolumeSpec> {
   const old = volume.target!;
-  await teardownTarget(ctx, volume, true);
+  await teardownTarget(ctx, volume, true, REPUBLISH_TEARDOWN_WAIT_MS);
+  await fenceNexus(ctx, volume.uuid, old.nexus);
   const fresh = ctx.registry.volume(volume.uuid);
   const replicaNodes = ctx.registry.volumeReplicas(volume.uuid).map((r) => ctx.registry.replicaNode(r) ?? '');
   const node = chooseTargetNode(
@@ -162,7 +185,12 @@ export async function unpublishVolume(ctx: CoreContext, uuid: string, force: boo
   });
 }
 
-async function teardownTarget(ctx: CoreContext, volume: VolumeSpec, force: boolean): Promise<void> {
+async function teardownTarget(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  force: boolean,
+  waitMs?: number,
+): Promise<void> {
   const { registry, engines } = ctx;
   const target = volume.target!;
   const nexus = registry.nexuses.get(target.nexus);
@@ -186,7 +214,7 @@ async function teardownTarget(ctx: CoreContext, volume: VolumeSpec, force: boole
   let destroyed = !nexus;
   if (engine && nexus) {
     try {
-      await engine.destroyNexus(nexus.uuid);
+      await withDeadline(engine.destroyNexus(nexus.uuid), waitMs, `node '${target.node}' did not answer`);
       destroyed = true;
     } catch (err) {
       if (toSvcError(err).kind === 'NotFound') destroyed = true;
