@@ -119,9 +119,8 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
         call.on('cancelled', () => e.listeners.delete(listener));
       } catch (err) {
         const e = err as GrpcError;
-        call.destroy(
-          Object.assign(new Error(e.message), { code: e.code ?? grpc.status.INTERNAL, details: e.message }),
-        );
+        // grpc-js ends a server stream with this status (destroy would answer CANCELLED).
+        call.emit('error', { code: e.code ?? grpc.status.INTERNAL, details: e.message, message: e.message });
       }
     })();
   };
@@ -215,7 +214,6 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
     const eng = new SwitchoverEngine({
       records,
       rest,
-      store: config.store,
       space: config.keySpace,
       config,
       log,

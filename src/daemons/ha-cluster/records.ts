@@ -1,6 +1,6 @@
 import { type SwitchOverSpec, type SwitchOverStage, switchOver } from '../../lib/specs/index.js';
 import { type KeySpace, objectKey, StorableType, typePrefix } from '../../lib/store/keys.js';
-import type { Compare, Store } from '../../lib/store/types.js';
+import type { Compare, Store, TxnOp } from '../../lib/store/types.js';
 
 /** A SwitchOver record as the active ha-cluster holds it: the value and its mod revision. */
 export interface StoredSwitchOver {
@@ -35,21 +35,24 @@ export class SwitchOverRecords {
     return kv ? { spec: switchOver.decode(key, kv.value), rev: kv.modRevision } : null;
   }
 
-  /** Write `spec` if the record is still at `rev` (0: absent). Null when someone else changed it. */
-  async put(spec: SwitchOverSpec, rev: number): Promise<StoredSwitchOver | null> {
+  /**
+   * Write `spec` if the record is still at `rev` (0: absent), with `also` in the same transaction
+   * (an event, so it is recorded exactly once with the stage). Null when someone else changed it.
+   */
+  async put(spec: SwitchOverSpec, rev: number, also: TxnOp[] = []): Promise<StoredSwitchOver | null> {
     const key = this.key(spec.volume);
     const res = await this.store.txn({
       compare: [this.guard(), { key, target: 'mod', op: '==', value: rev }],
-      success: [{ type: 'put', key, value: switchOver.encode(spec) }],
+      success: [{ type: 'put', key, value: switchOver.encode(spec) }, ...also],
     });
     return res.succeeded ? { spec, rev: res.revision } : null;
   }
 
-  async delete(volume: string, rev: number): Promise<boolean> {
+  async delete(volume: string, rev: number, also: TxnOp[] = []): Promise<boolean> {
     const key = this.key(volume);
     const res = await this.store.txn({
       compare: [this.guard(), { key, target: 'mod', op: '==', value: rev }],
-      success: [{ type: 'delete', key }],
+      success: [{ type: 'delete', key }, ...also],
     });
     return res.succeeded;
   }

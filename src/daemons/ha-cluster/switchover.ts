@@ -6,7 +6,7 @@ import type { RestClient } from '../../lib/rest/client.js';
 import { RestError } from '../../lib/rest/errors.js';
 import type { SwitchOverSpec, SwitchOverStage } from '../../lib/specs/index.js';
 import type { KeySpace } from '../../lib/store/keys.js';
-import type { Store } from '../../lib/store/types.js';
+import type { TxnOp } from '../../lib/store/types.js';
 import { type StoredSwitchOver, type SwitchOverRecords, stageName, stageOf } from './records.js';
 
 export interface SwitchoverConfig {
@@ -76,7 +76,6 @@ export class SwitchoverEngine {
     private readonly o: {
       records: SwitchOverRecords;
       rest: RestClient;
-      store: Store;
       space: KeySpace;
       config: SwitchoverConfig;
       log: Logger;
@@ -156,10 +155,12 @@ export class SwitchoverEngine {
       );
     e.cancelled = true;
     const current = await this.o.records.get(volume);
-    if (current) await this.o.records.delete(volume, current.rev);
+    if (current)
+      await this.o.records.delete(volume, current.rev, [
+        this.event(volume, 'SwitchOverCancelled', `at stage ${stage}${force ? ' (forced)' : ''}`),
+      ]);
     this.entries.delete(volume);
     this.notify(e, { done: true, failed: true, message: 'cancelled by an operator' });
-    await this.event(volume, 'SwitchOverCancelled', `at stage ${stage}${force ? ' (forced)' : ''}`);
     return stage;
   }
 
@@ -183,17 +184,18 @@ export class SwitchoverEngine {
     for (const l of e.listeners) l(p);
   }
 
-  private async event(volume: string, action: string, message: string): Promise<void> {
+  /** An event put, written in the same transaction as the stage it reports (so exactly once). */
+  private event(volume: string, action: string, message: string): TxnOp {
     const ev = makeEvent('switchover', volume, action, message);
-    await this.o.store.put(eventKey(this.o.space), JSON.stringify(ev)).catch(() => {});
+    return { type: 'put', key: eventKey(this.o.space), value: JSON.stringify(ev) };
   }
 
   /** Store the record changed by `change`; false when it was changed or removed behind our back. */
-  private async save(e: Entry, change: (s: SwitchOverSpec) => void): Promise<boolean> {
+  private async save(e: Entry, change: (s: SwitchOverSpec) => void, also: TxnOp[] = []): Promise<boolean> {
     const spec = { ...e.rec.spec };
     change(spec);
     spec.timestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-    const stored = await this.o.records.put(spec, e.rec.rev);
+    const stored = await this.o.records.put(spec, e.rec.rev, also);
     if (!stored) return false;
     e.rec = stored;
     return true;
@@ -228,12 +230,20 @@ export class SwitchoverEngine {
       try {
         if (next) {
           const to = next;
-          if (
-            !(await this.save(e, (s) =>
-              Object.assign(s, { operation: { operation: to, result: null }, retry_count: 0 }),
-            ))
-          )
-            return this.lost(e);
+          const { existing_nqn, node_name } = e.rec.spec;
+          const also =
+            name === 'Init'
+              ? [
+                  this.event(
+                    volume,
+                    'SwitchOverStarted',
+                    `target ${existing_nqn} reported by ${node_name || 'an operator'}`,
+                  ),
+                ]
+              : [];
+          const advance = (s: SwitchOverSpec) =>
+            Object.assign(s, { operation: { operation: to, result: null }, retry_count: 0 });
+          if (!(await this.save(e, advance, also))) return this.lost(e);
           e.lastMessage = '';
           continue;
         }
@@ -242,15 +252,12 @@ export class SwitchoverEngine {
         const retries = e.rec.spec.retry_count + 1;
         if (failure instanceof Permanent || retries > this.o.config.maxRetries) {
           const why = failure instanceof Permanent ? msg : `${name} failed ${retries} times: ${msg}`;
-          if (
-            !(await this.save(e, (s) =>
-              Object.assign(s, { operation: { operation: { Errored: why }, result: false } }),
-            ))
-          )
+          const errored = (s: SwitchOverSpec) =>
+            Object.assign(s, { operation: { operation: { Errored: why }, result: false } });
+          if (!(await this.save(e, errored, [this.event(volume, 'SwitchOverFailed', why)])))
             return this.lost(e);
           this.o.log.error({ volume, stage: name, err: why }, 'switchover failed');
           this.notify(e, { done: true, failed: true });
-          await this.event(volume, 'SwitchOverFailed', why);
           return;
         }
         this.o.log.warn(
@@ -278,9 +285,14 @@ export class SwitchoverEngine {
 
   private async finish(e: Entry): Promise<void> {
     const { volume } = e.rec.spec;
+    const completed = this.event(
+      volume,
+      'SwitchOverCompleted',
+      `target ${e.rec.spec.new_path ?? '?'}${e.targetNode ? ` on node ${e.targetNode}` : ''}`,
+    );
     for (;;) {
       try {
-        await this.o.records.delete(volume, e.rec.rev);
+        if (!(await this.o.records.delete(volume, e.rec.rev, [completed]))) return this.lost(e);
         break;
       } catch (err) {
         if (this.stopped) return;
@@ -295,23 +307,13 @@ export class SwitchoverEngine {
     const ms = Date.now() - e.startedAt;
     this.o.log.info({ volume, target: e.rec.spec.new_path, ms }, 'switchover done');
     this.notify(e, { stage: 'Successful', done: true });
-    await this.event(
-      volume,
-      'SwitchOverCompleted',
-      `target ${e.rec.spec.new_path ?? '?'} on node ${e.targetNode || '?'}`,
-    );
   }
 
   private async run(e: Entry, stage: string): Promise<void> {
     const spec = e.rec.spec;
     switch (stage) {
       case 'Init':
-        await this.event(
-          spec.volume,
-          'SwitchOverStarted',
-          `target ${spec.existing_nqn} reported by node ${spec.node_name || '(operator)'}`,
-        );
-        return;
+        return; // its event is written with the move to RepublishVolume
       case 'RepublishVolume':
         return this.republish(e);
       case 'ReplacePath':

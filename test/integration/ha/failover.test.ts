@@ -121,7 +121,7 @@ describe.each<Backend>(['embedded', 'etcd'])('HA failover (%s store)', (backend)
       (await cluster.events()).filter((e) => e.includes('SwitchOverCompleted') && e.includes(vol.id));
     await waitFor(async () => (await completed()).length > 0, { what: 'the switchover to complete' });
     expect(await completed()).toHaveLength(1);
-    const so = await runStorctl(['get', 'switchovers', '-o', 'json'], cluster.env);
+    const so = await runStorctl(['get', 'switchovers', '-o', 'json'], { env: cluster.env });
     expect(so.code).toBe(0);
     expect(JSON.parse(so.stdout)).toEqual([]);
     // The old target was fenced before the new one served.
