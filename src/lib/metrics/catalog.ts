@@ -48,8 +48,8 @@ export const reconcileDuration = new client.Histogram({
 
 export const storeTxnDuration = new client.Histogram({
   name: 'storctl_store_txn_duration_seconds',
-  help: 'store transaction latency, by backend (etcd, embedded) and outcome (succeeded, failed compare, error)',
-  labelNames: ['backend', 'outcome'] as const,
+  help: 'store write latency (each a transaction), by backend (etcd, embedded), op (txn, put, delete) and outcome (succeeded, failed compare, error)',
+  labelNames: ['backend', 'op', 'outcome'] as const,
   buckets: LATENCY_BUCKETS,
   registers,
 });
