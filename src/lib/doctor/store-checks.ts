@@ -9,10 +9,12 @@ import {
   activeTarget,
   childReplicaId,
   type DecodedRecord,
+  isSwitchOverDone,
   operationName,
   replicaPoolName,
   type StoreLeaseOwner,
   specStatusName,
+  switchOverStageName,
 } from '../specs/index.js';
 import { ageOfRevision, type ScannedRecord, type StoreScan } from './store-scan.js';
 
@@ -226,6 +228,24 @@ export function checkStore(input: CheckInput): StoreFinding[] {
       modRevision: o.modRevision,
       orphan: o,
     });
+
+  // One still in progress on an existing volume is ha-cluster's to finish: reported, never deleted.
+  for (const rec of snapshot.switchovers) {
+    const so = rec.value;
+    if (isSwitchOverDone(so) || !volumes.has(so.volume)) continue;
+    const age = now - Date.parse(so.timestamp);
+    if (!(age >= input.switchoverGraceMs)) continue;
+    out.push({
+      severity: 'warning',
+      check: 'stale-switchover',
+      subject: `SwitchOver/${so.volume}`,
+      problem: `switchover at stage ${switchOverStageName(so)} since ${roughAge(age)} ago (retry ${so.retry_count}), past the ${formatDuration(input.switchoverGraceMs)} grace`,
+      fix: 'ha-cluster retries it while it runs: check that it runs and its log (`storctl get switchovers` shows the stage)',
+      fixable: false,
+      key: rec.key,
+      modRevision: rec.modRevision,
+    });
+  }
 
   for (const owner of input.leaseOwners) {
     if (owner.alive) continue;

@@ -237,6 +237,22 @@ describe.each(['embedded', 'etcd'] as const)('storctl doctor store (built CLI, %
       key('StoreLeaseOwner', 'CoreAgent'),
       JSON.stringify({ kind: 'CoreAgent', lease_id: deadLease, instance_name: 'core-gone' }),
     );
+    // In progress on an existing volume for an hour: reported, but ha-cluster's to finish.
+    await store.put(
+      key('SwitchOver', good),
+      JSON.stringify({
+        callback_uri: '127.0.0.1:50053',
+        node_name: 'node-1',
+        volume: good,
+        operation: { operation: 'RepublishVolume', result: null },
+        timestamp: new Date(Date.now() - 3_600_000).toISOString(),
+        existing_nqn: `nqn.2019-05.io.openebs:${good}`,
+        new_path: null,
+        retry_count: 4,
+        reuse_existing: true,
+        publish_context: null,
+      }),
+    );
     await store.put(key('VolumeSpec', undecodable), `{"uuid":"${undecodable}","size":"big"}`);
 
     const r = await doctor('-o', 'json');
@@ -268,8 +284,16 @@ describe.each(['embedded', 'etcd'] as const)('storctl doctor store (built CLI, %
     expect(find('orphan-nexus-info', deletedNexus)).toMatchObject({ severity: 'warning', fixable: true });
     expect(find('stale-switchover', deleted)).toMatchObject({ severity: 'warning', fixable: true });
     expect(find('dead-lease-owner', 'CoreAgent')).toMatchObject({ severity: 'warning', fixable: true });
-    // Nothing healthy is reported.
-    for (const id of [good, goodReplica, published, publishedReplica, publishedNexus])
+    expect(find('stale-switchover', good)).toMatchObject({
+      severity: 'warning',
+      fixable: false,
+      problem: 'switchover at stage RepublishVolume since 1h ago (retry 4), past the 10m grace',
+    });
+    // Nothing healthy is reported (`good` only for its switchover).
+    expect(findings.filter((f) => f.subject.includes(good)).map((f) => f.check)).toEqual([
+      'stale-switchover',
+    ]);
+    for (const id of [goodReplica, published, publishedReplica, publishedNexus])
       expect(findings.filter((f) => f.subject.includes(id))).toEqual([]);
     // Errors first.
     const firstWarning = findings.findIndex((f) => f.severity === 'warning');
@@ -306,6 +330,7 @@ describe.each(['embedded', 'etcd'] as const)('storctl doctor store (built CLI, %
     // Everything else is as it was: the healthy NexusInfo, the broken specs.
     expect(await store.get(nexusInfoKey(space, publishedNexus, published))).not.toBeNull();
     expect(await store.get(key('ReplicaSpec', ownerless))).not.toBeNull();
+    expect(await store.get(key('SwitchOver', good))).not.toBeNull();
   });
 
   it('down to warnings only: exit 10; a live lease owner is not reported', async () => {
