@@ -10,7 +10,7 @@ import { toYaml } from '../../lib/output/yaml.js';
 export default class DoctorStore extends StorctlCommand {
   static override description = `Check the whole store for inconsistencies; --fix repairs what is safe
 Reads only the store, so it works with every daemon down, on etcd and on the embedded store. Checks: values that do not decode; specs with a pending operation (and for how long, dated by core's event log); references to missing resources (replica → pool, nexus → replica, volume → nexus); volumes with no replica or below their replica count; replicas and nexuses without owner; NexusInfo of deleted volumes; stale switchover records (of a deleted volume, finished longer than --switchover-grace ago, or in progress longer than that); a StoreLeaseOwner whose lease is not alive. Each finding has a severity (error, warning) and the command that fixes it.
---fix deletes, after asking (or with -y), the records it is safe to delete from the store alone: orphan NexusInfo, stale switchovers and a dead lease owner, each guarded on its revision; everything else needs core or a decision, and names its command.
+--fix deletes, after asking (or with -y), the records it is safe to delete from the store alone: orphan NexusInfo, switchover records of deleted volumes or finished past the grace, and a dead lease owner, each guarded on its revision; everything else needs core or a decision, and names its command.
 Exit codes: 0 healthy; 10 warnings only; 11 at least one error (after --fix: what remains); 2 --fix with neither a terminal nor -y; 5 store unreachable.`;
 
   static override examples = [
