@@ -73,6 +73,8 @@ export default class Up extends StorctlCommand {
     );
     this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
+    for (const r of cluster.roles)
+      if (r.metricsUrl) this.log(`metrics   ${r.metricsUrl.padEnd(36)} ${r.name}`);
     this.log(`endpoints ${endpointsFile(dataDir)}`);
     for (const line of await volumesLoaded(cluster.rest)) this.log(line);
     this.log('ready: try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster');

@@ -23,6 +23,10 @@ export const ExitCode = {
   timeout: 7,
   /** A stored value could not be decoded. */
   corrupt: 8,
+  /** `doctor store`: it found warnings (and no errors). */
+  doctorWarnings: 10,
+  /** `doctor store`: it found at least one error. */
+  doctorErrors: 11,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -15,10 +15,11 @@ export interface RunResult {
 /** Run one storctl command to completion. */
 export async function runStorctl(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv; input?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; input?: string; cwd?: string } = {},
 ): Promise<RunResult> {
   const child = spawn(process.execPath, [STORCTL_BIN, ...args], {
     env: { ...process.env, ...options.env },
+    cwd: options.cwd,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';

@@ -4,6 +4,7 @@ import { CORE_DEFAULTS, start } from '../../daemons/core/index.js';
 import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { createLogger } from '../../lib/logger.js';
+import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 
 /** Mayastor's exit code when another core replaced this one (docs/mayastor-compat.md §4.4). */
 const EXIT_LEASE_LOST = 128;
@@ -70,6 +71,7 @@ export default class DaemonCore extends StorctlCommand {
       min: 0,
       max: 100,
     }),
+    'metrics-address': metricsAddressFlag(),
     'events-kept': Flags.integer({
       description: 'size of the bounded events log in the store',
       default: CORE_DEFAULTS.eventsKept,
@@ -80,6 +82,7 @@ export default class DaemonCore extends StorctlCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(DaemonCore);
     const rest = hostPortFlag('rest', flags.rest, '127.0.0.1:8081');
+    const metrics = await serveMetrics(flags['metrics-address'], 'core');
     const log = createLogger('core', this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel);
     const abort = new AbortController();
     const onSignal = () => abort.abort();
@@ -122,6 +125,7 @@ export default class DaemonCore extends StorctlCommand {
       core.leaseLost.then(() => 'lost' as const),
     ]);
     await core.stop().catch((err) => log.error({ err: String(err) }, 'stop failed'));
+    await metrics?.close();
     if (outcome === 'lost') {
       this.logToStderr(
         'Error: core lost its store lease (another core took over or the store expired it); exiting',

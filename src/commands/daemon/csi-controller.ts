@@ -5,6 +5,7 @@ import { StorctlCommand } from '../../lib/command.js';
 import { BLOCK_DRIVER_NAME } from '../../lib/csi/plugin.js';
 import { socketPathOf } from '../../lib/csi/socket.js';
 import { UsageError } from '../../lib/errors.js';
+import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 import { resolveKubeAccess } from '../../lib/orphans/kube/config.js';
 import { sizeArg } from '../../lib/rest/cli.js';
 import { resolveRestUrl } from '../../lib/rest/endpoint.js';
@@ -21,6 +22,7 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
   ];
 
   static override flags = {
+    'metrics-address': metricsAddressFlag(),
     rest: Flags.string({
       description: 'core REST URL (default: the cluster `storctl up` started, else http://127.0.0.1:8081)',
       env: 'STORCTL_REST',
@@ -96,6 +98,7 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
         graceMs: flags['orphan-gc-grace'],
       };
     }
+    const metrics = await serveMetrics(flags['metrics-address'], 'csi-controller');
     const daemon = await start({
       orphanGc,
       endpoint: flags.endpoint,
@@ -115,5 +118,6 @@ Volumes: CreateVolume (StorageClass parameters repl, thin, fsType, protocol=nbd,
       process.once('SIGTERM', stop);
     });
     await daemon.stop();
+    await metrics?.close();
   }
 }

@@ -9,6 +9,7 @@ import { StorctlCommand } from '../../lib/command.js';
 import { BLOCK_DRIVER_NAME } from '../../lib/csi/plugin.js';
 import { socketPathOf } from '../../lib/csi/socket.js';
 import { UsageError } from '../../lib/errors.js';
+import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 import { KUBELET_DIR, targetRoots } from '../../lib/mount/confine.js';
 
 export default class DaemonCsiNode extends StorctlCommand {
@@ -23,6 +24,7 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
   ];
 
   static override flags = {
+    'metrics-address': metricsAddressFlag(),
     endpoint: Flags.string({
       description: 'CSI socket, unix:///path/csi.sock',
       required: true,
@@ -89,6 +91,7 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
     if (!isAbsolute(stateDir)) throw new UsageError(`--state-dir '${stateDir}' is not absolute`);
     if (flags.rest && !/^https?:\/\/[^\s/]+\/?$/.test(flags.rest))
       throw new UsageError(`--rest '${flags.rest}' is not an http(s) URL such as http://127.0.0.1:8081`);
+    const metrics = await serveMetrics(flags['metrics-address'], 'csi-node');
     const daemon = await start({
       endpoint: flags.endpoint,
       nodeId: flags['node-id'] ?? hostname(),
@@ -111,5 +114,6 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
       process.once('SIGTERM', () => resolve());
     });
     await daemon.stop();
+    await metrics?.close();
   }
 }

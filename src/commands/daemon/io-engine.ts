@@ -4,6 +4,8 @@ import { hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
 import { createLogger } from '../../lib/logger.js';
+import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
+import { meterStore } from '../../lib/metrics/store.js';
 import { openStore } from '../../lib/store/open.js';
 
 export default class DaemonIoEngine extends StorctlCommand {
@@ -15,6 +17,7 @@ export default class DaemonIoEngine extends StorctlCommand {
   ];
 
   static override flags = {
+    'metrics-address': metricsAddressFlag(),
     node: Flags.string({
       description: 'node id this io-engine registers as',
       required: true,
@@ -45,7 +48,8 @@ export default class DaemonIoEngine extends StorctlCommand {
     const grpc = hostPortFlag('grpc', flags.grpc, '127.0.0.1:10124');
     const nbd = hostPortFlag('nbd', flags.nbd ?? `${grpc.host}:10809`, '127.0.0.1:10124');
     const logger = createLogger('io-engine', this.globals.logLevel);
-    const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
+    const metrics = await serveMetrics(flags['metrics-address'], 'io-engine');
+    const store = meterStore(await openStore(this.globals.storeUrl, { tls: this.globals.tls }));
     let handle: Awaited<ReturnType<typeof start>>;
     try {
       handle = await start({
@@ -73,7 +77,12 @@ export default class DaemonIoEngine extends StorctlCommand {
         handle
           .stop()
           .catch((err) => logger.error({ err: String(err) }, 'stop failed'))
-          .finally(() => store.close().finally(resolve));
+          .finally(() =>
+            store
+              .close()
+              .then(() => metrics?.close())
+              .finally(resolve),
+          );
       };
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));

@@ -4,6 +4,7 @@ import { start } from '../../daemons/mounter/index.js';
 import { durationFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
+import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 import { KUBELET_DIR, targetRoots } from '../../lib/mount/confine.js';
 import { defaultMounterStateDir } from '../../lib/mount/state-dir.js';
 
@@ -16,6 +17,7 @@ export default class DaemonMounter extends StorctlCommand {
   ];
 
   static override flags = {
+    'metrics-address': metricsAddressFlag(),
     endpoint: Flags.string({
       description: 'CSI socket, unix:///path/csi.sock',
       required: true,
@@ -81,6 +83,7 @@ export default class DaemonMounter extends StorctlCommand {
     if (flags['s3-endpoint'] && !/^https?:\/\/[^\s/]+(\/[^\s]*)?$/.test(flags['s3-endpoint'])) {
       throw new UsageError(`--s3-endpoint '${flags['s3-endpoint']}' is not an http(s) URL`);
     }
+    const metrics = await serveMetrics(flags['metrics-address'], 'mounter');
     const daemon = await start({
       endpoint: flags.endpoint,
       nodeId: flags['node-id'],
@@ -104,5 +107,6 @@ export default class DaemonMounter extends StorctlCommand {
       process.once('SIGTERM', stop);
     });
     await daemon.stop();
+    await metrics?.close();
   }
 }

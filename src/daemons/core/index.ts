@@ -1,15 +1,20 @@
 import { createLogger, type Logger } from '../../lib/logger.js';
+import { addStateSource } from '../../lib/metrics/catalog.js';
+import { meterStore } from '../../lib/metrics/store.js';
+import { createdState, specStatusName } from '../../lib/specs/index.js';
 import { openStore } from '../../lib/store/open.js';
 import type { Store } from '../../lib/store/types.js';
 import type { CoreConfig } from './config.js';
 import type { CoreContext } from './context.js';
 import { type EngineFactory, Engines } from './engines.js';
 import { makeEvent } from './events.js';
+import { volumeStatus } from './health.js';
 import { acquireLeaseLock } from './lease-lock.js';
 import { GuardedWriter } from './persist.js';
 import { observeRebuilds, RebuildHistory } from './rebuild-history.js';
 import { ReconcileLoop } from './reconcile/loop.js';
 import { recoverAtStartup } from './recovery.js';
+import type { Registry as CoreRegistry } from './registry.js';
 import { Registry } from './registry.js';
 import { Router } from './rest/router.js';
 import { openApiRoutes } from './rest/routes-openapi.js';
@@ -49,7 +54,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
   const t0 = Date.now();
   const log = deps.log ?? createLogger('core');
   const space = { clusterId: config.clusterId, namespace: config.namespace };
-  const store: Store = await openStore(config.storeUrl, { tls: config.storeTls });
+  const store: Store = meterStore(await openStore(config.storeUrl, { tls: config.storeTls }));
   let lostReason: (why: string) => void = () => {};
   const leaseLost = new Promise<string>((resolve) => {
     lostReason = resolve;
@@ -131,6 +136,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
     })
     .catch(() => {});
   log.info({ url: rest.url, volumes: registry.volumes.size, ms: Date.now() - t0 }, 'core ready');
+  const unmeter = stateMetrics(registry);
 
   let stopped = false;
   return {
@@ -143,6 +149,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
       if (stopped) return;
       stopped = true;
       stopping = true;
+      unmeter();
       await rest.close();
       await watches.close();
       await loop?.stop();
@@ -151,5 +158,34 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
       await lock.release();
       await store.close();
     },
+  };
+}
+
+/** storctl_volumes / _replicas / _nexuses by state, counted from the registry at each scrape. */
+function stateMetrics(registry: CoreRegistry): () => void {
+  const count =
+    <T>(items: Iterable<T>, stateOf: (item: T) => string) =>
+    () => {
+      const m = new Map<string, number>();
+      for (const item of items) {
+        const s = stateOf(item);
+        m.set(s, (m.get(s) ?? 0) + 1);
+      }
+      return m;
+    };
+  // Created specs by their state; the others by their spec status (Creating, Deleting).
+  const specState = (status: Parameters<typeof specStatusName>[0]) =>
+    String(createdState(status) ?? specStatusName(status));
+  const stops = [
+    addStateSource('volumes', () =>
+      count(registry.volumes.values(), (v) =>
+        specStatusName(v.status) === 'Created' ? volumeStatus(registry, v) : specStatusName(v.status),
+      )(),
+    ),
+    addStateSource('replicas', () => count(registry.replicas.values(), (r) => specState(r.status))()),
+    addStateSource('nexuses', () => count(registry.nexuses.values(), (n) => specState(n.spec_status))()),
+  ];
+  return () => {
+    for (const stop of stops) stop();
   };
 }

@@ -5,6 +5,7 @@ import { bindUnixSocket, socketPathOf } from '../../lib/csi/socket.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { GrpcError } from '../../lib/grpc/status.js';
 import { createLogger } from '../../lib/logger.js';
+import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { KubeClient } from '../../lib/orphans/kube/client.js';
 import { RestClient } from '../../lib/rest/client.js';
 import { ClaimlessSweep } from './claimless-sweep.js';
@@ -51,7 +52,7 @@ export async function start(config: CsiControllerConfig): Promise<CsiControllerD
 
   const csi = loadProto('csi.proto');
   // No channelz: nobody queries it here, and its per-call bookkeeping is CPU on every request.
-  const server = new grpc.Server({ 'grpc.enable_channelz': 0 });
+  const server = new MeteredGrpcServer({ 'grpc.enable_channelz': 0 });
   server.addService(lookupService(csi, 'csi.v1.Identity').service, {
     GetPluginInfo: rpc(deps, 'GetPluginInfo', async () => ({
       name: config.driverName,

@@ -6,6 +6,7 @@ import { bindUnixSocket, socketPathOf } from '../../lib/csi/socket.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { unary } from '../../lib/grpc/status.js';
 import { createLogger } from '../../lib/logger.js';
+import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { RestClient } from '../../lib/rest/client.js';
 import { selectAttacher } from './attacher.js';
 import type { CsiNodeConfig } from './config.js';
@@ -49,7 +50,7 @@ export async function start(config: CsiNodeConfig): Promise<CsiNodeDaemon> {
   const adopted = await volumes.adopt();
 
   const csi = loadProto('csi.proto');
-  const server = new grpc.Server();
+  const server = new MeteredGrpcServer();
   server.addService(lookupService(csi, 'csi.v1.Identity').service, {
     GetPluginInfo: unary(async () => ({
       name: config.driverName,
@@ -75,7 +76,7 @@ export async function start(config: CsiNodeConfig): Promise<CsiNodeDaemon> {
   // Whoever can connect can mount block devices anywhere below the roots: the socket is root's alone.
   await bindUnixSocket(server, socketPath);
 
-  const fsServer = new grpc.Server();
+  const fsServer = new MeteredGrpcServer();
   fsServer.addService(
     lookupService(loadProto('csi-node-fs.proto'), 'storctl.csinode.v1.NodeFs').service,
     nodeFsService(volumes),

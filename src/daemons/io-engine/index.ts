@@ -2,6 +2,8 @@ import * as grpc from '@grpc/grpc-js';
 import { ConflictError } from '../../lib/errors.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
+import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
+import { registerNbdMetrics, unregisterNbdMetrics } from '../../lib/metrics/nbd.js';
 import { NbdServer } from '../../lib/nbd/server.js';
 import type { KeySpace } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
@@ -60,6 +62,7 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     throw listenError('NBD', `${config.nbd.host}:${config.nbd.port}`, '--nbd', err);
   });
   const nbdEndpoint = `${nbdAddr.host}:${nbdAddr.port}`;
+  registerNbdMetrics(nbd);
   const engine = new Engine({
     nodeId: config.nodeId,
     poolDir: config.poolDir,
@@ -71,7 +74,7 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     nexusInfoRetries: config.nexusInfoRetries ?? 10,
   });
 
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  const server = new MeteredGrpcServer({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   const service = lookupService(loadProto('io_engine.proto'), IO_ENGINE_SERVICE);
   const startedAt = new Date().toISOString();
   const version = config.version ?? '0.1.0';
@@ -144,6 +147,7 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
         await new Promise<void>((r) => server.tryShutdown(() => r()));
         await engine.serial(() => engine.stop());
         await nbd.close();
+        unregisterNbdMetrics(nbd);
         await liveness?.stop();
       })();
       return stopping;

@@ -1,4 +1,5 @@
 import type { Logger } from '../../lib/logger.js';
+import { rebuildBytes, rebuilds, rebuildsActive } from '../../lib/metrics/catalog.js';
 import type { Nexus } from './nexus.js';
 import type { NexusChild } from './nexus-child.js';
 
@@ -11,6 +12,21 @@ export const REBUILD_SEGMENT = 4 * 1024 * 1024;
  * end the child holds the same bytes and joins as healthy.
  */
 export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger): Promise<void> {
+  rebuildsActive.inc();
+  let result: 'completed' | 'stopped' | 'failed' = 'failed';
+  try {
+    result = await copyChild(nexus, child, log);
+  } finally {
+    rebuildsActive.dec();
+    rebuilds.inc({ result });
+  }
+}
+
+async function copyChild(
+  nexus: Nexus,
+  child: NexusChild,
+  log: Logger,
+): Promise<'completed' | 'stopped' | 'failed'> {
   const started = Date.now();
   child.rebuildStartedAt = started;
   const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
@@ -18,7 +34,7 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
   for (let pos = 0; pos < nexus.size; pos += REBUILD_SEGMENT) {
     if (child.state !== 'Degraded' || nexus.isShutdown) {
       log.warn({ nexus: nexus.uuid, child: child.uri, at: pos }, 'rebuild stopped');
-      return;
+      return 'stopped';
     }
     const end = Math.min(nexus.size, pos + REBUILD_SEGMENT);
     const b = buf.subarray(0, end - pos);
@@ -30,14 +46,15 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
         child.state = 'Faulted';
         child.reason = `rebuild source failed: ${(err as Error).message}`;
         await nexus.persist();
-        return;
+        return 'failed';
       }
       try {
         await child.backend.write(b, pos, false);
       } catch (err) {
         await nexus.childFailed(child, err);
-        return;
+        return 'failed';
       }
+      rebuildBytes.inc(b.length);
       child.rebuildCursor = end;
     } finally {
       release();
@@ -47,11 +64,12 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
     await child.backend.flush();
   } catch (err) {
     await nexus.childFailed(child, err);
-    return;
+    return 'failed';
   }
-  if (child.state !== 'Degraded' || nexus.isShutdown) return;
+  if (child.state !== 'Degraded' || nexus.isShutdown) return 'stopped';
   child.state = 'Online';
   child.reason = '';
   await nexus.persist();
   log.info({ nexus: nexus.uuid, child: child.uri, ms: Date.now() - started }, 'rebuild complete');
+  return 'completed';
 }

@@ -1,10 +1,10 @@
 import { rm } from 'node:fs/promises';
-import * as grpc from '@grpc/grpc-js';
 import { PLUGIN_VERSION } from '../../lib/csi/plugin.js';
 import { bindUnixSocket, socketPathOf } from '../../lib/csi/socket.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { unary } from '../../lib/grpc/status.js';
 import { createLogger } from '../../lib/logger.js';
+import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { loadDriverCredentials } from '../../lib/mount/credentials.js';
 import { resolveFuseAdapter } from '../../lib/mount/fuse-binary.js';
 import { type PublishResult, S3Volumes } from '../../lib/mount/s3-volumes.js';
@@ -48,7 +48,7 @@ export async function start(config: MounterDaemonConfig): Promise<MounterDaemon>
     stop: async () => {},
   };
   const csi = loadProto('csi.proto');
-  const server = new grpc.Server();
+  const server = new MeteredGrpcServer();
   server.addService(lookupService(csi, 'csi.v1.Identity').service, {
     GetPluginInfo: unary(async () => ({
       name: PLUGIN_NAME,

@@ -4,6 +4,7 @@ import type { NodePublishVolumeRequest, NodeUnpublishVolumeRequest } from '../..
 import { invalid, validateNodePublish, validateNodeUnpublish } from '../../lib/csi/validate.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import type { Logger } from '../../lib/logger.js';
+import { mountOperations } from '../../lib/metrics/catalog.js';
 import { confinePath, rootOf } from '../../lib/mount/confine.js';
 import { credentialsFromSecrets, type S3Credentials } from '../../lib/mount/credentials.js';
 import { parseMountOptions, splitOptionString } from '../../lib/mount/options-policy.js';
@@ -63,15 +64,10 @@ export function nodeService(deps: NodeServiceDeps) {
         const readonly = req.readonly || mode === 'MULTI_NODE_READER_ONLY';
         log.info({ volumeId, target, bucket, readonly, source }, 'NodePublishVolume');
         const root = rootOf(target, deps.roots);
-        const result = await volumes.publish({
-          volumeId,
-          target,
-          bucket,
-          readonly,
-          options,
-          credentials,
-          root,
-        });
+        const result = await counted(
+          'publish',
+          volumes.publish({ volumeId, target, bucket, readonly, options, credentials, root }),
+        );
         log.info(
           {
             volumeId,
@@ -97,7 +93,7 @@ export function nodeService(deps: NodeServiceDeps) {
       try {
         const { volumeId } = validateNodeUnpublish(req);
         const target = await confinePath(req.target_path, 'target_path', deps.roots);
-        const r = await volumes.unpublish(target);
+        const r = await counted('unpublish', volumes.unpublish(target));
         log.info({ volumeId, target, unmounted: r.unmounted }, 'unpublished');
         return {};
       } catch (err) {
@@ -112,4 +108,16 @@ export function nodeService(deps: NodeServiceDeps) {
     NodeGetVolumeStats: unimplemented('NodeGetVolumeStats'),
     NodeExpandVolume: unimplemented('NodeExpandVolume'),
   };
+}
+
+/** storctl_mount_operations_total: each mount or unmount the mounter attempts, by result. */
+async function counted<T>(operation: 'publish' | 'unpublish', work: Promise<T>): Promise<T> {
+  try {
+    const r = await work;
+    mountOperations.inc({ operation, result: 'ok' });
+    return r;
+  } catch (err) {
+    mountOperations.inc({ operation, result: 'failed' });
+    throw err;
+  }
 }

@@ -16,6 +16,7 @@ import {
   SIMPLE_REPLY_SIZE,
 } from './protocol.js';
 import { type ExportLookup, handleOption } from './server-handshake.js';
+import type { NbdTargetStats } from './stats.js';
 
 type Phase = 'clientFlags' | 'optionHeader' | 'optionData' | 'requestHeader' | 'writePayload' | 'closing';
 
@@ -39,12 +40,15 @@ export class NbdServerConnection {
   private paused = false;
   private corked = false;
   private drainWaiters: (() => void)[] = [];
+  private stats: NbdTargetStats | null = null;
 
   constructor(
     readonly socket: Socket,
     private readonly exports: ExportLookup,
     private readonly onError: (err: unknown) => void,
     private readonly pool: BufferPool,
+    /** The counters of an export, when the server keeps them (the io-engine's /metrics). */
+    private readonly statsOf?: (exportName: string) => NbdTargetStats | undefined,
   ) {
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => {
@@ -149,6 +153,7 @@ export class NbdServerConnection {
   private enterTransmission(name: string, backend: BlockBackend): void {
     this.exportName = name;
     this.backend = backend;
+    this.stats = this.statsOf?.(name) ?? null;
     this.phase = 'requestHeader';
   }
 
@@ -167,6 +172,8 @@ export class NbdServerConnection {
       return;
     }
     this.inflight++;
+    const stats = this.stats;
+    const start = stats ? performance.now() : 0;
     if (!this.paused && (this.inflight >= MAX_INFLIGHT || this.socket.writableLength > MAX_PENDING_OUTPUT)) {
       this.paused = true;
       this.socket.pause();
@@ -231,9 +238,13 @@ export class NbdServerConnection {
       }
     }
     work.then(
-      (out) => this.reply(handle, 0, out),
+      (out) => {
+        stats?.record(type, length, 0, start);
+        this.reply(handle, 0, out);
+      },
       (err: unknown) => {
         const e = (err as { nbdErrno?: number }).nbdErrno ?? errnoOf(err);
+        stats?.record(type, length, e || 1, start);
         this.reply(handle, e, null);
       },
     );

@@ -3,6 +3,7 @@ import type { BlockBackend } from './backend.js';
 import { BufferPool } from './buffer-pool.js';
 import { FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from './protocol.js';
 import { NbdServerConnection } from './server-connection.js';
+import { NbdTargetStats } from './stats.js';
 
 /**
  * A backend that serves each named client through its own view: a replica enforcing a nexus's
@@ -40,6 +41,8 @@ export class NbdServer {
   private readonly connections = new Set<NbdServerConnection>();
   private address: { host: string; port: number } | null = null;
   private readonly pool = new BufferPool();
+  /** I/O counters per export, read by the io-engine's /metrics (dropped with the export). */
+  readonly stats = new Map<string, NbdTargetStats>();
 
   constructor(private readonly options: NbdServerOptions = {}) {
     this.server = createServer((socket) => this.accept(socket));
@@ -52,6 +55,7 @@ export class NbdServer {
       { get: (n) => this.lookup(n), names: () => [...this.exports.keys()] },
       (err) => this.options.onError?.(err, remote),
       this.pool,
+      (name) => this.stats.get(name),
     );
     this.connections.add(conn);
     socket.on('close', () => this.connections.delete(conn));
@@ -94,6 +98,7 @@ export class NbdServer {
   addExport(name: string, backend: BlockBackend): void {
     if (this.exports.has(name)) throw new Error(`NBD export '${name}' already exists`);
     this.exports.set(name, backend);
+    this.stats.set(name, new NbdTargetStats());
   }
 
   hasExport(name: string): boolean {
@@ -103,6 +108,7 @@ export class NbdServer {
   /** Stop offering an export and disconnect its clients; waits for their in-flight requests. */
   async removeExport(name: string): Promise<void> {
     this.exports.delete(name);
+    this.stats.delete(name);
     const waits: Promise<void>[] = [];
     for (const c of this.connections) {
       if (c.exportName !== null && baseExport(c.exportName) === name) {

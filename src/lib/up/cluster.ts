@@ -74,6 +74,8 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     STORCTL_CLUSTER_ID: o.clusterId,
     STORCTL_NAMESPACE: o.namespace,
     STORCTL_LOG_LEVEL: o.logLevel,
+    // Every role picks a free loopback port (a fixed one would clash between the io-engines).
+    STORCTL_METRICS_ADDRESS: undefined,
   };
   const roles: Role[] = [];
   const engines: { node: string; dir: string; role: Role; grpc?: string; nbd?: string }[] = [];
@@ -101,6 +103,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     endpoints.ioEngines = engines.map((e) => ({ node: e.node, grpc: e.grpc ?? '', nbd: e.nbd ?? '' }));
     // Which process is which role, for an operator's `kill` or `ps` (and restarts change them).
     endpoints.roles = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
+    endpoints.metrics = Object.fromEntries(roles.map((r) => [r.name, r.metricsUrl]));
     await writeEndpoints(o.dataDir, endpoints);
   }
   const role = (name: string, args: RoleSpec['args'], log: string, readyMsg: string, roleEnv = env) => {

@@ -47,6 +47,11 @@ export class Role {
     return this.process?.child.pid;
   }
 
+  /** Where the running process serves /metrics, or null. */
+  get metricsUrl(): string | null {
+    return this.process?.metricsUrl ?? null;
+  }
+
   get running(): boolean {
     return this.process?.running ?? false;
   }

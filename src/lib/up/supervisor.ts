@@ -11,6 +11,8 @@ export class RoleProcess {
   private readonly log: WriteStream;
   private readonly exited: Promise<number | null>;
   readonly ready: Promise<Record<string, unknown>>;
+  /** Where the role serves /metrics, from its "metrics listening" line (null: not said, or off). */
+  metricsUrl: string | null = null;
 
   constructor(
     readonly name: string,
@@ -37,6 +39,13 @@ export class RoleProcess {
         while (nl >= 0) {
           const line = buffer.slice(0, nl);
           buffer = buffer.slice(nl + 1);
+          if (line.includes('"metrics listening"')) {
+            try {
+              this.metricsUrl = String(JSON.parse(line).url);
+            } catch {
+              // not a JSON line
+            }
+          }
           if (line.includes(readyMsg)) {
             try {
               const v = JSON.parse(line);

@@ -1,3 +1,4 @@
+import { reconcileDuration } from '../../../lib/metrics/catalog.js';
 import type { CoreContext } from '../context.js';
 import { eventsToTrim } from '../events.js';
 import { reconcileDirtySpecs } from '../recovery.js';
@@ -41,17 +42,21 @@ export class ReconcileLoop {
 
   private async step(name: string, fn: () => Promise<unknown>): Promise<unknown> {
     if (this.stopped || this.ctx.registry.writer.leaseLost) return false;
+    const end = reconcileDuration.startTimer({ reconciler: name });
     try {
       return await fn();
     } catch (err) {
       this.ctx.log.warn({ reconciler: name, err: (err as Error).message }, 'reconciler failed');
       return true;
+    } finally {
+      end();
     }
   }
 
   /** One full pass; exported for tests that drive reconciliation deterministically. */
   async pass(): Promise<boolean> {
     const { config, registry } = this.ctx;
+    const endPass = reconcileDuration.startTimer({ reconciler: 'pass' });
     let busy = false;
     const now = Date.now();
     await registry.writer.verify().catch(() => {});
@@ -78,6 +83,7 @@ export class ReconcileLoop {
     busy = Boolean(await this.step('self-heal', () => healVolumes(this.ctx))) || busy;
     busy = Boolean(await this.step('drain', () => drainNodes(this.ctx))) || busy;
     this.passes++;
+    endPass();
     return busy;
   }
 

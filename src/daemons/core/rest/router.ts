@@ -17,6 +17,7 @@ export type Handler = (req: RestRequest) => Promise<RestResponse>;
 
 interface Route {
   method: string;
+  pattern: string;
   parts: string[];
   handler: Handler;
 }
@@ -26,24 +27,26 @@ export class Router {
   private routes: Route[] = [];
 
   add(method: string, pattern: string, handler: Handler): this {
-    this.routes.push({ method, parts: pattern.split('/').filter(Boolean), handler });
+    this.routes.push({ method, pattern, parts: pattern.split('/').filter(Boolean), handler });
     return this;
   }
 
   /** The route for a request; literal segments win over parameters (`/volumes/snapshots`). */
-  match(method: string, path: string): { handler: Handler; params: Record<string, string> } {
+  match(method: string, path: string): { handler: Handler; params: Record<string, string>; pattern: string } {
     const segs = path.split('/').filter(Boolean).map(decodeSegment);
     let pathMatched = false;
-    let best: { handler: Handler; params: Record<string, string>; literals: number } | null = null;
+    let best: { handler: Handler; params: Record<string, string>; pattern: string; literals: number } | null =
+      null;
     for (const r of this.routes) {
       const params = matchParts(r.parts, segs);
       if (!params) continue;
       pathMatched = true;
       if (r.method !== method) continue;
       const literals = r.parts.filter((p) => !p.startsWith(':')).length;
-      if (!best || literals > best.literals) best = { handler: r.handler, params, literals };
+      if (!best || literals > best.literals)
+        best = { handler: r.handler, params, pattern: r.pattern, literals };
     }
-    if (best) return { handler: best.handler, params: best.params };
+    if (best) return { handler: best.handler, params: best.params, pattern: best.pattern };
     if (pathMatched) throw new SvcError('NotAcceptable', `method ${method} is not allowed on ${path}`);
     throw new SvcError('NotFound', `no such endpoint: ${method} ${path}`);
   }

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../../lib/logger.js';
+import { restDuration, restRequests } from '../../../lib/metrics/catalog.js';
 import { stringifyJson } from '../../../lib/specs/index.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import type { Router } from './router.js';
@@ -73,12 +74,19 @@ export async function startRestServer(
 ): Promise<RestServer> {
   const server = createServer((req, res) => {
     const started = Date.now();
+    const t0 = performance.now();
     const url = new URL(req.url ?? '/', 'http://localhost');
+    // The route pattern, not the path: one series per endpoint whatever the ids.
+    let route = 'unmatched';
     void (async () => {
       try {
         if (!url.pathname.startsWith(`${API_BASE}/`))
           throw new SvcError('NotFound', `no such endpoint: ${url.pathname}`);
-        const { handler, params } = router.match(req.method ?? 'GET', url.pathname.slice(API_BASE.length));
+        const { handler, params, pattern } = router.match(
+          req.method ?? 'GET',
+          url.pathname.slice(API_BASE.length),
+        );
+        route = pattern;
         const body = await readBody(req);
         const out = await handler({ method: req.method ?? 'GET', params, query: url.searchParams, body });
         send(res, out.status, out.body);
@@ -96,6 +104,9 @@ export async function startRestServer(
           kind: e.kind,
         });
       } finally {
+        const method = methodLabel(req.method);
+        restRequests.inc({ method, route, status: res.statusCode });
+        restDuration.observe({ method, route }, (performance.now() - t0) / 1000);
         log.debug(
           { method: req.method, path: url.pathname, status: res.statusCode, ms: Date.now() - started },
           'request',
@@ -120,3 +131,7 @@ export async function startRestServer(
       }),
   };
 }
+
+/** Methods a client may invent are one label value, so they cannot grow the series without bound. */
+const METHODS = new Set(['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS']);
+const methodLabel = (m: string | undefined) => (m && METHODS.has(m) ? m : 'other');
