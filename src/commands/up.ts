@@ -71,6 +71,7 @@ export default class Up extends StorctlCommand {
         ? `csi-node  unix://${cluster.csiNodeSocket} (staging and target paths under ${cluster.csiNodeRoot})`
         : 'csi-node  <none> (needs root)',
     );
+    this.log(`ha-cluster ${cluster.haCluster} (storctl switchover --volume ID moves a target)`);
     this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
     for (const r of cluster.roles)

@@ -3,6 +3,7 @@ import { start } from '../../daemons/ha-cluster/index.js';
 import { SWITCHOVER_DEFAULTS } from '../../daemons/ha-cluster/switchover.js';
 import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
+import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 import { resolveRestUrl } from '../../lib/rest/endpoint.js';
 import { openStore } from '../../lib/store/open.js';
 
@@ -21,6 +22,7 @@ Each switchover is a SwitchOver/<volume> record in the store that advances Init 
   ];
 
   static override flags = {
+    'metrics-address': metricsAddressFlag(),
     rest: Flags.string({
       description: 'core REST URL (default: the cluster `storctl up` started, else http://127.0.0.1:8081)',
       env: 'STORCTL_REST',
@@ -58,6 +60,7 @@ Each switchover is a SwitchOver/<volume> record in the store that advances Init 
     const { flags } = await this.parse(DaemonHaCluster);
     const listen = hostPortFlag('grpc', flags.grpc, '127.0.0.1:11500');
     const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
+    const metrics = await serveMetrics(flags['metrics-address'], 'ha-cluster');
     const daemon = await start({
       restUrl: resolveRestUrl(flags.rest),
       listen,
@@ -76,6 +79,7 @@ Each switchover is a SwitchOver/<volume> record in the store that advances Init 
       void daemon.lost.then(() => resolve('lost'));
     });
     await daemon.stop();
+    await metrics?.close();
     await store.close();
     if (outcome === 'lost') {
       this.logToStderr('Error: ha-cluster lost its leadership lease (the store expired it); exiting');

@@ -3,6 +3,7 @@ import { HA_NODE_DEFAULTS, start } from '../../daemons/ha-node/index.js';
 import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
 import { UsageError } from '../../lib/errors.js';
+import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 
 export default class DaemonHaNode extends StorctlCommand {
   static override description =
@@ -16,6 +17,7 @@ A path is probed with one read through the volume's path proxy; it is Failed aft
   ];
 
   static override flags = {
+    'metrics-address': metricsAddressFlag(),
     node: Flags.string({
       description: 'this node (as the csi-node names it)',
       required: true,
@@ -67,6 +69,7 @@ A path is probed with one read through the volume's path proxy; it is Failed aft
     if (clusters.length === 0) throw new UsageError('--cluster needs at least one HOST:PORT');
     for (const c of clusters) hostPortFlag('cluster', c, '127.0.0.1:11500');
     hostPortFlag('csi-node', flags['csi-node'], '127.0.0.1:11600');
+    const metrics = await serveMetrics(flags['metrics-address'], 'ha-node');
     const daemon = await start({
       nodeId: flags.node,
       clusters,
@@ -86,5 +89,6 @@ A path is probed with one read through the volume's path proxy; it is Failed aft
       process.once('SIGINT', () => resolve());
     });
     await daemon.stop();
+    await metrics?.close();
   }
 }

@@ -3,6 +3,7 @@ import { serviceClient } from '../../lib/grpc/client.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import type { FailedPath, FailedPathStatus, SwitchoverProgress } from '../../lib/ha/clients.js';
 import { createLogger } from '../../lib/logger.js';
+import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { RestClient } from '../../lib/rest/client.js';
 import { RestError } from '../../lib/rest/errors.js';
 import type { SwitchOverSpec } from '../../lib/specs/index.js';
@@ -125,7 +126,7 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
     })();
   };
 
-  const server = new grpc.Server();
+  const server = new MeteredGrpcServer();
   server.addService(serviceClient('ha.proto', 'storctl.ha.v1.HaCluster').service, {
     RegisterNodeAgent: unary(async (req: { node?: string; endpoint?: string }) => {
       active();

@@ -2,6 +2,7 @@ import { status } from '@grpc/grpc-js';
 import { eventKey, makeEvent } from '../../lib/catalog/events.js';
 import { HaNodeClient, type SwitchoverProgress } from '../../lib/ha/clients.js';
 import type { Logger } from '../../lib/logger.js';
+import { recordSwitchover } from '../../lib/metrics/switchover.js';
 import type { RestClient } from '../../lib/rest/client.js';
 import { RestError } from '../../lib/rest/errors.js';
 import type { SwitchOverSpec, SwitchOverStage } from '../../lib/specs/index.js';
@@ -257,6 +258,7 @@ export class SwitchoverEngine {
           if (!(await this.save(e, errored, [this.event(volume, 'SwitchOverFailed', why)])))
             return this.lost(e);
           this.o.log.error({ volume, stage: name, err: why }, 'switchover failed');
+          recordSwitchover('failed', (Date.now() - e.startedAt) / 1000);
           this.notify(e, { done: true, failed: true });
           return;
         }
@@ -306,6 +308,7 @@ export class SwitchoverEngine {
     this.entries.delete(volume);
     const ms = Date.now() - e.startedAt;
     this.o.log.info({ volume, target: e.rec.spec.new_path, ms }, 'switchover done');
+    recordSwitchover('succeeded', ms / 1000);
     this.notify(e, { stage: 'Successful', done: true });
   }
 

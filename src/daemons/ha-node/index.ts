@@ -4,6 +4,7 @@ import { serviceClient } from '../../lib/grpc/client.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import { HaClusterClient, NodePathsClient } from '../../lib/ha/clients.js';
 import { createLogger } from '../../lib/logger.js';
+import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { PathDetector } from './detector.js';
 import { Reporter } from './reporter.js';
 
@@ -62,7 +63,7 @@ export async function start(config: HaNodeConfig): Promise<HaNodeDaemon> {
     log,
   });
 
-  const server = new grpc.Server();
+  const server = new MeteredGrpcServer();
   server.addService(serviceClient('ha.proto', 'storctl.ha.v1.HaNode').service, {
     ReplacePath: unary(async (req: { volume_id?: string; new_target_uri?: string }) => {
       const volumeId = requireString(req.volume_id, 'volume_id');

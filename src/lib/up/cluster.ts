@@ -34,6 +34,8 @@ export interface UpCluster {
   csiNodeSocket: string | null;
   /** Where the csi-node accepts staging and target paths. */
   csiNodeRoot: string | null;
+  /** The HA cluster agent's address (the node agent runs next to the csi-node). */
+  haCluster: string;
   roles: Role[];
   /** Resolves with the first role that exits and cannot be started again. */
   failed: Promise<Role>;
@@ -190,11 +192,21 @@ export async function up(o: UpOptions): Promise<UpCluster> {
       await client.close();
     }
     const csi = await startCsi(o, role, () => rest);
+    const haCluster = await startHa(o, role, () => rest, csi.csiNodeFs);
     const mounterSocket = await startMounter(o, env, role);
-    endpoints = { rest, store: o.storeUrl, pid: process.pid, ioEngines: [], mounterSocket, ...csi };
+    const { csiNodeFs: _, ...csiSockets } = csi;
+    endpoints = {
+      rest,
+      store: o.storeUrl,
+      pid: process.pid,
+      ioEngines: [],
+      mounterSocket,
+      haCluster,
+      ...csiSockets,
+    };
     await publish();
     const failed = Promise.race(roles.map((r) => r.failed));
-    return { rest, mounterSocket, ...csi, roles, failed, stop };
+    return { rest, mounterSocket, ...csiSockets, haCluster, roles, failed, stop };
   } catch (err) {
     await stop();
     throw err;
@@ -219,8 +231,10 @@ async function startCsi(o: UpOptions, role: RoleFactory, rest: () => string) {
   ).start();
   if (process.getuid?.() !== 0) {
     o.say('csi-node not started: attaching block volumes (FUSE, loop devices, mounts) needs root');
-    return { csiControllerSocket, csiNodeSocket: null, csiNodeRoot: null };
+    return { csiControllerSocket, csiNodeSocket: null, csiNodeRoot: null, csiNodeFs: null };
   }
+  // A fixed port for the node's NodeFs/NodePaths service: the HA node agent keeps finding a restarted csi-node.
+  const csiNodeFs = `127.0.0.1:${await anyFreePort()}`;
   const csiNodeSocket = join(dir, 'node.sock');
   const csiNodeRoot = join(o.dataDir, 'kubelet');
   mkdirSync(csiNodeRoot, { recursive: true, mode: 0o750 });
@@ -237,13 +251,64 @@ async function startCsi(o: UpOptions, role: RoleFactory, rest: () => string) {
       join(o.dataDir, 'csi-node'),
       '--root',
       csiNodeRoot,
+      '--fs-listen',
+      csiNodeFs,
       '--rest',
       rest(),
     ],
     'csi-node.log',
     'csi-node ready',
   ).start();
-  return { csiControllerSocket, csiNodeSocket, csiNodeRoot };
+  return { csiControllerSocket, csiNodeSocket, csiNodeRoot, csiNodeFs };
+}
+
+/**
+ * HA: the cluster agent (on a port fixed for this run, so the node agent finds it again after a
+ * restart), and the node agent of this machine when the csi-node runs (volumes attached elsewhere
+ * have no path here to watch).
+ */
+async function startHa(o: UpOptions, role: RoleFactory, rest: () => string, csiNodeFs: string | null) {
+  const haCluster = `127.0.0.1:${await anyFreePort()}`;
+  await role(
+    'ha-cluster',
+    () => ['daemon', 'ha-cluster', '--rest', rest(), '--grpc', haCluster, '--retry-delay', '2s'],
+    'ha-cluster.log',
+    'ha-cluster active',
+  ).start();
+  if (!csiNodeFs) {
+    o.say('ha-node not started: it watches the csi-node, which needs root');
+    return haCluster;
+  }
+  await role(
+    'ha-node',
+    () => [
+      'daemon',
+      'ha-node',
+      '--node',
+      'node-1',
+      '--cluster',
+      haCluster,
+      '--csi-node',
+      csiNodeFs,
+      '--grpc',
+      '127.0.0.1:0',
+    ],
+    'ha-node.log',
+    'ha-node ready',
+  ).start();
+  return haCluster;
+}
+
+/** A port nothing listens on now (the kernel's choice). */
+function anyFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => (a && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))));
+    });
+  });
 }
 
 type RoleFactory = (
