@@ -1,11 +1,11 @@
 import type * as grpc from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { Flags } from '@oclif/core';
-import { haClusterElection } from '../daemons/ha-cluster/index.js';
 import { durationFlag, hostPortFlag } from '../lib/cli-args.js';
 import { StorctlCommand, writeStdout } from '../lib/command.js';
 import { ExitCode, type ExitCodeValue, StorctlError } from '../lib/errors.js';
 import { HaClusterClient, type SwitchoverProgress } from '../lib/ha/clients.js';
+import { haClusterElection, haClusterEndpoint } from '../lib/ha/election.js';
 import { uuidArg } from '../lib/rest/cli.js';
 import { currentLeader } from '../lib/store/election.js';
 import { openStore } from '../lib/store/open.js';
@@ -163,7 +163,8 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
     const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
     try {
       const leader = await currentLeader(store, haClusterElection(this.globals.keySpace));
-      if (!leader)
+      const endpoint = leader && haClusterEndpoint(leader.value);
+      if (!endpoint)
         throw new StorctlError(
           'HA_CLUSTER_NOT_RUNNING',
           'no ha-cluster is active for this cluster (none holds its election in the store)',
@@ -176,7 +177,7 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
             ],
           },
         );
-      return leader.value;
+      return endpoint;
     } finally {
       await store.close();
     }

@@ -267,27 +267,34 @@ export class BlockVolumes {
     }
   }
 
-  /** Every staged volume's path, each probed with one read when `probeMs` > 0. */
+  /**
+   * Every staged volume's path, each probed with one read when `probeMs` > 0. A volume still being
+   * staged (or unstaged) is left out: its path is not in use yet, and judging it would start a
+   * switchover of a volume nobody has lost.
+   */
   async paths(probeMs: number) {
     return Promise.all(
-      this.state.all().map(async (v) => {
-        const path = {
-          volume_id: v.volumeId,
-          target_uri: v.target,
-          probed: false,
-          ok: false,
-          error: '',
-          probe_ms: 0,
-        };
-        if (!v.proxy) return { ...path, error: 'no path proxy recorded' };
-        if (probeMs <= 0) return path;
-        const probe = await probeProxy(v.proxy, probeMs).catch((err: Error) => ({
-          ok: false,
-          error: err.message,
-          ms: 0,
-        }));
-        return { ...path, probed: true, ok: probe.ok, error: probe.error ?? '', probe_ms: probe.ms };
-      }),
+      this.state
+        .all()
+        .filter((v) => v.staged && v.proxy)
+        .map(async (v) => {
+          const path = {
+            volume_id: v.volumeId,
+            target_uri: v.target,
+            probed: false,
+            ok: false,
+            error: '',
+            probe_ms: 0,
+          };
+          if (!v.proxy) return { ...path, error: 'no path proxy recorded' };
+          if (probeMs <= 0) return path;
+          const probe = await probeProxy(v.proxy, probeMs).catch((err: Error) => ({
+            ok: false,
+            error: err.message,
+            ms: 0,
+          }));
+          return { ...path, probed: true, ok: probe.ok, error: probe.error ?? '', probe_ms: probe.ms };
+        }),
     );
   }
 

@@ -2,13 +2,14 @@ import * as grpc from '@grpc/grpc-js';
 import { serviceClient } from '../../lib/grpc/client.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import type { FailedPath, FailedPathStatus, SwitchoverProgress } from '../../lib/ha/clients.js';
+import { haClusterElection } from '../../lib/ha/election.js';
 import { createLogger } from '../../lib/logger.js';
 import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { RestClient } from '../../lib/rest/client.js';
 import { RestError } from '../../lib/rest/errors.js';
 import type { SwitchOverSpec } from '../../lib/specs/index.js';
 import { campaign, type Leadership } from '../../lib/store/election.js';
-import { type KeySpace, storctlPrefix } from '../../lib/store/keys.js';
+import type { KeySpace } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
 import { SwitchOverRecords, stageName, stageOf } from './records.js';
 import { type SwitchoverConfig, SwitchoverEngine } from './switchover.js';
@@ -33,9 +34,6 @@ export interface HaClusterDaemon {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The store election of ha-cluster instances (one active, the others standby). */
-export const haClusterElection = (space: KeySpace) => `${storctlPrefix(space)}HaClusterLeader`;
 
 /**
  * The HA cluster agent: takes failed-path reports from the node agents and operator switchover
@@ -203,10 +201,15 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
   });
   const elected = (async () => {
     log.info({ endpoint }, 'ha-cluster up; waiting to be the active one');
-    leadership = await campaign(config.store, haClusterElection(config.keySpace), endpoint, {
-      ttlSeconds: config.leaseTtlSeconds,
-      signal: abort.signal,
-    });
+    leadership = await campaign(
+      config.store,
+      haClusterElection(config.keySpace),
+      JSON.stringify({ endpoint }),
+      {
+        ttlSeconds: config.leaseTtlSeconds,
+        signal: abort.signal,
+      },
+    );
     leadership.lost.addEventListener('abort', () => {
       engine?.stop();
       engine = null;
