@@ -29,6 +29,13 @@ export default class Up extends StorctlCommand {
       description: 'S3 endpoint URL of the bucket mounter (default: the FUSE binary default, AWS)',
       env: 'STORCTL_S3_ENDPOINT',
     }),
+    'lease-ttl': Flags.integer({
+      description:
+        "core's single-writer store lease TTL in seconds: in a store outage longer than this core stops writing and exits, and up starts it again once the store is back (io-engine targets and S3 mounts serve on meanwhile)",
+      default: 30,
+      min: 1,
+      max: 3600,
+    }),
     'pool-capacity': Flags.string({
       description: 'capacity of the pool created on each node',
       default: '10GiB',
@@ -57,6 +64,7 @@ export default class Up extends StorctlCommand {
       nodes: flags.nodes,
       poolCapacity,
       s3Endpoint: flags['s3-endpoint'],
+      leaseTtlSeconds: flags['lease-ttl'],
       logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
       say: (l) => this.logToStderr(l),
     });

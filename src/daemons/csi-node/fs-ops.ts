@@ -1,5 +1,7 @@
 import { statfs } from 'node:fs/promises';
-import { run } from './exec.js';
+import { status } from '@grpc/grpc-js';
+import { GrpcError } from '../../lib/grpc/status.js';
+import { CommandError, run } from './exec.js';
 
 /** Filesystems csi-node formats and grows. */
 export const FS_TYPES = ['ext4', 'xfs'] as const;
@@ -16,9 +18,23 @@ export async function fsTypeOf(device: string): Promise<string | undefined> {
 
 /** Format a blank device (no discard: a fresh thin volume reads as zeroes already). */
 export async function mkfs(device: string, fsType: FsType): Promise<void> {
-  if (fsType === 'ext4')
-    await run(['mkfs.ext4', '-q', '-F', '-E', 'nodiscard', device], { timeoutMs: 300_000 });
-  else await run(['mkfs.xfs', '-q', '-K', device], { timeoutMs: 300_000 });
+  try {
+    if (fsType === 'ext4')
+      await run(['mkfs.ext4', '-q', '-F', '-E', 'nodiscard', device], { timeoutMs: 300_000 });
+    else await run(['mkfs.xfs', '-q', '-K', device], { timeoutMs: 300_000 });
+  } catch (err) {
+    // A volume too small for the filesystem the request names is the caller's mistake, not ours.
+    const why =
+      err instanceof CommandError
+        ? err.stderr.split('\n').find((l) => /must be larger than|too small/i.test(l))
+        : undefined;
+    if (why)
+      throw new GrpcError(
+        status.INVALID_ARGUMENT,
+        `the volume is too small for ${fsType} (${why.trim()}); ask for ext4 or a larger volume`,
+      );
+    throw err;
+  }
 }
 
 export async function mountFs(device: string, path: string, fsType: string, flags: string[]): Promise<void> {

@@ -373,6 +373,21 @@ export class BlockVolumes {
   async unpublish(volumeId: string, targetPath: string): Promise<void> {
     const v = this.state.get(volumeId);
     const rec = v?.publishes[targetPath];
+    // Only what this volume published is undone here: a staging path (NodeUnstageVolume's) or
+    // another volume's target is never unmounted or removed by an unpublish that names it.
+    if (!rec) {
+      for (const other of this.state.all()) {
+        if (other.stagingPath === targetPath)
+          throw new GrpcError(
+            status.INVALID_ARGUMENT,
+            `target_path ${targetPath} is the staging path of volume ${other.volumeId}, not a published target; NodeUnstageVolume tears it down`,
+          );
+        if (other.volumeId !== volumeId && other.publishes[targetPath])
+          throw failedPrecondition(
+            `target_path ${targetPath} is published for volume ${other.volumeId}, not for ${volumeId}`,
+          );
+      }
+    }
     await unmountAll(targetPath);
     // Remove what we created at the target: an empty directory, or the empty file of a block publish.
     try {

@@ -1,4 +1,5 @@
-import { open, readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { readdir, readFile, readlink, realpath, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BlockDevice as RestBlockDevice } from '../../lib/rest/types.js';
 
@@ -117,30 +118,39 @@ const READ_HEAD_TIMEOUT_MS = 2_000;
 
 /**
  * The device's first 64 KiB, or null when unreadable. A device whose backend hangs (a loop device
- * over a FUSE file whose daemon died) must not hang the whole listing: after a timeout its content
- * counts as unknown, and the read is left to finish (and close) on its own.
+ * over a FUSE file whose daemon died, an NBD device whose server is gone) must not hang the listing,
+ * nor the io-engine: the read runs in a child process (`head`), never on one of libuv's four threads
+ * that every file operation of this process shares — a few hung devices held them all, and the
+ * io-engine stalled. After a timeout its content counts as unknown; the child is killed (it goes
+ * once the kernel lets go of the read), and that device is not read again until it has gone.
  */
 function readHead(path: string): Promise<Buffer | null> {
-  const read = (async () => {
-    let fh: Awaited<ReturnType<typeof open>> | null = null;
-    try {
-      fh = await open(path, 'r');
-      const buf = Buffer.alloc(0x10240);
-      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
-      return buf.subarray(0, bytesRead);
-    } catch {
-      return null; // no permission, no medium: nothing known about its content
-    } finally {
-      await fh?.close().catch(() => {});
-    }
-  })();
+  if (hungReads.has(path)) return Promise.resolve(null);
+  let child: ReturnType<typeof spawn> | undefined;
+  const read = new Promise<Buffer | null>((resolve) => {
+    const chunks: Buffer[] = [];
+    child = spawn('head', ['-c', String(HEAD_BYTES), '--', path], { stdio: ['ignore', 'pipe', 'ignore'] });
+    child.stdout!.on('data', (c: Buffer) => chunks.push(c));
+    child.once('error', () => resolve(null)); // no `head`: nothing known about the content
+    child.once('close', (code) => resolve(code === 0 ? Buffer.concat(chunks) : null));
+  });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), READ_HEAD_TIMEOUT_MS);
+    timer = setTimeout(() => {
+      hungReads.add(path);
+      child?.kill('SIGKILL');
+      void read.finally(() => hungReads.delete(path));
+      resolve(null);
+    }, READ_HEAD_TIMEOUT_MS);
     timer.unref();
   });
   return Promise.race([read, timeout]).finally(() => clearTimeout(timer));
 }
+
+const HEAD_BYTES = 0x10240;
+
+/** Devices whose head read timed out and has not returned yet. */
+const hungReads = new Set<string>();
 
 /** /dev/disk/by-* symlinks, by the device name they point to. */
 async function devlinks(devRoot: string): Promise<Map<string, string[]>> {
@@ -166,35 +176,48 @@ export async function listBlockDevices(
 ): Promise<BlockDevice[]> {
   const mounted = await mounts(roots.mountinfo);
   const links = await devlinks(roots.dev);
-  const out: BlockDevice[] = [];
   const sysBlock = join(roots.sys, 'block');
-  for (const disk of (await readdir(sysBlock).catch(() => [] as string[])).sort()) {
-    const dir = join(sysBlock, disk);
-    const parts: string[] = [];
-    for (const e of await readdir(dir).catch(() => [] as string[]))
-      if (e.startsWith(disk) && (await exists(join(dir, e, 'partition')))) parts.push(e);
-    parts.sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
-    const model = await readText(join(dir, 'device', 'model'));
-    const subsystem =
-      (await readlink(join(dir, 'device', 'subsystem')).catch(() => '')).split('/').pop() ?? '';
-    const rotational = (await readText(join(dir, 'queue', 'rotational'))) === '1';
-    const seen: Seen = { roots, mounted, links, model, subsystem, rotational };
-    const diskDev = await describe(seen, disk, dir, 'disk', null);
-    const table = diskDev.probe?.table ?? null;
-    out.push(finish(diskDev, parts.length > 0 || table !== null));
-    for (const p of parts) {
-      const d = await describe(seen, p, join(dir, p), 'partition', {
-        name: p,
-        number: Number(await readText(join(dir, p, 'partition'))) || 0,
-        parent: join(roots.dev, disk),
-        scheme: table ?? '',
-        typeid: '',
-        uuid: '',
-      });
-      out.push(finish(d, false));
-    }
-  }
+  // Every disk at once: a device whose reads hang costs the listing one READ_HEAD_TIMEOUT_MS, not
+  // one per such device (a node with a few hung loop devices answered after the caller's deadline).
+  const disks = (await readdir(sysBlock).catch(() => [] as string[])).sort();
+  const perDisk = await Promise.all(disks.map((disk) => describeDisk(roots, sysBlock, disk, mounted, links)));
+  const out = perDisk.flat();
   return all ? out : out.filter((d) => d.available);
+}
+
+/** One disk and its partitions, in order. */
+async function describeDisk(
+  roots: BlockDeviceRoots,
+  sysBlock: string,
+  disk: string,
+  mounted: Awaited<ReturnType<typeof mounts>>,
+  links: Map<string, string[]>,
+): Promise<BlockDevice[]> {
+  const out: BlockDevice[] = [];
+  const dir = join(sysBlock, disk);
+  const parts: string[] = [];
+  for (const e of await readdir(dir).catch(() => [] as string[]))
+    if (e.startsWith(disk) && (await exists(join(dir, e, 'partition')))) parts.push(e);
+  parts.sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+  const model = await readText(join(dir, 'device', 'model'));
+  const subsystem = (await readlink(join(dir, 'device', 'subsystem')).catch(() => '')).split('/').pop() ?? '';
+  const rotational = (await readText(join(dir, 'queue', 'rotational'))) === '1';
+  const seen: Seen = { roots, mounted, links, model, subsystem, rotational };
+  const diskDev = await describe(seen, disk, dir, 'disk', null);
+  const table = diskDev.probe?.table ?? null;
+  out.push(finish(diskDev, parts.length > 0 || table !== null));
+  for (const p of parts) {
+    const d = await describe(seen, p, join(dir, p), 'partition', {
+      name: p,
+      number: Number(await readText(join(dir, p, 'partition'))) || 0,
+      parent: join(roots.dev, disk),
+      scheme: table ?? '',
+      typeid: '',
+      uuid: '',
+    });
+    out.push(finish(d, false));
+  }
+  return out;
 }
 
 interface Seen {

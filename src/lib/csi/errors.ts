@@ -9,8 +9,9 @@ import { RestError } from '../rest/errors.js';
 
 /**
  * Map a mount-layer error to the CSI status the spec asks for: bad input → INVALID_ARGUMENT,
- * incompatible republish → ALREADY_EXISTS, anything that failed while mounting → INTERNAL (with the
- * FUSE daemon's own output in the message).
+ * incompatible republish → ALREADY_EXISTS, a bucket the S3 endpoint does not have → NOT_FOUND,
+ * credentials it refuses → PERMISSION_DENIED, anything else that failed while mounting → INTERNAL (with
+ * the FUSE daemon's own output in the message).
  */
 export function toCsiError(err: unknown): GrpcError {
   if (err instanceof GrpcError) return err;
@@ -22,7 +23,16 @@ export function toCsiError(err: unknown): GrpcError {
     return new GrpcError(status.INVALID_ARGUMENT, err.message);
   }
   if (err instanceof MountConflictError) return new GrpcError(status.ALREADY_EXISTS, err.message);
-  if (err instanceof MountFailedError) return new GrpcError(status.INTERNAL, err.message);
+  if (err instanceof MountFailedError) {
+    // What the S3 endpoint refused is the caller's to fix: the codes CSI names for it.
+    const code =
+      err.refusal === 'no-such-bucket'
+        ? status.NOT_FOUND
+        : err.refusal === 'credentials-refused'
+          ? status.PERMISSION_DENIED
+          : status.INTERNAL;
+    return new GrpcError(code, err.message);
+  }
   return new GrpcError(status.INTERNAL, err instanceof Error ? err.message : String(err));
 }
 

@@ -24,6 +24,12 @@ const FORBIDDEN = ['/proc', '/sys', '/dev', '/run/udev'];
 const under = (path: string, root: string) =>
   path === root || path.startsWith(root === '/' ? '/' : `${root}/`);
 
+class DanglingSymlink extends Error {
+  constructor(readonly link: string) {
+    super(`symlink ${link} points to a path that does not exist`);
+  }
+}
+
 /** The deepest existing ancestor of `path` (itself included), resolved through symlinks. */
 async function resolvedAncestor(path: string): Promise<{ real: string; rest: string }> {
   let p = path;
@@ -35,6 +41,9 @@ async function resolvedAncestor(path: string): Promise<{ real: string; rest: str
       // A dead mount (ENOTCONN, EIO…) is resolved through its parent, so it can still be repaired.
       const code = (err as NodeJS.ErrnoException).code;
       if ((code !== 'ENOENT' && !isCorruptedMountError(err)) || p === '/') throw err;
+      // A dangling symlink is not a missing directory: where it points is unknown, maybe outside.
+      if (code === 'ENOENT' && (await lstat(p).catch(() => null))?.isSymbolicLink())
+        throw new DanglingSymlink(p);
       rest = `/${p.slice(dirname(p).length + (dirname(p) === '/' ? 0 : 1))}${rest}`;
       p = dirname(p);
     }
@@ -62,6 +71,8 @@ export async function confinePath(
     const { real, rest } = await resolvedAncestor(path);
     resolved = real + rest;
   } catch (err) {
+    if (err instanceof DanglingSymlink)
+      throw invalid(`${field} '${path}' passes through ${err.message}; use a real directory below the root`);
     throw invalid(`${field} '${path}' cannot be resolved: ${(err as NodeJS.ErrnoException).code}`);
   }
   const realRoot = await realpath(root).catch(() => root);

@@ -199,11 +199,11 @@ export class S3Volumes {
       await removeCredentialFiles(credentialDir, id);
       if (this.state.get(target)) await this.state.delete(target);
       for (const dir of [...createdDirs].reverse()) await rmdir(dir).catch(() => {});
-      if (err instanceof MountFailedError)
-        throw new MountFailedError(err.message.split('; FUSE daemon output:')[0], output);
+      if (err instanceof MountFailedError) throw new MountFailedError(err.reason, output, input.bucket);
       throw new MountFailedError(
         `could not mount bucket '${input.bucket}' at ${target}: ${(err as Error).message}`,
         output,
+        input.bucket,
       );
     }
     const daemonMs = performance.now() - tStart;

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { ConflictError } from '../errors.js';
+import { ConflictError, ExitCode } from '../errors.js';
 import { IoEngineClient } from '../io-engine/client.js';
 import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { RestClient } from '../rest/client.js';
@@ -19,6 +19,8 @@ export interface UpOptions {
   nodes: number;
   poolCapacity: number;
   logLevel: string;
+  /** Core's single-writer lease TTL in seconds (a store outage longer than this stops core until it is back). */
+  leaseTtlSeconds?: number;
   /** S3 endpoint of the mounter (cluster-wide setting); none = the FUSE binary's default (AWS). */
   s3Endpoint?: string;
   /** Progress lines for the operator. */
@@ -110,7 +112,17 @@ export async function up(o: UpOptions): Promise<UpCluster> {
   }
   const role = (name: string, args: RoleSpec['args'], log: string, readyMsg: string, roleEnv = env) => {
     const r = new Role(
-      { name, bin: o.bin, args, env: roleEnv, logFile: join(logs, log), readyMsg, afterReady: publish },
+      {
+        name,
+        bin: o.bin,
+        args,
+        env: roleEnv,
+        logFile: join(logs, log),
+        readyMsg,
+        afterReady: publish,
+        // A role that cannot reach the store waits for it (restarted with backoff, never given up).
+        waitingExitCodes: [ExitCode.storeUnavailable],
+      },
       o.say,
     );
     roles.push(r);
@@ -170,6 +182,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
         '2s',
         '--reconcile-idle-period',
         '10s',
+        ...(o.leaseTtlSeconds ? ['--lease-ttl', String(o.leaseTtlSeconds)] : []),
       ],
       'core.log',
       'core ready',

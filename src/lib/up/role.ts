@@ -10,7 +10,19 @@ export interface RoleSpec {
   readyMsg: string;
   /** After the `onReady` listeners of each start (`up` republishes its endpoints). */
   afterReady?: () => Promise<void>;
+  /**
+   * Exit codes that say the role waits for something outside it (the store unreachable, core's
+   * lease lost in a store outage): restarted with backoff for as long as it takes, never given up.
+   */
+  waitingExitCodes?: number[];
 }
+
+/** What a role's exit code says (storctl's exit codes, and core's when its lease is lost). */
+const EXIT_REASONS: Record<number, string> = {
+  5: 'the store is unreachable; waiting for it',
+  6: 'a daemon it needs is unreachable',
+  128: 'lost its store lease in a store outage or to another core',
+};
 
 /** Restarts in a row that never got ready before `up` gives the role up (and stops the cluster). */
 const MAX_FAILED_STARTS = 5;
@@ -21,7 +33,8 @@ const HEALTHY_RUN_MS = 60_000;
  * One role of `storctl up`, kept running: a role that exits on its own is started again after a
  * backoff (1 s, doubling to 30 s), said on stderr, while the other roles keep serving — a core that
  * exits on a store outage comes back when the store does, and io-engine targets stay up meanwhile.
- * `failed` resolves only when the role cannot be started again.
+ * `failed` resolves only when the role cannot be started again: five starts in a row that never got
+ * ready, not counting those that exited with one of `waitingExitCodes` (a store outage may last).
  */
 export class Role {
   private process: RoleProcess | null = null;
@@ -91,8 +104,9 @@ export class Role {
       const code = await this.process!.wait();
       if (this.stopping) return;
       if (Date.now() - started > HEALTHY_RUN_MS) delay = 1_000;
+      const why = code === null ? undefined : EXIT_REASONS[code];
       this.say(
-        `${this.name} exited (code ${code}); restarting in ${delay / 1000}s (log: ${this.spec.logFile})`,
+        `${this.name} exited (code ${code}${why ? `: ${why}` : ''}); restarting in ${delay / 1000}s (log: ${this.spec.logFile})`,
       );
       await new Promise((r) => setTimeout(r, delay).unref());
       if (this.stopping) return;
@@ -103,6 +117,9 @@ export class Role {
         failedStarts = 0;
         this.say(`${this.name} restarted`);
       } catch (err) {
+        const code = this.process?.child.exitCode ?? null;
+        // Waiting for the store: not a fault of the role's, tried again until the store is back.
+        if (code !== null && this.spec.waitingExitCodes?.includes(code)) continue;
         if (++failedStarts >= MAX_FAILED_STARTS) {
           this.say(`${this.name} did not start ${failedStarts} times in a row: ${(err as Error).message}`);
           this.giveUp(this);

@@ -18,9 +18,12 @@ export class UpHome {
     STORCTL_DATA_DIR: undefined,
   };
 
-  /** Start `up` (REST on a free port, 1 GiB pools) and wait for its ready line. */
-  async start(): Promise<StorctlProcess> {
-    const up = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB'], this.env);
+  /** Start `up` (REST on a free port, 1 GiB pools, then `extra` flags) and wait for its ready line. */
+  async start(extra: string[] = []): Promise<StorctlProcess> {
+    const up = new StorctlProcess(
+      ['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB', ...extra],
+      this.env,
+    );
     await waitFor(async () => up.output.includes('ready:') || (await up.failIfExited('storctl up')), {
       what: 'storctl up ready',
       timeoutMs: 60_000,

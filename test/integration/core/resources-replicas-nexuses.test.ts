@@ -71,7 +71,11 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect(wrongNode.status).toBe(404);
       expect(wrongNode.body.kind).toBe('NotFound');
 
-      const again = await call('PUT', `/pools/pool-node-1/replicas/${id}`, { size: 16 * MiB, thin: false });
+      // The same create again returns the replica (a retry converges); another size is refused.
+      const same = await call('PUT', `/pools/pool-node-1/replicas/${id}`, { size: 16 * MiB, thin: false });
+      expect(same.status).toBe(200);
+      expect(same.body.uuid).toBe(id);
+      const again = await call('PUT', `/pools/pool-node-1/replicas/${id}`, { size: 32 * MiB, thin: false });
       expect(again.status).toBe(422);
       expect(again.body.kind).toBe('AlreadyExists');
 

@@ -83,6 +83,36 @@ describe('bad NodePublishVolume input: clear errors, nothing mounted, nothing wr
     );
   });
 
+  it('a bucket the S3 server does not have answers NOT_FOUND, naming the bucket and what to check', async () => {
+    const details = await refused(
+      publishRequest({ ...ok(), bucket: 'no-such-bucket' }),
+      status.NOT_FOUND,
+      /bucket 'no-such-bucket' not found at the S3 endpoint: check volume_context.bucketName/,
+    );
+    // The FUSE daemon's own words stay in the message for the operator.
+    expect(details).toMatch(/FUSE daemon output: .*bucket or key not found/);
+  });
+
+  it('an access key the S3 server refuses answers PERMISSION_DENIED, never echoing the keys', async () => {
+    const details = await refused(
+      {
+        ...publishRequest({ ...ok(), context: { authenticationSource: 'secret' } }),
+        secrets: { access_key_id: 'NOSUCHKEY1234', secret_access_key: 'not-the-secret-9876' },
+      },
+      status.PERMISSION_DENIED,
+      /the S3 endpoint refused the credentials for bucket 'bucket1': check the access key and secret/,
+    );
+    expect(details).toMatch(/FUSE daemon output: .*invalid credentials/);
+    expect(details).not.toContain('NOSUCHKEY1234');
+    expect(details).not.toContain('not-the-secret-9876');
+    // The right key for the same bucket mounts: the refusal was the key's, not the bucket's.
+    const target = t();
+    await fx.csi.node('NodePublishVolume', publishRequest({ ...ok(), target }));
+    await fx.csi.node('NodeUnpublishVolume', { volume_id: 'pv-x', target_path: target });
+    expect(await fuseMountsBelow(fx.env.root)).toEqual([]);
+    await rm(fx.env.targets, { recursive: true }); // the parents the publish made, for the next case
+  });
+
   it('refused mount options name the option', async () => {
     const cases: [string[], Record<string, string>, RegExp][] = [
       [['--endpoint-url=http://127.0.0.1:1'], {}, /'endpoint-url' is refused: redirects the S3 endpoint/],

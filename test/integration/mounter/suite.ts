@@ -158,7 +158,7 @@ export function mounterSuite(title: string, ctx: () => SuiteContext) {
     // Repeated: s3fs mounts before its bucket check and may answer a probe between the failed check
     // and its exit; CI saw that window taken for a successful mount twice, the second time because
     // s3fs's stdout, flushed at exit, overwrote the [CRT] line at the start of the log.
-    it('a failing mount returns INTERNAL with the FUSE daemon output, and leaves nothing behind', async () => {
+    it('a mount of a bucket that does not exist returns NOT_FOUND with the FUSE daemon output, and leaves nothing behind', async () => {
       for (let i = 0; i < 10; i++) {
         const target = targetPath(c().env, `pod-f${i}`, `pv-f${i}`);
         const err = await c()
@@ -167,7 +167,7 @@ export function mounterSuite(title: string, ctx: () => SuiteContext) {
             publishRequest({ volumeId: `pv-f${i}`, target, bucket: 'no-such-bucket' }),
           )
           .catch((e) => e);
-        expect(err.code).toBe(status.INTERNAL);
+        expect(err.code).toBe(status.NOT_FOUND);
         expect(err.details).toMatch(/FUSE daemon output: .*(bucket|not found|CRT)/i);
         expect(existsSync(target)).toBe(false);
         expect(await readdir(join(c().env.stateDir, 'credentials'))).toEqual([]);

@@ -3,8 +3,9 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { notFound, SvcError, toSvcError } from '../svc-error.js';
+import { settleDirtyVolume } from './converge.js';
 import { rollbackOp } from './settle.js';
-import { commitCreated, newReplicaSpec, newVolumeSpec } from './volume-create.js';
+import { commitCreated, newReplicaSpec, newVolumeSpec, sameVolume } from './volume-create.js';
 
 /**
  * PUT /snapshots/{snapshot}/volumes/{volume}: a new volume whose replicas are clones of the
@@ -36,11 +37,14 @@ export async function createCloneVolume(
     );
   }
   return registry.exclusive('volume', uuid, async () => {
-    if (registry.volumes.has(uuid)) throw new SvcError('AlreadyExists', `volume '${uuid}' already exists`);
+    await settleDirtyVolume(registry, uuid);
     const volume = newVolumeSpec(uuid, body, {
       thin: true,
       content_source: { Snapshot: [snapId, snap.spec.source_id] },
     });
+    // A retried clone (same snapshot, same parameters) returns the clone it made.
+    const existing = registry.volumes.get(uuid);
+    if (existing) return sameVolume(existing, volume);
     const chosen = records
       .filter((r) => registry.pools.has(r.spec.source_id.pool_id))
       .slice(0, body.replicas);

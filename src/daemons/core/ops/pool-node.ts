@@ -4,6 +4,7 @@ import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
 import { eventKey, makeEvent } from '../events.js';
 import { notFound, SvcError, toSvcError } from '../svc-error.js';
+import { canonicalJson } from './converge.js';
 
 /** Create a pool on a node's io-engine, then record it (pool ops are stored after acting, §1.5). */
 export async function createPool(
@@ -17,8 +18,22 @@ export async function createPool(
   const { registry, engines } = ctx;
   return registry.exclusive('pool', id, async () => {
     const existing = registry.pools.get(id);
-    if (existing)
-      throw new SvcError('AlreadyExists', `pool '${id}' already exists on node '${existing.node}'`);
+    if (existing) {
+      // The same request again (a retry) returns the pool; anything else is a conflict naming why.
+      const diff = [
+        existing.node !== node && `it is on node '${existing.node}'`,
+        canonicalJson(existing.disks) !== canonicalJson(disks) &&
+          `its disks are ${JSON.stringify(existing.disks)}`,
+        canonicalJson(existing.labels ?? null) !== canonicalJson(labels ?? null) &&
+          `its labels are ${JSON.stringify(existing.labels ?? null)}`,
+      ].filter(Boolean);
+      if (diff.length)
+        throw new SvcError(
+          'AlreadyExists',
+          `pool '${id}' already exists with different parameters (${diff.join(', ')}); delete it first or use another id`,
+        );
+      return existing;
+    }
     const state = await engines.get(node).createPool(id, disks[0], capacity);
     registry.poolStates.set(id, state);
     const spec: PoolSpec = { node, id, disks, status: { Created: 'Online' }, labels, operation: null };

@@ -12,7 +12,7 @@ import {
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
-import { rollbackOp, settleOp } from './settle.js';
+import { retrySettle, rollbackOp, settleOp } from './settle.js';
 
 /**
  * Replicas made and destroyed by an operator through REST (`/pools/{pool}/replicas/{replica}`), as
@@ -77,15 +77,29 @@ export async function createReplica(ctx: CoreContext, req: CreateReplicaRequest)
   const { registry, engines } = ctx;
   return registry.exclusive('replica', req.uuid, async () => {
     const pool = poolOf(ctx, req.pool, req.node);
+    // A retry of a create answered 507 whose commit write failed: written now if the store is back.
+    if (registry.replicas.get(req.uuid)?.operation) {
+      await retrySettle(registry, { kind: 'replica', id: req.uuid }, []).catch(() => false);
+      if (registry.replicas.get(req.uuid)?.operation) throw dirty('replica', req.uuid);
+    }
     const existing = registry.replicas.get(req.uuid);
     if (existing) {
-      if (existing.operation) throw dirty('replica', req.uuid);
-      if (isCreated(existing.status))
+      if (!isCreated(existing.status))
+        throw new SvcError('Deleting', `replica '${req.uuid}' is being deleted; retry once it is gone`);
+      // The same request again (a retry) returns the replica it made; anything else is a conflict.
+      const diff = [
+        poolRefName(existing.pool) !== pool.id && `pool is '${poolRefName(existing.pool)}'`,
+        existing.size !== req.size && `size is ${existing.size}`,
+        existing.thin !== req.thin && `thin is ${existing.thin}`,
+        existing.share !== req.share && `share is '${existing.share}'`,
+        (existing.managed || existing.owners.volume) && 'it belongs to a volume',
+      ].filter(Boolean);
+      if (diff.length)
         throw new SvcError(
           'AlreadyExists',
-          `replica '${req.uuid}' already exists in pool '${poolRefName(existing.pool)}'`,
+          `replica '${req.uuid}' already exists with different parameters (${diff.join(', ')}); use another id`,
         );
-      throw new SvcError('Deleting', `replica '${req.uuid}' is being deleted; retry once it is gone`);
+      return existing;
     }
     if (!isCreated(pool.status))
       throw new SvcError('FailedPrecondition', `pool '${pool.id}' is not created yet`, 'PendingCreation');

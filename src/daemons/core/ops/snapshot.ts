@@ -9,7 +9,7 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
 import { notFound, SvcError } from '../svc-error.js';
-import { rollbackOp, settleOp } from './settle.js';
+import { retrySettle, rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
 
 /**
@@ -26,11 +26,16 @@ export async function createSnapshot(
   return registry.exclusive('volume', volumeId, async () => {
     const volume = registry.volume(volumeId);
     checkUsable(volume);
+    // A create answered 507 whose commit write failed: written now if the store is back.
+    if (registry.snapshots.get(snapId)?.metadata.operation)
+      await retrySettle(registry, { kind: 'snapshot', id: snapId }, []).catch(() => false);
     const existing = registry.snapshots.get(snapId);
     if (existing && existing.spec.source_id !== volumeId)
       throw new SvcError('AlreadyExists', `snapshot '${snapId}' exists for another volume`);
-    if (existing && existing.status !== 'Creating')
-      throw new SvcError('AlreadyExists', `snapshot '${snapId}' already exists`);
+    if (existing?.status === 'Deleting')
+      throw new SvcError('Deleting', `snapshot '${snapId}' is being deleted; retry once it is gone`);
+    // The same request again (a retry of one answered 507) returns the snapshot it made.
+    if (existing && existing.status !== 'Creating' && !existing.metadata.operation) return existing;
     const count = [...registry.snapshots.values()].filter((s) => s.spec.source_id === volumeId).length;
     if (!existing && volume.max_snapshots !== undefined && count >= volume.max_snapshots) {
       throw new SvcError(

@@ -5,7 +5,8 @@ import { makeEvent } from '../events.js';
 import type { Registry } from '../registry.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { placeReplicas } from '../scheduler.js';
-import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { SvcError, toSvcError } from '../svc-error.js';
+import { createDifferences, settleDirtyVolume } from './converge.js';
 import { rollbackOp, settleOp } from './settle.js';
 
 export function newReplicaSpec(volume: VolumeSpec, pool: string): ReplicaSpec {
@@ -127,6 +128,26 @@ export function newVolumeSpec(
 }
 
 /**
+ * A create of an id that exists: the existing volume when it was created with the same parameters (a
+ * retried request converges), else a conflict that names what differs.
+ */
+export function sameVolume(existing: VolumeSpec, wanted: VolumeSpec): VolumeSpec {
+  const uuid = existing.uuid;
+  if (existing.status === 'Deleting' || existing.status === 'Deleted')
+    throw new SvcError('Deleting', `volume '${uuid}' is being deleted; retry once it is gone`);
+  const diff = createDifferences(existing, wanted);
+  if (diff.length)
+    throw new SvcError(
+      'AlreadyExists',
+      `volume '${uuid}' already exists with different parameters (${diff.join('; ')}); delete it first or use another id`,
+      `volume ${uuid} exists: ${diff.join('; ')}`,
+    );
+  if (existing.status === 'Creating')
+    throw new SvcError('Conflict', `volume '${uuid}' is still being created; retry`, `volume ${uuid} busy`);
+  return existing;
+}
+
+/**
  * Volume creation (seed 001): validate → schedule → log Create in the volume and replica specs →
  * create the replicas → commit. Two store transactions per create. On failure everything created is
  * destroyed again (or left disowned for the replica GC) and the specs are removed.
@@ -138,22 +159,11 @@ export async function createVolume(
 ): Promise<VolumeSpec> {
   const { registry, config } = ctx;
   return registry.exclusive('volume', uuid, async () => {
-    const existing = registry.volumes.get(uuid);
-    if (existing) {
-      if (existing.operation) throw dirty('volume', uuid);
-      if (existing.status === 'Deleting' || existing.status === 'Deleted') {
-        throw new SvcError('Deleting', `volume '${uuid}' is being deleted; retry once it is gone`);
-      }
-      if (
-        existing.size !== body.size ||
-        existing.num_replicas !== body.replicas ||
-        existing.thin !== body.thin
-      ) {
-        throw new SvcError('AlreadyExists', `volume '${uuid}' already exists with different parameters`);
-      }
-      throw new SvcError('AlreadyExists', `volume '${uuid}' already exists`);
-    }
+    // A retry of a create answered 507 whose commit write failed: settle it now if the store is back.
+    await settleDirtyVolume(registry, uuid);
     const volume = newVolumeSpec(uuid, body);
+    const existing = registry.volumes.get(uuid);
+    if (existing) return sameVolume(existing, volume);
     const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
       size: body.size,
       thin: body.thin,

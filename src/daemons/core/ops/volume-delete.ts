@@ -2,20 +2,32 @@ import { cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs
 import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { dirty, notFound, SvcError, toSvcError } from '../svc-error.js';
+import { SvcError, toSvcError } from '../svc-error.js';
+import { settleDirtyVolume } from './converge.js';
 import { settleOp } from './settle.js';
 import { destroyReplicasQuietly } from './volume-create.js';
 
 /**
+ * Delete (idempotent for a retry): a volume being deleted (status Deleting, left by an earlier delete
+ * whose io-engine calls or commit failed) is deleted again from where it stopped.
  * Delete: log Destroy (status Deleting), destroy the nexuses and replicas on their io-engines, then
  * remove every spec in one transaction. What cannot be destroyed now (node offline) stays as a
  * disowned Deleting spec that the garbage collectors finish later; the volume itself is gone.
  */
 export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void> {
   return ctx.registry.exclusive('volume', uuid, async () => {
+    // A retry of a delete answered 507: the pending Destroy (or whatever the failed write left) is
+    // written now if the store is back; a delete that in fact finished answers 404 like Mayastor.
+    const wasDeleting = ctx.registry.volumes.get(uuid)?.operation?.operation === 'Destroy';
+    await settleDirtyVolume(ctx.registry, uuid);
     const volume = ctx.registry.volumes.get(uuid);
-    if (!volume) throw notFound('volume', uuid);
-    if (volume.operation) throw dirty('volume', uuid);
+    if (!volume && wasDeleting) return; // this retry finished the delete it repeats
+    if (!volume)
+      throw new SvcError(
+        'NotFound',
+        `volume '${uuid}' not found: it was deleted already, or never created`,
+        `The volume '${uuid}' was not found`,
+      );
     if ([...ctx.registry.snapshots.values()].some((s) => s.spec.source_id === uuid)) {
       // Mayastor keeps snapshots of a deleted volume; storctl keeps it simple and refuses instead.
       throw new SvcError(

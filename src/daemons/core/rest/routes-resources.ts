@@ -122,10 +122,14 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
       node(req.params.node_id);
       return { status: 200, body: await ctx.engines.get(req.params.node_id).listBlockDevices(all) };
     })
-    .add('GET', '/nodes/:node_id/pools', async (req) => ({
-      status: 200,
-      body: [...reg.pools.values()].filter((p) => p.node === req.params.node_id).map((p) => poolOut(reg, p)),
-    }))
+    // A node that does not exist has no pools, replicas or nexuses to list: 404, not an empty list.
+    .add('GET', '/nodes/:node_id/pools', async (req) => {
+      const id = node(req.params.node_id).id;
+      return {
+        status: 200,
+        body: [...reg.pools.values()].filter((p) => p.node === id).map((p) => poolOut(reg, p)),
+      };
+    })
     .add('GET', '/nodes/:node_id/pools/:pool_id', async (req) => ({
       status: 200,
       body: poolOut(reg, pool(req.params.pool_id, req.params.node_id)),
@@ -155,12 +159,15 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
       if (!r) throw notFound('replica', req.params.id);
       return { status: 200, body: replicaOut(reg, r) };
     })
-    .add('GET', '/nodes/:node_id/replicas', async (req) => ({
-      status: 200,
-      body: [...reg.replicas.values()]
-        .filter((r) => reg.replicaNode(r) === req.params.node_id)
-        .map((r) => replicaOut(reg, r)),
-    }))
+    .add('GET', '/nodes/:node_id/replicas', async (req) => {
+      const id = node(req.params.node_id).id;
+      return {
+        status: 200,
+        body: [...reg.replicas.values()]
+          .filter((r) => reg.replicaNode(r) === id)
+          .map((r) => replicaOut(reg, r)),
+      };
+    })
     .add('GET', '/nodes/:node_id/pools/:pool_id/replicas', async (req) => ({
       status: 200,
       body: [...reg.replicas.values()]
@@ -176,11 +183,12 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
       if (!n) throw notFound('nexus', req.params.nexus_id);
       return { status: 200, body: nexusOut(reg, n) };
     })
-    .add('GET', '/nodes/:node_id/nexuses', async (req) => ({
-      status: 200,
-      body: [...reg.nexuses.values()]
-        .filter((n) => n.node === req.params.node_id)
-        .map((n) => nexusOut(reg, n)),
-    }))
+    .add('GET', '/nodes/:node_id/nexuses', async (req) => {
+      const id = node(req.params.node_id).id;
+      return {
+        status: 200,
+        body: [...reg.nexuses.values()].filter((n) => n.node === id).map((n) => nexusOut(reg, n)),
+      };
+    })
     .add('GET', '/specs', async () => ({ status: 200, body: specsOut(reg) }));
 }
