@@ -210,6 +210,7 @@ async function main() {
           intervalMs: 250,
           failAfter: 2,
           probeTimeoutMs: 1000,
+          floorMs: 500,
           flags: FAST_HA_NODE_FLAGS.join(' '),
         },
         failover1: { ...summary(one), barP50Ms: 2000, pass: pct(one, 50) < 2000 },
