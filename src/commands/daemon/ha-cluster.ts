@@ -3,6 +3,7 @@ import { start } from '../../daemons/ha-cluster/index.js';
 import { SWITCHOVER_DEFAULTS } from '../../daemons/ha-cluster/switchover.js';
 import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
+import { ExitCode } from '../../lib/errors.js';
 import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 import { resolveRestUrl } from '../../lib/rest/endpoint.js';
 import { openStore } from '../../lib/store/open.js';
@@ -73,14 +74,23 @@ Each switchover is a SwitchOver/<volume> record in the store that advances Init 
       logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
     });
     this.log(`ha-cluster listening on ${daemon.endpoint}`);
-    const outcome = await new Promise<'signal' | 'lost'>((resolve) => {
+    let failure = '';
+    const outcome = await new Promise<'signal' | 'lost' | 'failed'>((resolve) => {
       process.once('SIGTERM', () => resolve('signal'));
       process.once('SIGINT', () => resolve('signal'));
       void daemon.lost.then(() => resolve('lost'));
+      daemon.elected.catch((err: Error) => {
+        failure = err.message;
+        resolve('failed');
+      });
     });
     await daemon.stop();
     await metrics?.close();
     await store.close();
+    if (outcome === 'failed') {
+      this.logToStderr(`Error: ha-cluster could not take part in its election: ${failure}`);
+      this.exit(ExitCode.storeUnavailable);
+    }
     if (outcome === 'lost') {
       this.logToStderr('Error: ha-cluster lost its leadership lease (the store expired it); exiting');
       this.exit(EXIT_LEASE_LOST);

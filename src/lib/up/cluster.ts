@@ -110,7 +110,14 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     endpoints.metrics = Object.fromEntries(roles.map((r) => [r.name, r.metricsUrl]));
     await writeEndpoints(o.dataDir, endpoints);
   }
-  const role = (name: string, args: RoleSpec['args'], log: string, readyMsg: string, roleEnv = env) => {
+  const role = (
+    name: string,
+    args: RoleSpec['args'],
+    log: string,
+    readyMsg: string,
+    roleEnv = env,
+    alsoWaiting: number[] = [],
+  ) => {
     const r = new Role(
       {
         name,
@@ -121,7 +128,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
         readyMsg,
         afterReady: publish,
         // A role that cannot reach the store waits for it (restarted with backoff, never given up).
-        waitingExitCodes: [ExitCode.storeUnavailable],
+        waitingExitCodes: [ExitCode.storeUnavailable, ...alsoWaiting],
       },
       o.say,
     );
@@ -275,6 +282,9 @@ async function startCsi(o: UpOptions, role: RoleFactory, rest: () => string) {
   return { csiControllerSocket, csiNodeSocket, csiNodeRoot, csiNodeFs };
 }
 
+/** The exit code of a daemon whose store lease was lost (core, ha-cluster). */
+const EXIT_LEASE_LOST = 128;
+
 /**
  * HA: the cluster agent (on a port fixed for this run, so the node agent finds it again after a
  * restart), and the node agent of this machine when the csi-node runs (volumes attached elsewhere
@@ -287,6 +297,9 @@ async function startHa(o: UpOptions, role: RoleFactory, rest: () => string, csiN
     () => ['daemon', 'ha-cluster', '--rest', rest(), '--grpc', haCluster, '--retry-delay', '2s'],
     'ha-cluster.log',
     'ha-cluster active',
+    undefined,
+    // Its leadership lease goes in a store outage, as core's does: it comes back with the store.
+    [EXIT_LEASE_LOST],
   ).start();
   if (!csiNodeFs) {
     o.say('ha-node not started: it watches the csi-node, which needs root');
@@ -330,6 +343,8 @@ type RoleFactory = (
   log: string,
   readyMsg: string,
   roleEnv?: NodeJS.ProcessEnv,
+  /** More exit codes that mean "waiting for the store" (see RoleSpec.waitingExitCodes). */
+  alsoWaiting?: number[],
 ) => Role;
 
 /**

@@ -127,7 +127,8 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
         new RegExp(`${ids.snap}\\s+2026-11-01T10:00:00Z\\s+5GiB\\s+1MiB\\s+1MiB\\s+${ids.vol2}\\s+0\\s+0`),
       );
       expect((await storctl('get', 'switchovers')).stdout).toMatch(
-        new RegExp(`${ids.vol1}\\s+node-1\\s+ReplacePath\\s+<none>\\s+1`),
+        // VOLUME STAGE RETRIES AGE FROM TO REASON
+        new RegExp(`${ids.vol1}\\s+ReplacePath\\s+1\\s+\\d+[smhd]\\s+\\S+\\s+\\S+\\s+<none>`),
       );
       const topo = await storctl('get', 'volume-replica-topology', ids.vol1);
       expect(topo.stdout).toMatch(
