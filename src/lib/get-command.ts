@@ -59,7 +59,8 @@ export abstract class GetCommand extends StorctlCommand {
   ): Promise<void> {
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
-      const state = await readCluster(store, this.globals.keySpace, types);
+      // Tables print cells, never the stored text: it is not kept.
+      const state = await readCluster(store, this.globals.keySpace, types, { keepRaw: !table });
       // Tables only: -o json|yaml print the stored specs exactly as stored.
       if (live.length && table) await this.joinLive(state, live);
       this.print(build(state));
