@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DecodeError } from '../errors.js';
@@ -33,42 +32,38 @@ export function verdictErrors(verdict: PageVerdict): DecodeError[] {
 
 const WORKER_FILE = new URL('./validate-worker.js', import.meta.url);
 
-/** Validation threads of one listing: decoding is the costliest part of printing a big one. */
-const WORKERS = Math.max(1, Math.min(2, availableParallelism()));
-
 /**
- * Validates pages of a big listing on worker threads (pages handed out in turn), so decoding
- * overlaps reading from the store and writing the output (100k volumes: ~0.8 s of decoding off the
- * main thread, in two halves on two cores). Verdicts come back in the order pages were sent. Where
- * no compiled worker exists (tests running the TypeScript sources) pages are validated on this
- * thread.
+ * Validates pages of a big listing on a worker thread, so decoding overlaps reading from the store
+ * and writing the output (100k volumes: ~1 s of decoding off the main thread). Verdicts come back
+ * in the order pages were sent. Where no compiled worker exists (tests running the TypeScript
+ * sources) pages are validated on this thread.
  */
 export class PageValidator {
-  private readonly workers: ValidationWorker[] = [];
-  private next = 0;
-  private readonly missing = !existsSync(fileURLToPath(WORKER_FILE));
+  private worker: Worker | null = null;
+  private broken: Error | null = null;
+  private readonly waiting: { resolve: (v: PageVerdict) => void; reject: (e: Error) => void }[] = [];
 
   check(kvs: KeyValue[]): Promise<PageVerdict> {
     const keys = kvs.map((kv) => kv.key);
     const values = kvs.map((kv) => kv.value);
-    if (this.missing) return Promise.resolve(validatePage(keys, values));
-    if (this.workers.length < WORKERS) this.workers.push(new ValidationWorker());
-    const worker = this.workers[this.next++ % this.workers.length];
-    return worker.check(keys, values);
+    const worker = this.start();
+    if (!worker) return Promise.resolve(validatePage(keys, values));
+    if (this.broken) return Promise.reject(this.broken);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve, reject });
+      worker.postMessage({ keys, values });
+    });
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.workers.splice(0).map((w) => w.close()));
+    const worker = this.worker;
+    this.worker = null;
+    await worker?.terminate();
   }
-}
 
-/** One validation thread: verdicts in the order its pages were sent. */
-class ValidationWorker {
-  private worker: Worker | null;
-  private broken: Error | null = null;
-  private readonly waiting: { resolve: (v: PageVerdict) => void; reject: (e: Error) => void }[] = [];
-
-  constructor() {
+  private start(): Worker | null {
+    if (this.worker || this.broken) return this.worker;
+    if (!existsSync(fileURLToPath(WORKER_FILE))) return null;
     const worker = new Worker(WORKER_FILE);
     const fail = (err: Error) => {
       this.broken ??= err;
@@ -83,20 +78,6 @@ class ValidationWorker {
       if (this.worker === worker) fail(new Error(`the validation worker exited with code ${code}`));
     });
     this.worker = worker;
-  }
-
-  check(keys: string[], values: string[]): Promise<PageVerdict> {
-    const worker = this.worker;
-    if (this.broken || !worker) return Promise.reject(this.broken ?? new Error('validation worker closed'));
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ resolve, reject });
-      worker.postMessage({ keys, values });
-    });
-  }
-
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    await worker?.terminate();
+    return worker;
   }
 }
