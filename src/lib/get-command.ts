@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
-import { type LiveKind, liveRestUrl, readLive } from './catalog/live.js';
+import type { LiveKind } from './catalog/live.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
@@ -146,6 +146,8 @@ export abstract class GetCommand extends StorctlCommand {
 
   /** Join core's live state to a table; without core, say once that the table shows stored specs. */
   private async joinLive(state: ClusterState, kinds: readonly LiveKind[]): Promise<void> {
+    // Loaded here: json/yaml listings never ask core, and need not load the REST client (undici).
+    const { liveRestUrl, readLive } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
     const live = url ? await readLive(url, kinds) : null;
     if (live) state.live = live;
