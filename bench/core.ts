@@ -17,6 +17,13 @@
  * 3. Restart recovery with N volumes (default 10k): core start until specs are loaded, pending
  *    operations recovered and the first reconcile pass is done; `met` says whether it is under
  *    the bar with every volume back.
+ * With --scale[=10000,100000] only the scale run: on each store backend, for each size, core
+ * holding that many volumes (1 replica, thin, real replica files; core's production periods) is
+ * restarted: start-to-ready time, core's peak RSS (VmHWM, after recovery and after paging), and
+ * `GET /v0/volumes?max_entries=500` paged through every volume after one untimed request (the
+ * connection), p50/p99/max per page. Bars at the
+ * largest size: recovery under 15 s, RSS under 1.5 GB, p99 per page under 50 ms; `growth` gives
+ * each figure at the largest size over the smallest (volumes grew by `volumes_factor`).
  */
 
 import { execFileSync } from 'node:child_process';
@@ -27,6 +34,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { newReplicaSpec } from '../src/daemons/core/ops/volume-create.js';
 import { IoEngineClient } from '../src/lib/io-engine/client.js';
+import { RestClient } from '../src/lib/rest/client.js';
 import { replicaSpec, type VolumeSpec, volumeSpec } from '../src/lib/specs/index.js';
 import { typePrefix } from '../src/lib/store/keys.js';
 import { openStore } from '../src/lib/store/open.js';
@@ -39,6 +47,12 @@ const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const dedicatedFs = process.argv.includes('--dedicated-fs');
 /** Only the restart-recovery runs (to compare recovery across changes without the create runs). */
 const recoveryOnly = process.argv.includes('--recovery-only');
+const scaleArg = process.argv.find((a) => a === '--scale' || a.startsWith('--scale='));
+const scaleSizes = scaleArg ? (scaleArg.split('=')[1] ?? '10000,100000').split(',').map(Number) : null;
+const scaleBackends = (
+  process.argv.find((a) => a.startsWith('--scale-backends='))?.split('=')[1] ?? 'embedded,etcd'
+).split(',') as ('embedded' | 'etcd')[];
+const SCALE_BARS = { recovery_ms: 15_000, peak_rss_mb: 1536, page_p99_ms: 50 };
 const perRun = Number(positional[0] ?? 2000);
 // The CSI external-provisioner runs 100 workers by default, so 64 creates in flight is an
 // ordinary load for a cluster's control plane, not a peak.
@@ -352,6 +366,133 @@ async function recoveryRun(backend: 'embedded' | 'etcd') {
   }
 }
 
+/** Peak resident set of a process so far (VmHWM), in MB. */
+function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : Number.NaN;
+}
+
+/**
+ * Core holding `n` volumes on `backend`, restarted: time to ready, peak RSS, and REST paging through
+ * every volume 500 at a time (each page timed on its own connection-reusing client, no checks).
+ */
+async function scaleRun(backend: 'embedded' | 'etcd', n: number) {
+  const cluster = await TestCluster.start({ backend, engines: 3, poolCapacity: 64 * 2 ** 30, coreFlags: [] });
+  try {
+    const seedStart = performance.now();
+    await seed(cluster, n);
+    const seedSecs = (performance.now() - seedStart) / 1000;
+    await cluster.cores[0].kill('SIGTERM');
+    const start = performance.now();
+    const core = await cluster.startCore([], false);
+    // Waited for well past the bar: a slow recovery is a figure, not an error.
+    await cluster.waitCoreReady(core, 10 * SCALE_BARS.recovery_ms);
+    const recoveryMs = Math.round(performance.now() - start);
+    // The line with the phase timings follows the log line waitCoreReady saw.
+    const ready = await waitFor(
+      () => core.output.split('\n').find((l) => l.includes('"core ready"') && l.includes('timings')) ?? null,
+      { what: 'core timings' },
+    ).catch(() => null);
+    const rssAfterRecovery = peakRssMb(core.pid);
+    const rest = new RestClient(cluster.restUrl!);
+    const pages: number[] = [];
+    let seen = 0;
+    let token: number | undefined;
+    try {
+      // One untimed request first: the connection and core's first compile of the route are not a page.
+      await rest.call('GET', '/volumes', undefined, { max_entries: 1 });
+      do {
+        const t0 = performance.now();
+        const page = await rest.call<{ entries: unknown[]; next_token?: number }>(
+          'GET',
+          '/volumes',
+          undefined,
+          {
+            max_entries: 500,
+            starting_token: token,
+          },
+        );
+        pages.push(performance.now() - t0);
+        seen += page.entries.length;
+        token = page.next_token;
+      } while (token !== undefined);
+    } finally {
+      await rest.close();
+    }
+    return {
+      backend,
+      volumes: n,
+      seed_s: round1(seedSecs),
+      recovery_ms: recoveryMs,
+      core_timings_ms: ready ? JSON.parse(ready).timings : null,
+      peak_rss_mb_after_recovery: rssAfterRecovery,
+      peak_rss_mb: peakRssMb(core.pid),
+      pages: pages.length,
+      volumes_paged: seen,
+      volumes_expected: n - pendingCreates(n),
+      page_p50_ms: quantile(pages, 0.5),
+      page_p99_ms: quantile(pages, 0.99),
+      page_max_ms: round1(Math.max(...pages)),
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
+
+async function scaleRuns(sizes: number[]) {
+  const runs = [];
+  const bars = [];
+  const growth: Record<string, Record<string, number>> = {};
+  for (const backend of scaleBackends) {
+    const bySize = [];
+    for (const n of sizes) {
+      const r = await scaleRun(backend, n).catch((err: unknown) => ({
+        backend,
+        volumes: n,
+        error: String(err),
+      }));
+      runs.push(r);
+      bySize.push(r);
+    }
+    const small = bySize[0];
+    const big = bySize[bySize.length - 1];
+    if ('error' in big || 'error' in small) continue;
+    const ratio = (k: 'recovery_ms' | 'peak_rss_mb' | 'page_p50_ms' | 'page_p99_ms') =>
+      Math.round((big[k] / small[k]) * 100) / 100;
+    growth[backend] = {
+      volumes_factor: big.volumes / small.volumes,
+      recovery_ms: ratio('recovery_ms'),
+      peak_rss_mb: ratio('peak_rss_mb'),
+      page_p50_ms: ratio('page_p50_ms'),
+      page_p99_ms: ratio('page_p99_ms'),
+    };
+    const all = big.volumes_paged === big.volumes_expected;
+    bars.push(
+      {
+        bar: `${backend}: recovery of ${big.volumes} volumes < ${SCALE_BARS.recovery_ms} ms`,
+        value: big.recovery_ms,
+        met: big.recovery_ms < SCALE_BARS.recovery_ms && all,
+      },
+      {
+        bar: `${backend}: core peak RSS with ${big.volumes} volumes < ${SCALE_BARS.peak_rss_mb} MB`,
+        value: big.peak_rss_mb,
+        met: big.peak_rss_mb < SCALE_BARS.peak_rss_mb,
+      },
+      {
+        bar: `${backend}: GET /v0/volumes?max_entries=500 over ${big.volumes} volumes, p99 per page < ${SCALE_BARS.page_p99_ms} ms`,
+        value: big.page_p99_ms,
+        met: big.page_p99_ms < SCALE_BARS.page_p99_ms && all,
+      },
+    );
+  }
+  return {
+    runs,
+    growth,
+    bars,
+    all_bars_met: bars.length === scaleBackends.length * 3 && bars.every((b) => b.met),
+  };
+}
+
 /** The file system a path is on, as findmnt reports it. */
 function fileSystemOf(path: string) {
   const [type, source, options] = execFileSync(
@@ -412,6 +553,12 @@ async function main() {
   const results: Record<string, unknown> = {
     command: `npx tsx bench/core.ts ${perRun} ${concurrency} ${recoveryVolumes}${dedicatedFs ? ' --dedicated-fs' : ''}${recoveryOnly ? ' --recovery-only' : ''}`,
   };
+  if (scaleSizes) {
+    results.command = `npx tsx bench/core.ts ${scaleArg} --scale-backends=${scaleBackends.join(',')}${dedicatedFs ? ' --dedicated-fs' : ''}`;
+    results.scale = await scaleRuns(scaleSizes);
+    console.log(JSON.stringify(results, null, 2));
+    return;
+  }
   if (recoveryOnly) {
     results.recovery = await recoveryRuns();
     console.log(JSON.stringify(results, null, 2));

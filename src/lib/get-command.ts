@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
-import { type LiveKind, liveRestUrl, readLive } from './catalog/live.js';
+import type { LiveKind } from './catalog/live.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
@@ -59,7 +59,8 @@ export abstract class GetCommand extends StorctlCommand {
   ): Promise<void> {
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
-      const state = await readCluster(store, this.globals.keySpace, types);
+      // Tables print cells, never the stored text: it is not kept.
+      const state = await readCluster(store, this.globals.keySpace, types, { keepRaw: !table });
       // Tables only: -o json|yaml print the stored specs exactly as stored.
       if (live.length && table) await this.joinLive(state, live);
       this.print(build(state));
@@ -145,6 +146,8 @@ export abstract class GetCommand extends StorctlCommand {
 
   /** Join core's live state to a table; without core, say once that the table shows stored specs. */
   private async joinLive(state: ClusterState, kinds: readonly LiveKind[]): Promise<void> {
+    // Loaded here: json/yaml listings never ask core, and need not load the REST client (undici).
+    const { liveRestUrl, readLive } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
     const live = url ? await readLive(url, kinds) : null;
     if (live) state.live = live;

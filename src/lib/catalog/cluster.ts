@@ -24,12 +24,14 @@ export interface ClusterState {
 
 /**
  * Read the given record types of one cluster straight from the store (page by page). Works with
- * every daemon down: this is what `storctl get …` shows.
+ * every daemon down: this is what `storctl get …` shows. `keepRaw: false` (tables) drops the stored
+ * text once decoded: 100k volumes hold ~70 MB less.
  */
 export async function readCluster(
   store: Store,
   space: KeySpace,
   types: readonly (SpecType | 'NodeLiveness')[],
+  { keepRaw = true }: { keepRaw?: boolean } = {},
 ): Promise<ClusterState> {
   const state: ClusterState = {
     specs: {},
@@ -62,7 +64,7 @@ export async function readCluster(
         const rec = decodeOrCollect(state, kv.key, kv.value);
         if (rec) {
           map.set(rec.id, rec.value);
-          state.raw.set(`${type}/${rec.id}`, kv.value);
+          if (keepRaw) state.raw.set(`${type}/${rec.id}`, kv.value);
         }
       }
       (state.specs as Record<string, Map<string, unknown>>)[type] = map;
@@ -83,10 +85,13 @@ function decodeOrCollect(state: ClusterState, key: string, value: string) {
   }
 }
 
+/** `localeCompare`'s order, one collator for every comparison. */
+const byId = new Intl.Collator();
+
 /** The decoded specs of one type as an array sorted by id (empty when not read). */
 export function specsOf<K extends SpecType>(state: ClusterState, type: K): SpecTypes[K][] {
   const map = state.specs[type] as Map<string, SpecTypes[K]> | undefined;
-  return map ? [...map.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v) : [];
+  return map ? [...map.entries()].sort(([a], [b]) => byId.compare(a, b)).map(([, v]) => v) : [];
 }
 
 /** JSON value of a spec as Mayastor stores it (for `-o yaml`). */

@@ -45,6 +45,17 @@ export class ByteQueue {
     }
   }
 
+  /**
+   * Copy what is left into a buffer of its own: the chunks pushed may be views of a read buffer the
+   * socket reuses for its next read.
+   */
+  detach(): void {
+    if (this.length === 0) return;
+    const rest = Buffer.allocUnsafe(this.length);
+    this.takeInto(rest, 0, this.length);
+    this.push(rest);
+  }
+
   private advance(n: number): void {
     this.head += n;
     this.length -= n;

@@ -34,6 +34,9 @@ export class NbdServerConnection {
   private noZeroes = false;
   private opt = { code: 0, length: 0 };
   private req = { flags: 0, type: 0, handle: Buffer.alloc(8), offset: 0, length: 0 };
+  /** The write payload being received, and how much of it has arrived. */
+  private payload: Buffer | null = null;
+  private payloadFilled = 0;
   exportName: string | null = null;
   private backend: BlockBackend | null = null;
   private inflight = 0;
@@ -51,17 +54,25 @@ export class NbdServerConnection {
     private readonly statsOf?: (exportName: string) => NbdTargetStats | undefined,
   ) {
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => {
-      this.q.push(chunk);
-      try {
-        this.pump();
-      } catch (err) {
-        this.onError(err);
-        socket.destroy();
-      }
-    });
+    // A socket created with `onread` (NbdServer's) hands its bytes to received() and emits no 'data'.
+    socket.on('data', (chunk: Buffer) => this.received(chunk));
     socket.on('error', () => {}); // a vanished client is normal; 'close' cleans up
     socket.on('drain', () => this.tryResume());
+  }
+
+  /**
+   * Bytes read from the socket. `chunk` may be a view of a read buffer the socket reuses: nothing
+   * keeps a view of it past this call (payloads are copied out as they arrive, the rest detached).
+   */
+  received(chunk: Buffer): void {
+    this.q.push(chunk);
+    try {
+      this.pump();
+    } catch (err) {
+      this.onError(err);
+      this.socket.destroy();
+    }
+    this.q.detach();
   }
 
   /** Serve the initial greeting. */
@@ -124,6 +135,8 @@ export class NbdServerConnection {
           r.length = h.readUInt32BE(24);
           if (r.type === Cmd.WRITE) {
             if (r.length > MAX_REQUEST_SIZE) throw new Error(`write of ${r.length} bytes is too big`);
+            this.payload = this.pool.get(r.length);
+            this.payloadFilled = 0;
             this.phase = 'writePayload';
           } else {
             this.dispatch(r.type, r.flags, r.handle, r.offset, r.length, null);
@@ -131,15 +144,14 @@ export class NbdServerConnection {
           break;
         }
         case 'writePayload': {
-          if (this.q.length < this.req.length) return;
+          // Copied out as it arrives (one copy, from the socket's read buffer to the payload).
           const r = this.req;
-          let payload: Buffer;
-          if (r.length >= 65536) {
-            payload = this.pool.get(r.length);
-            this.q.takeInto(payload, 0, r.length);
-          } else {
-            payload = this.q.take(r.length);
-          }
+          const payload = this.payload!;
+          const n = Math.min(this.q.length, r.length - this.payloadFilled);
+          if (n > 0) this.q.takeInto(payload, this.payloadFilled, n);
+          this.payloadFilled += n;
+          if (this.payloadFilled < r.length) return;
+          this.payload = null;
           this.phase = 'requestHeader';
           this.dispatch(r.type, r.flags, r.handle, r.offset, r.length, payload);
           break;
@@ -258,10 +270,11 @@ export class NbdServerConnection {
       b.writeUInt32BE(error, 4);
       handle.copy(b, 8);
       if (!this.corked) {
-        // Batch every reply completed in this tick into one socket write.
+        // Batch every reply completed in this turn of the event loop (all the file reads and
+        // writes that finished together) into one socket write: one syscall for many replies.
         this.corked = true;
         this.socket.cork();
-        process.nextTick(() => {
+        setImmediate(() => {
           this.corked = false;
           this.socket.uncork();
         });

@@ -1,4 +1,4 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Server, Socket, type SocketConstructorOpts } from 'node:net';
 import type { BlockBackend } from './backend.js';
 import { BufferPool } from './buffer-pool.js';
 import { FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from './protocol.js';
@@ -45,12 +45,14 @@ export class NbdServer {
   readonly stats = new Map<string, NbdTargetStats>();
 
   constructor(private readonly options: NbdServerOptions = {}) {
-    this.server = createServer((socket) => this.accept(socket));
+    this.server = createServer({ pauseOnConnect: true }, (socket) => this.accept(socket));
   }
 
-  private accept(socket: Socket): void {
+  private accept(accepted: Socket): void {
+    let conn: NbdServerConnection | undefined;
+    const socket = withReadBuffer(accepted, (bytes) => conn?.received(bytes));
     const remote = `${socket.remoteAddress}:${socket.remotePort}`;
-    const conn = new NbdServerConnection(
+    conn = new NbdServerConnection(
       socket,
       { get: (n) => this.lookup(n), names: () => [...this.exports.keys()] },
       (err) => this.options.onError?.(err, remote),
@@ -58,7 +60,7 @@ export class NbdServer {
       (name) => this.stats.get(name),
     );
     this.connections.add(conn);
-    socket.on('close', () => this.connections.delete(conn));
+    socket.on('close', () => this.connections.delete(conn!));
     conn.greet(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
   }
 
@@ -127,4 +129,30 @@ export class NbdServer {
     for (const c of this.connections) c.close();
     await new Promise<void>((r) => this.server.close(() => r()));
   }
+}
+
+/** Bytes a connection reads at once into its own reused buffer. */
+const READ_BUFFER = 256 * 1024;
+
+/**
+ * The accepted connection, re-wrapped to read into one buffer of its own (`onread`), which
+ * net.Server has no option for. A plain server socket allocates a new 64 KiB buffer for every read:
+ * receiving writes cost twice the CPU (allocation and the garbage collector) and the payload is
+ * copied once anyway. The server was told to accept paused, so no byte was read before the re-wrap.
+ * The server still counts `accepted` as its connection: it is released (without closing the handle
+ * it no longer owns) when the new socket closes.
+ */
+function withReadBuffer(accepted: Socket, onBytes: (bytes: Buffer) => void): Socket {
+  const internal = accepted as unknown as { _handle: unknown };
+  const buffer = Buffer.allocUnsafe(READ_BUFFER);
+  // `handle` is the documented way net.Server itself builds its sockets, though not in the typings.
+  const socket = new Socket({
+    handle: internal._handle,
+    onread: { buffer, callback: (n: number, buf: Uint8Array) => onBytes((buf as Buffer).subarray(0, n)) },
+  } as SocketConstructorOpts);
+  socket.on('close', () => {
+    internal._handle = null;
+    accepted.destroy();
+  });
+  return socket;
 }
