@@ -10,7 +10,7 @@ import type { Store } from '../../../src/lib/store/types.js';
 import { stageRequest } from '../../helpers/csi-client.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { FAST_CORE_FLAGS, TestCluster } from '../core/cluster.js';
+import { type Backend, FAST_CORE_FLAGS, TestCluster } from '../core/cluster.js';
 import { CsiNodeFixture } from '../csi-node/fixture.js';
 import { startHaCluster, startHaNode } from './fixture.js';
 import { BLOCK, blockOf, DurableWriter } from './writer.js';
@@ -23,290 +23,295 @@ const CORE_FLAGS = [
   '30',
 ];
 
-describe('storctl switchover and the switchover state machine (embedded store)', () => {
-  let cluster: TestCluster;
-  let node: CsiNodeFixture;
-  let ha: { proc: StorctlProcess; endpoint: string };
-  let haNode: { proc: StorctlProcess; endpoint: string };
-  let store: Store;
-  const staged: string[] = [];
+describe.each<Backend>(['embedded', 'etcd'])(
+  'storctl switchover and the switchover state machine (%s store)',
+  (backend) => {
+    let cluster: TestCluster;
+    let node: CsiNodeFixture;
+    let ha: { proc: StorctlProcess; endpoint: string };
+    let haNode: { proc: StorctlProcess; endpoint: string };
+    let store: Store;
+    const staged: string[] = [];
 
-  beforeAll(async () => {
-    cluster = await TestCluster.start({ engines: 3, coreFlags: CORE_FLAGS });
-    node = new CsiNodeFixture(cluster.restUrl);
-    await node.start();
-    ha = await startHaCluster(cluster);
-    haNode = await startHaNode(cluster, {
-      node: 'csi-node-1',
-      clusters: [ha.endpoint],
-      csiNode: String(node.ready.fsEndpoint),
-    });
-    store = await openStore(cluster.storeUrl);
-  }, 120_000);
-
-  afterAll(async () => {
-    for (const id of staged)
-      await node?.csi
-        ?.node('NodeUnstageVolume', {
-          volume_id: id,
-          staging_target_path: join(node.root, 'plugins', id, 'globalmount'),
-        })
-        .catch(() => {});
-    await store?.close();
-    await haNode?.proc.kill('SIGTERM');
-    await ha?.proc.kill('SIGTERM');
-    await node?.dispose();
-    await cluster?.stop();
-  }, 120_000);
-
-  const cli = (args: string[]) => runStorctl(args, { env: cluster.env });
-
-  async function published(targetNode: string, replicas = 2) {
-    const id = randomUUID();
-    await cluster.rest.createVolume(id, {
-      size: 32 * MiB,
-      replicas,
-      thin: true,
-      policy: { self_heal: true },
-    });
-    const v = await cluster.rest.publishVolume(id, {
-      protocol: 'nbd',
-      publish_context: {},
-      node: targetNode,
-      frontend_node: 'csi-node-1',
-    });
-    await waitFor(
-      async () => {
-        const cur = await cluster.rest.getVolume(id);
-        return cur.state.status === 'Online' && (cur.state.target?.children ?? []).length === replicas;
-      },
-      { what: `${replicas} replicas online in the nexus` },
-    );
-    return { id, uri: v.state.target!.deviceUri, nexus: v.state.target!.uuid, node: targetNode };
-  }
-
-  async function stage(vol: { id: string; uri: string }) {
-    const staging = join(node.root, 'plugins', vol.id, 'globalmount');
-    await node.csi!.node('NodeStageVolume', stageRequest({ volumeId: vol.id, staging, uri: vol.uri }));
-    staged.push(vol.id);
-    return staging;
-  }
-
-  const targetOf = async (id: string) => (await cluster.rest.getVolume(id)).state.target;
-  const events = async (action: string, id: string) =>
-    (await cluster.events())
-      .map((e) => JSON.parse(e) as { action: string; id: string })
-      .filter((e) => e.action === action && e.id === id);
-  const stageInStore = async (id: string) => {
-    const key = objectKey(cluster.space, 'SwitchOver', id);
-    const kv = await store.get(key);
-    if (!kv) return null;
-    const op = switchOver.decode(key, kv.value).operation?.operation;
-    return typeof op === 'string' ? op : op ? 'Errored' : null;
-  };
-
-  it('a forced switchover of a healthy, mounted volume moves its target with no I/O error', {
-    timeout: 120_000,
-  }, async () => {
-    const vol = await published('node-1');
-    const writer = new DurableWriter(join(await stage(vol), 'data.bin'));
-    writer.start();
-    await waitFor(() => writer.acked >= 20 || writer.errors.length > 0, { what: 'the writer under way' });
-    const r = await cli(['switchover', '--volume', vol.id, '--to-node', 'node-2', '--wait', '-o', 'json']);
-    expect(r.stderr).toContain('RepublishVolume');
-    expect(r.code).toBe(0);
-    const out = JSON.parse(r.stdout);
-    expect(out).toMatchObject({
-      volume_id: vol.id,
-      stage: 'Successful',
-      done: true,
-      failed: false,
-      target_node: 'node-2',
-    });
-    expect(out.new_target_uri).not.toBe(vol.uri);
-    const after = writer.acked;
-    await waitFor(() => writer.acked >= after + 20 || writer.errors.length > 0, { what: 'writes to go on' });
-    await writer.stop();
-    expect(writer.errors).toEqual([]);
-    expect((await writer.verify()).bad).toEqual([]);
-    expect((await targetOf(vol.id))?.node).toBe('node-2');
-    // The old target on node-1 (alive) was destroyed by DeleteTarget.
-    const nexuses = await cluster.rest.call<{ uuid: string }[]>('GET', '/nexuses');
-    expect(nexuses.some((n) => n.uuid === vol.nexus)).toBe(false);
-  });
-
-  it('refuses with the reason: not published, no healthy replica elsewhere, unknown volume, nothing to cancel', async () => {
-    const id = randomUUID();
-    await cluster.rest.createVolume(id, {
-      size: 16 * MiB,
-      replicas: 1,
-      thin: true,
-      policy: { self_heal: false },
-    });
-    const unpublished = await cli(['switchover', '--volume', id]);
-    expect(unpublished.code).toBe(4);
-    expect(unpublished.stderr).toContain('is not published');
-    await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-3' });
-    const single = await cli(['switchover', '--volume', id]);
-    expect(single.code).toBe(4);
-    expect(single.stderr).toContain('no healthy replica on a node other than');
-    const unknown = await cli(['switchover', '--volume', randomUUID()]);
-    expect(unknown.code).toBe(3);
-    const cancel = await cli(['switchover', '--volume', id, '--cancel']);
-    expect(cancel.code).toBe(3);
-    const bad = await cli(['switchover', '--volume', 'not-a-uuid']);
-    expect(bad.code).toBe(2);
-    expect(await stageInStore(id)).toBeNull();
-  });
-
-  it('split brain: a stalled io-engine whose target moved refuses I/O when it resumes; the new target is the only truth', {
-    timeout: 120_000,
-  }, async () => {
-    const vol = await published('node-3');
-    const staging = await stage(vol);
-    const writer = new DurableWriter(join(staging, 'data.bin'));
-    writer.start();
-    await waitFor(() => writer.acked >= 10 || writer.errors.length > 0, { what: 'the writer under way' });
-    // A second client of the old target, connected before the stall (as a partitioned host would be).
-    const stale = await NbdClient.connect(vol.uri);
-    const probe = Buffer.alloc(BLOCK);
-    await stale.read(probe, 0);
-    const engine = cluster.engine('node-3');
-    process.kill(engine.proc.pid, 'SIGSTOP');
-    try {
-      await waitFor(async () => ((await targetOf(vol.id))?.uuid !== vol.nexus ? true : null), {
-        what: 'the target to move off the stalled node',
-        timeoutMs: 60_000,
-      });
-      await waitFor(async () => (await events('SwitchOverCompleted', vol.id)).length > 0, {
-        what: 'the switchover to finish',
-      });
-    } finally {
-      process.kill(engine.proc.pid, 'SIGCONT');
-    }
-    await writer.stop();
-    expect(writer.errors).toEqual([]);
-    // The old nexus answers the stale client's write with an error (its replica on another node is
-    // now reserved by the new nexus), never with success.
-    const garbage = Buffer.alloc(BLOCK, 0x5a);
-    await expect(stale.write(garbage, 0, true)).rejects.toThrow();
-    await stale.close().catch(() => {});
-    expect((await writer.verify()).bad).toEqual([]);
-    // The fence made the old nexus shut down on its own.
-    await waitFor(
-      async () => {
-        const nx = await cluster.rest.call<{ uuid: string; state: string }[]>('GET', '/nexuses');
-        const old = nx.find((n) => n.uuid === vol.nexus);
-        return !old || old.state === 'Shutdown';
-      },
-      { what: 'the old nexus shut down or destroyed', timeoutMs: 30_000 },
-    );
-  });
-
-  it('kill -9 of ha-cluster at RepublishVolume, ReplacePath and DeleteTarget: the switchover finishes exactly once', {
-    timeout: 240_000,
-  }, async () => {
-    const vol = await published('node-1');
-    const staging = await stage(vol);
-    const core = cluster.cores[cluster.cores.length - 1];
-    const restart = async () => {
-      await ha.proc.kill('SIGKILL');
+    beforeAll(async () => {
+      cluster = await TestCluster.start({ backend, engines: 3, coreFlags: CORE_FLAGS });
+      node = new CsiNodeFixture(cluster.restUrl);
+      await node.start();
       ha = await startHaCluster(cluster);
+      haNode = await startHaNode(cluster, {
+        node: 'csi-node-1',
+        clusters: [ha.endpoint],
+        csiNode: String(node.ready.fsEndpoint),
+      });
+      store = await openStore(cluster.storeUrl);
+    }, 120_000);
+
+    afterAll(async () => {
+      for (const id of staged)
+        await node?.csi
+          ?.node('NodeUnstageVolume', {
+            volume_id: id,
+            staging_target_path: join(node.root, 'plugins', id, 'globalmount'),
+          })
+          .catch(() => {});
+      await store?.close();
+      await haNode?.proc.kill('SIGTERM');
+      await ha?.proc.kill('SIGTERM');
+      await node?.dispose();
+      await cluster?.stop();
+    }, 120_000);
+
+    const cli = (args: string[]) => runStorctl(args, { env: cluster.env });
+
+    async function published(targetNode: string, replicas = 2) {
+      const id = randomUUID();
+      await cluster.rest.createVolume(id, {
+        size: 32 * MiB,
+        replicas,
+        thin: true,
+        policy: { self_heal: true },
+      });
+      const v = await cluster.rest.publishVolume(id, {
+        protocol: 'nbd',
+        publish_context: {},
+        node: targetNode,
+        frontend_node: 'csi-node-1',
+      });
+      await waitFor(
+        async () => {
+          const cur = await cluster.rest.getVolume(id);
+          return cur.state.status === 'Online' && (cur.state.target?.children ?? []).length === replicas;
+        },
+        { what: `${replicas} replicas online in the nexus` },
+      );
+      return { id, uri: v.state.target!.deviceUri, nexus: v.state.target!.uuid, node: targetNode };
+    }
+
+    async function stage(vol: { id: string; uri: string }) {
+      const staging = join(node.root, 'plugins', vol.id, 'globalmount');
+      await node.csi!.node('NodeStageVolume', stageRequest({ volumeId: vol.id, staging, uri: vol.uri }));
+      staged.push(vol.id);
+      return staging;
+    }
+
+    const targetOf = async (id: string) => (await cluster.rest.getVolume(id)).state.target;
+    const events = async (action: string, id: string) =>
+      (await cluster.events())
+        .map((e) => JSON.parse(e) as { action: string; id: string })
+        .filter((e) => e.action === action && e.id === id);
+    const stageInStore = async (id: string) => {
+      const key = objectKey(cluster.space, 'SwitchOver', id);
+      const kv = await store.get(key);
+      if (!kv) return null;
+      const op = switchOver.decode(key, kv.value).operation?.operation;
+      return typeof op === 'string' ? op : op ? 'Errored' : null;
     };
-    const reportOnce = async () => {
-      const c = new HaClusterClient(ha.endpoint);
+
+    it('a forced switchover of a healthy, mounted volume moves its target with no I/O error', {
+      timeout: 120_000,
+    }, async () => {
+      const vol = await published('node-1');
+      const writer = new DurableWriter(join(await stage(vol), 'data.bin'));
+      writer.start();
+      await waitFor(() => writer.acked >= 20 || writer.errors.length > 0, { what: 'the writer under way' });
+      const r = await cli(['switchover', '--volume', vol.id, '--to-node', 'node-2', '--wait', '-o', 'json']);
+      expect(r.stderr).toContain('RepublishVolume');
+      expect(r.code).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out).toMatchObject({
+        volume_id: vol.id,
+        stage: 'Successful',
+        done: true,
+        failed: false,
+        target_node: 'node-2',
+      });
+      expect(out.new_target_uri).not.toBe(vol.uri);
+      const after = writer.acked;
+      await waitFor(() => writer.acked >= after + 20 || writer.errors.length > 0, {
+        what: 'writes to go on',
+      });
+      await writer.stop();
+      expect(writer.errors).toEqual([]);
+      expect((await writer.verify()).bad).toEqual([]);
+      expect((await targetOf(vol.id))?.node).toBe('node-2');
+      // The old target on node-1 (alive) was destroyed by DeleteTarget.
+      const nexuses = await cluster.rest.call<{ uuid: string }[]>('GET', '/nexuses');
+      expect(nexuses.some((n) => n.uuid === vol.nexus)).toBe(false);
+    });
+
+    it('refuses with the reason: not published, no healthy replica elsewhere, unknown volume, nothing to cancel', async () => {
+      const id = randomUUID();
+      await cluster.rest.createVolume(id, {
+        size: 16 * MiB,
+        replicas: 1,
+        thin: true,
+        policy: { self_heal: false },
+      });
+      const unpublished = await cli(['switchover', '--volume', id]);
+      expect(unpublished.code).toBe(4);
+      expect(unpublished.stderr).toContain('is not published');
+      await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-3' });
+      const single = await cli(['switchover', '--volume', id]);
+      expect(single.code).toBe(4);
+      expect(single.stderr).toContain('no healthy replica on a node other than');
+      const unknown = await cli(['switchover', '--volume', randomUUID()]);
+      expect(unknown.code).toBe(3);
+      const cancel = await cli(['switchover', '--volume', id, '--cancel']);
+      expect(cancel.code).toBe(3);
+      const bad = await cli(['switchover', '--volume', 'not-a-uuid']);
+      expect(bad.code).toBe(2);
+      expect(await stageInStore(id)).toBeNull();
+    });
+
+    it('split brain: a stalled io-engine whose target moved refuses I/O when it resumes; the new target is the only truth', {
+      timeout: 120_000,
+    }, async () => {
+      const vol = await published('node-3');
+      const staging = await stage(vol);
+      const writer = new DurableWriter(join(staging, 'data.bin'));
+      writer.start();
+      await waitFor(() => writer.acked >= 10 || writer.errors.length > 0, { what: 'the writer under way' });
+      // A second client of the old target, connected before the stall (as a partitioned host would be).
+      const stale = await NbdClient.connect(vol.uri);
+      const probe = Buffer.alloc(BLOCK);
+      await stale.read(probe, 0);
+      const engine = cluster.engine('node-3');
+      process.kill(engine.proc.pid, 'SIGSTOP');
       try {
-        return await c.report('csi-node-1', haNode.endpoint, [
-          { volume_id: vol.id, target_uri: vol.uri, reason: 'test' },
-        ]);
+        await waitFor(async () => ((await targetOf(vol.id))?.uuid !== vol.nexus ? true : null), {
+          what: 'the target to move off the stalled node',
+          timeoutMs: 60_000,
+        });
+        await waitFor(async () => (await events('SwitchOverCompleted', vol.id)).length > 0, {
+          what: 'the switchover to finish',
+        });
       } finally {
-        c.close();
+        process.kill(engine.proc.pid, 'SIGCONT');
       }
-    };
-    // RepublishVolume: core paused, so the stage cannot finish.
-    process.kill(core.pid, 'SIGSTOP');
-    try {
-      expect((await reportOnce()).statuses).toEqual([]);
-      expect((await reportOnce()).statuses.map((s) => s.status_code)).toEqual([6]); // ALREADY_EXISTS
-      await waitFor(async () => (await stageInStore(vol.id)) === 'RepublishVolume', {
-        what: 'stage RepublishVolume',
-      });
-      await ha.proc.kill('SIGKILL');
-      process.kill(haNode.proc.pid, 'SIGSTOP');
-    } finally {
-      process.kill(core.pid, 'SIGCONT');
-    }
-    // ReplacePath: the node agent paused.
-    try {
-      ha = await startHaCluster(cluster);
-      await waitFor(async () => (await stageInStore(vol.id)) === 'ReplacePath', {
-        what: 'stage ReplacePath',
-        timeoutMs: 60_000,
-      });
-      process.kill(core.pid, 'SIGSTOP');
-      await ha.proc.kill('SIGKILL');
-    } finally {
-      process.kill(haNode.proc.pid, 'SIGCONT');
-    }
-    // DeleteTarget: core paused again.
-    try {
-      ha = await startHaCluster(cluster);
-      await waitFor(async () => (await stageInStore(vol.id)) === 'DeleteTarget', {
-        what: 'stage DeleteTarget',
-        timeoutMs: 60_000,
-      });
-      await restart(); // kill -9, and a new one resumes while core is still paused
-    } finally {
-      process.kill(core.pid, 'SIGCONT');
-    }
-    await waitFor(async () => (await stageInStore(vol.id)) === null, {
-      what: 'the switchover to finish',
-      timeoutMs: 60_000,
+      await writer.stop();
+      expect(writer.errors).toEqual([]);
+      // The old nexus answers the stale client's write with an error (its replica on another node is
+      // now reserved by the new nexus), never with success.
+      const garbage = Buffer.alloc(BLOCK, 0x5a);
+      await expect(stale.write(garbage, 0, true)).rejects.toThrow();
+      await stale.close().catch(() => {});
+      expect((await writer.verify()).bad).toEqual([]);
+      // The fence made the old nexus shut down on its own.
+      await waitFor(
+        async () => {
+          const nx = await cluster.rest.call<{ uuid: string; state: string }[]>('GET', '/nexuses');
+          const old = nx.find((n) => n.uuid === vol.nexus);
+          return !old || old.state === 'Shutdown';
+        },
+        { what: 'the old nexus shut down or destroyed', timeoutMs: 30_000 },
+      );
     });
-    expect(await events('SwitchOverCompleted', vol.id)).toHaveLength(1);
-    expect(await events('SwitchOverStarted', vol.id)).toHaveLength(1);
-    // The target moved once: one publish after the original one.
-    expect(await events('Published', vol.id)).toHaveLength(2);
-    const target = await targetOf(vol.id);
-    expect(target?.node).not.toBe('node-1');
-    // The path follows the new target: a write through the mount works and reads back.
-    const w = new DurableWriter(join(staging, 'after.bin'));
-    w.start();
-    await waitFor(() => w.acked >= 5 || w.errors.length > 0, { what: 'writes on the moved volume' });
-    await w.stop();
-    expect(w.errors).toEqual([]);
-    expect((await w.verify()).bad).toEqual([]);
-    expect(blockOf(0).length).toBe(BLOCK);
-  });
 
-  it('50 volumes reported at once, in duplicate and concurrent reports, each switch over exactly once', {
-    timeout: 240_000,
-  }, async () => {
-    const vols: Awaited<ReturnType<typeof published>>[] = [];
-    for (let i = 0; i < 50; i++) vols.push(await published(i % 2 ? 'node-2' : 'node-3'));
-    const paths = vols.map((v) => ({ volume_id: v.id, target_uri: v.uri, reason: 'test' }));
-    const clients = [0, 1, 2].map(() => new HaClusterClient(ha.endpoint));
-    try {
-      const answers = await Promise.all(clients.map((c) => c.report('csi-node-1', haNode.endpoint, paths)));
-      // Every volume was accepted by exactly one report; the others were told it already exists.
-      for (const v of vols) {
-        const refused = answers.filter((a) => a.statuses.some((s) => s.volume_id === v.id)).length;
-        expect(refused).toBe(2);
+    it('kill -9 of ha-cluster at RepublishVolume, ReplacePath and DeleteTarget: the switchover finishes exactly once', {
+      timeout: 240_000,
+    }, async () => {
+      const vol = await published('node-1');
+      const staging = await stage(vol);
+      const core = cluster.cores[cluster.cores.length - 1];
+      const restart = async () => {
+        await ha.proc.kill('SIGKILL');
+        ha = await startHaCluster(cluster);
+      };
+      const reportOnce = async () => {
+        const c = new HaClusterClient(ha.endpoint);
+        try {
+          return await c.report('csi-node-1', haNode.endpoint, [
+            { volume_id: vol.id, target_uri: vol.uri, reason: 'test' },
+          ]);
+        } finally {
+          c.close();
+        }
+      };
+      // RepublishVolume: core paused, so the stage cannot finish.
+      process.kill(core.pid, 'SIGSTOP');
+      try {
+        expect((await reportOnce()).statuses).toEqual([]);
+        expect((await reportOnce()).statuses.map((s) => s.status_code)).toEqual([6]); // ALREADY_EXISTS
+        await waitFor(async () => (await stageInStore(vol.id)) === 'RepublishVolume', {
+          what: 'stage RepublishVolume',
+        });
+        await ha.proc.kill('SIGKILL');
+        process.kill(haNode.proc.pid, 'SIGSTOP');
+      } finally {
+        process.kill(core.pid, 'SIGCONT');
       }
-    } finally {
-      for (const c of clients) c.close();
-    }
-    await waitFor(
-      async () => {
-        for (const v of vols) if ((await stageInStore(v.id)) !== null) return false;
-        return true;
-      },
-      { what: 'all 50 switchovers to finish', timeoutMs: 180_000 },
-    );
-    for (const v of vols) {
-      expect(await events('SwitchOverStarted', v.id)).toHaveLength(1);
-      expect(await events('SwitchOverCompleted', v.id)).toHaveLength(1);
-      expect((await targetOf(v.id))?.node).not.toBe(v.node);
-    }
-  });
-});
+      // ReplacePath: the node agent paused.
+      try {
+        ha = await startHaCluster(cluster);
+        await waitFor(async () => (await stageInStore(vol.id)) === 'ReplacePath', {
+          what: 'stage ReplacePath',
+          timeoutMs: 60_000,
+        });
+        process.kill(core.pid, 'SIGSTOP');
+        await ha.proc.kill('SIGKILL');
+      } finally {
+        process.kill(haNode.proc.pid, 'SIGCONT');
+      }
+      // DeleteTarget: core paused again.
+      try {
+        ha = await startHaCluster(cluster);
+        await waitFor(async () => (await stageInStore(vol.id)) === 'DeleteTarget', {
+          what: 'stage DeleteTarget',
+          timeoutMs: 60_000,
+        });
+        await restart(); // kill -9, and a new one resumes while core is still paused
+      } finally {
+        process.kill(core.pid, 'SIGCONT');
+      }
+      await waitFor(async () => (await stageInStore(vol.id)) === null, {
+        what: 'the switchover to finish',
+        timeoutMs: 60_000,
+      });
+      expect(await events('SwitchOverCompleted', vol.id)).toHaveLength(1);
+      expect(await events('SwitchOverStarted', vol.id)).toHaveLength(1);
+      // The target moved once: one publish after the original one.
+      expect(await events('Published', vol.id)).toHaveLength(2);
+      const target = await targetOf(vol.id);
+      expect(target?.node).not.toBe('node-1');
+      // The path follows the new target: a write through the mount works and reads back.
+      const w = new DurableWriter(join(staging, 'after.bin'));
+      w.start();
+      await waitFor(() => w.acked >= 5 || w.errors.length > 0, { what: 'writes on the moved volume' });
+      await w.stop();
+      expect(w.errors).toEqual([]);
+      expect((await w.verify()).bad).toEqual([]);
+      expect(blockOf(0).length).toBe(BLOCK);
+    });
+
+    it('50 volumes reported at once, in duplicate and concurrent reports, each switch over exactly once', {
+      timeout: 240_000,
+    }, async () => {
+      const vols: Awaited<ReturnType<typeof published>>[] = [];
+      for (let i = 0; i < 50; i++) vols.push(await published(i % 2 ? 'node-2' : 'node-3'));
+      const paths = vols.map((v) => ({ volume_id: v.id, target_uri: v.uri, reason: 'test' }));
+      const clients = [0, 1, 2].map(() => new HaClusterClient(ha.endpoint));
+      try {
+        const answers = await Promise.all(clients.map((c) => c.report('csi-node-1', haNode.endpoint, paths)));
+        // Every volume was accepted by exactly one report; the others were told it already exists.
+        for (const v of vols) {
+          const refused = answers.filter((a) => a.statuses.some((s) => s.volume_id === v.id)).length;
+          expect(refused).toBe(2);
+        }
+      } finally {
+        for (const c of clients) c.close();
+      }
+      await waitFor(
+        async () => {
+          for (const v of vols) if ((await stageInStore(v.id)) !== null) return false;
+          return true;
+        },
+        { what: 'all 50 switchovers to finish', timeoutMs: 180_000 },
+      );
+      for (const v of vols) {
+        expect(await events('SwitchOverStarted', v.id)).toHaveLength(1);
+        expect(await events('SwitchOverCompleted', v.id)).toHaveLength(1);
+        expect((await targetOf(v.id))?.node).not.toBe(v.node);
+      }
+    });
+  },
+);
