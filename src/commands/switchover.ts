@@ -6,6 +6,7 @@ import { StorctlCommand, writeStdout } from '../lib/command.js';
 import { ExitCode, type ExitCodeValue, StorctlError } from '../lib/errors.js';
 import { HaClusterClient, type SwitchoverProgress } from '../lib/ha/clients.js';
 import { haClusterElection, haClusterEndpoint } from '../lib/ha/election.js';
+import { toYaml } from '../lib/output/yaml.js';
 import { uuidArg } from '../lib/rest/cli.js';
 import { currentLeader } from '../lib/store/election.js';
 import { openStore } from '../lib/store/open.js';
@@ -49,7 +50,7 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
     'to-node': Flags.string({ description: 'node to move the target to (default: core chooses one)' }),
     wait: Flags.boolean({ description: 'follow the stages until the switchover ends', default: false }),
     timeout: durationFlag({ description: 'how long --wait waits', default: 120_000, positive: true }),
-    cancel: Flags.boolean({ description: 'end the volume switchover record instead', default: false }),
+    cancel: Flags.boolean({ description: "end the volume's switchover record instead", default: false }),
     force: Flags.boolean({
       description: 'with --cancel: end it even while a stage is running',
       default: false,
@@ -71,14 +72,13 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
         const { stage } = await client.cancel(volume, flags.force).catch((err) => {
           throw haError(err, 'refused the cancel');
         });
-        if (this.globals.output === 'json' || this.globals.output === 'yaml')
-          await writeStdout(`${JSON.stringify({ volume, cancelled: true, stage })}\n`);
-        else this.logToStderr(`switchover of volume ${volume} cancelled (it was at ${stage})`);
+        if (await this.structuredOut({ volume, cancelled: true, stage })) return;
+        this.logToStderr(`switchover of volume ${volume} cancelled (it was at ${stage})`);
         return;
       }
       const last = await this.follow(client, volume, flags['to-node'], flags.wait, flags.timeout);
-      if (this.globals.output === 'json' || this.globals.output === 'yaml') {
-        await writeStdout(`${JSON.stringify(last)}\n`);
+      if (await this.structuredOut(last)) {
+        // printed as asked
       } else if (last.done) {
         await writeStdout(`${last.new_target_uri}\n`);
         this.logToStderr(
@@ -105,6 +105,14 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
     } finally {
       client.close();
     }
+  }
+
+  /** With -o json|yaml: print `value` so and say true. */
+  private async structuredOut(value: unknown): Promise<boolean> {
+    if (this.globals.output === 'json') await writeStdout(`${JSON.stringify(value)}\n`);
+    else if (this.globals.output === 'yaml') await writeStdout(toYaml(value));
+    else return false;
+    return true;
   }
 
   /** Start (or join) the switchover; with `wait`, print each stage until it ends. */
