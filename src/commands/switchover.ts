@@ -21,16 +21,23 @@ const exitOf: Partial<Record<number, ExitCodeValue>> = {
   [status.DEADLINE_EXCEEDED]: ExitCode.timeout,
 };
 
-function haError(err: unknown, where: string): StorctlError {
+function haError(err: unknown, where: string, endpoint: string): StorctlError {
   const e = err as grpc.ServiceError;
   const code = exitOf[e.code] ?? ExitCode.failure;
-  const suggestions =
-    code === ExitCode.serviceUnavailable
-      ? ['storctl up (it runs ha-cluster)', 'storctl daemon ha-cluster --help']
-      : [];
-  return new StorctlError('SWITCHOVER_FAILED', `ha-cluster ${where}: ${e.details || e.message}`, code, {
-    suggestions,
-  });
+  // grpc-js wraps a refused connection in prose; keep the cause.
+  const detail = (e.details || e.message)
+    .replace(/^No connection established\. Last error: (Error: )?/, '')
+    .replace(/\.? ?Resolution note: ?$/, '');
+  if (code === ExitCode.serviceUnavailable)
+    return new StorctlError(
+      'HA_CLUSTER_UNAVAILABLE',
+      `ha-cluster at ${endpoint} cannot take the request: ${detail}`,
+      code,
+      {
+        suggestions: ['storctl up (it runs ha-cluster)', 'storctl daemon ha-cluster --help'],
+      },
+    );
+  return new StorctlError('SWITCHOVER_FAILED', `ha-cluster ${where}: ${detail}`, code);
 }
 
 export default class Switchover extends StorctlCommand {
@@ -70,7 +77,7 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
     try {
       if (flags.cancel) {
         const { stage } = await client.cancel(volume, flags.force).catch((err) => {
-          throw haError(err, 'refused the cancel');
+          throw haError(err, 'refused the cancel', client.endpoint);
         });
         if (await this.structuredOut({ volume, cancelled: true, stage })) return;
         this.logToStderr(`switchover of volume ${volume} cancelled (it was at ${stage})`);
@@ -151,7 +158,7 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
                   `switchover of volume ${volume} did not end within ${timeoutMs} ms (it goes on; see storctl get switchovers)`,
                   ExitCode.timeout,
                 )
-              : haError(err, 'refused the switchover'),
+              : haError(err, 'refused the switchover', client.endpoint),
           ),
         );
       });
