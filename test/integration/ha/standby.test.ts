@@ -85,11 +85,25 @@ describe('ha-cluster: standby takeover and an Errored switchover (embedded store
       const bad = await runStorctl(['switchover', '--volume', 'bad', '--force'], env);
       expect(bad.code).toBe(2);
       const cancel = await runStorctl(
-        ['switchover', '--volume', volume, '--cancel', '--ha-cluster', endpoint],
+        ['switchover', '--volume', volume, '--cancel', '--ha-cluster', endpoint, '-o', 'yaml'],
         env,
       );
       expect(cancel.code).toBe(0);
-      expect(cancel.stderr).toContain('cancelled (it was at Errored)');
+      expect(cancel.stdout).toContain('cancelled: true');
+      expect(cancel.stdout).toContain('stage: Errored');
+      const again = await runStorctl(
+        ['switchover', '--volume', volume, '--cancel', '--ha-cluster', endpoint],
+        env,
+      );
+      expect(again.code).toBe(3);
+      const unreachable = await runStorctl(
+        ['switchover', '--volume', volume, '--ha-cluster', '127.0.0.1:1'],
+        env,
+      );
+      expect(unreachable.code).toBe(6);
+      expect(unreachable.stderr).toContain(
+        'ha-cluster at 127.0.0.1:1 cannot take the request: connect ECONNREFUSED',
+      );
       const after = JSON.parse(
         (await runStorctl(['get', 'switchovers', '-o', 'json'], env)).stdout,
       ) as unknown[];
