@@ -85,7 +85,7 @@ export class SwitchoverEngine {
     this.slots = new Slots(o.config.workers);
   }
 
-  /** Resume every record found in the store (as upstream does: reuse_existing, oldest stage first). */
+  /** Resume every unfinished record found in the store; an Errored one stays listed until cancelled. */
   async resume(): Promise<number> {
     const all = await this.o.records.loadAll();
     let n = 0;
@@ -99,10 +99,6 @@ export class SwitchoverEngine {
       n++;
     }
     return n;
-  }
-
-  get(volume: string): Entry | undefined {
-    return this.entries.get(volume);
   }
 
   /** Active (not finished) switchover of the volume, if any. */
