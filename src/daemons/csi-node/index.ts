@@ -1,8 +1,8 @@
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
 import { PLUGIN_VERSION } from '../../lib/csi/plugin.js';
 import { bindUnixSocket, socketPathOf } from '../../lib/csi/socket.js';
+import { bindTcp } from '../../lib/grpc/listen.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { unary } from '../../lib/grpc/status.js';
 import { createLogger } from '../../lib/logger.js';
@@ -85,15 +85,7 @@ export async function start(config: CsiNodeConfig): Promise<CsiNodeDaemon> {
     lookupService(loadProto('csi-node-paths.proto'), 'storctl.csinode.v1.NodePaths').service,
     nodePathsService(volumes),
   );
-  const { host } = config.fsListen;
-  const fsPort = await new Promise<number>((resolve, reject) =>
-    fsServer.bindAsync(
-      `${host.includes(':') ? `[${host}]` : host}:${config.fsListen.port}`,
-      grpc.ServerCredentials.createInsecure(),
-      (err, port) => (err ? reject(err) : resolve(port)),
-    ),
-  );
-  const fsEndpoint = `${host}:${fsPort}`;
+  const fsEndpoint = await bindTcp(fsServer, config.fsListen);
 
   let stopped = false;
   let rest: RestClient | undefined;

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { serviceClient } from '../../lib/grpc/client.js';
+import { bindTcp } from '../../lib/grpc/listen.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import type { FailedPath, FailedPathStatus, SwitchoverProgress } from '../../lib/ha/clients.js';
 import { haClusterElection } from '../../lib/ha/election.js';
@@ -184,15 +185,7 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
       }
     }),
   });
-  const { host } = config.listen;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      `${host.includes(':') ? `[${host}]` : host}:${config.listen.port}`,
-      grpc.ServerCredentials.createInsecure(),
-      (err, p) => (err ? reject(err) : resolve(p)),
-    ),
-  );
-  const endpoint = `${host}:${port}`;
+  const endpoint = await bindTcp(server, config.listen);
   const abort = new AbortController();
 
   let resolveLost!: (why: string) => void;

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { requireString } from '../../lib/csi/validate.js';
 import { serviceClient } from '../../lib/grpc/client.js';
+import { bindTcp } from '../../lib/grpc/listen.js';
 import { GrpcError, unary } from '../../lib/grpc/status.js';
 import { HaClusterClient, NodePathsClient } from '../../lib/ha/clients.js';
 import { createLogger } from '../../lib/logger.js';
@@ -82,15 +83,7 @@ export async function start(config: HaNodeConfig): Promise<HaNodeDaemon> {
     }),
     GetPaths: unary(async () => ({ paths: detector.list() })),
   });
-  const { host } = config.listen;
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      `${host.includes(':') ? `[${host}]` : host}:${config.listen.port}`,
-      grpc.ServerCredentials.createInsecure(),
-      (err, p) => (err ? reject(err) : resolve(p)),
-    ),
-  );
-  endpoint = `${host}:${port}`;
+  endpoint = await bindTcp(server, config.listen);
 
   let stopped = false;
   let tick: NodeJS.Timeout | null = null;

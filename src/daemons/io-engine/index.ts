@@ -1,5 +1,5 @@
-import * as grpc from '@grpc/grpc-js';
 import { ConflictError } from '../../lib/errors.js';
+import { bindTcp } from '../../lib/grpc/listen.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
@@ -91,17 +91,10 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
       startedAt,
     }),
   );
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      `${config.grpc.host}:${config.grpc.port}`,
-      grpc.ServerCredentials.createInsecure(),
-      (err, p) => (err ? reject(err) : resolve(p)),
-    ),
-  ).catch(async (err) => {
+  grpcEndpoint = await bindTcp(server, config.grpc).catch(async (err) => {
     await nbd.close();
     throw listenError('gRPC', `${config.grpc.host}:${config.grpc.port}`, '--grpc', err);
   });
-  grpcEndpoint = `${config.grpc.host}:${port}`;
 
   let liveness: Liveness | null = null;
   if (config.store) {
