@@ -11,18 +11,13 @@
  *
  *   npx tsx bench/ha.ts [runs=5] [volumes=50]
  */
-import { randomUUID } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { stageRequest } from '../test/helpers/csi-client.js';
 import { runStorctl } from '../test/helpers/storctl.js';
 import { waitFor } from '../test/helpers/wait.js';
-import { FAST_CORE_FLAGS, TestCluster } from '../test/integration/core/cluster.js';
-import { CsiNodeFixture } from '../test/integration/csi-node/fixture.js';
-import { FAST_HA_NODE_FLAGS, startHaCluster, startHaNode } from '../test/integration/ha/fixture.js';
+import { FAST_HA_NODE_FLAGS, HaRig, PAUSABLE_CORE_FLAGS } from '../test/integration/ha/fixture.js';
 import { BLOCK, blockOf } from '../test/integration/ha/writer.js';
 
-const MiB = 1024 * 1024;
 const runs = Number(process.argv[2] ?? 5);
 const volumeCount = Number(process.argv[3] ?? 50);
 
@@ -79,70 +74,13 @@ class IoLoop {
 }
 
 async function main() {
-  const cluster = await TestCluster.start({
-    engines: 3,
-    coreFlags: [
-      ...FAST_CORE_FLAGS.filter((f, i, a) => f !== '--lease-ttl' && a[i - 1] !== '--lease-ttl'),
-      '--lease-ttl',
-      '30',
-    ],
-  });
-  const node = new CsiNodeFixture(cluster.restUrl);
-  const staged: { id: string; staging: string; device?: string }[] = [];
-  let ha: Awaited<ReturnType<typeof startHaCluster>> | undefined;
-  let haNode: Awaited<ReturnType<typeof startHaNode>> | undefined;
+  const rig = await HaRig.start({ engines: 3, coreFlags: PAUSABLE_CORE_FLAGS });
+  const { cluster } = rig;
   try {
-    await node.start();
-    ha = await startHaCluster(cluster);
-    haNode = await startHaNode(cluster, {
-      node: 'csi-node-1',
-      clusters: [ha.endpoint],
-      csiNode: String(node.ready.fsEndpoint),
-    });
-
-    const healthy = (id: string) =>
-      waitFor(
-        async () => {
-          const v = await cluster.rest.getVolume(id);
-          return v.state.status === 'Online' && (v.state.target?.children ?? []).length === 2;
-        },
-        { what: 'the volume healthy again (2 replicas)', timeoutMs: 120_000 },
-      );
+    const healthy = (id: string) => rig.healthy(id, 2, 120_000);
     const publish = async (targetNode: string, block: boolean) => {
-      const id = randomUUID();
-      await cluster.rest.createVolume(id, {
-        size: 32 * MiB,
-        replicas: 2,
-        thin: true,
-        policy: { self_heal: true },
-      });
-      const v = await cluster.rest.publishVolume(id, {
-        protocol: 'nbd',
-        publish_context: {},
-        node: targetNode,
-        frontend_node: 'csi-node-1',
-      });
-      await healthy(id);
-      const staging = join(node.root, 'plugins', id, 'globalmount');
-      await node.csi!.node(
-        'NodeStageVolume',
-        stageRequest({ volumeId: id, staging, uri: v.state.target!.deviceUri, block }),
-      );
-      if (!block) {
-        staged.push({ id, staging });
-        return { id, staging, path: staging };
-      }
-      // A raw block volume is used through the device file its publish creates.
-      const device = join(node.root, 'pods', 'bench', 'volumeDevices', id);
-      await node.csi!.node('NodePublishVolume', {
-        volume_id: id,
-        staging_target_path: staging,
-        target_path: device,
-        readonly: false,
-        volume_capability: { block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } },
-      });
-      staged.push({ id, staging, device });
-      return { id, staging, path: device };
+      const vol = await rig.published(targetNode);
+      return { id: vol.id, path: await rig.stage(vol, { block }) };
     };
     const targetNode = async (id: string) => (await cluster.rest.getVolume(id)).state.target?.node;
     const killAndRestart = async (nodeId: string, until: (t0: number) => Promise<boolean>) => {
@@ -160,7 +98,7 @@ async function main() {
     await healthy(vol.id);
     for (let r = 0; r < runs; r++) {
       const from = (await targetNode(vol.id))!;
-      const w = new IoLoop(join(vol.staging, 'bench.bin'), 'write');
+      const w = new IoLoop(join(vol.path, 'bench.bin'), 'write');
       w.start();
       await waitFor(() => w.acks.length >= 10, { what: 'writes under way' });
       const t0 = await killAndRestart(
@@ -176,7 +114,7 @@ async function main() {
     // Forced switchover of the same volume, while writing.
     const forced: number[] = [];
     for (let r = 0; r < runs; r++) {
-      const w = new IoLoop(join(vol.staging, 'bench.bin'), 'write');
+      const w = new IoLoop(join(vol.path, 'bench.bin'), 'write');
       w.start();
       await waitFor(() => w.acks.length >= 10, { what: 'writes under way' });
       const t0 = Date.now();
@@ -227,21 +165,12 @@ async function main() {
   } catch (err) {
     // What the daemons said about targets, to tell why a run failed.
     const about = /fenced|reservation|shut|destroy|export|fault|republish|switchover/i;
-    for (const p of [...cluster.engines.map((e) => e.proc), ...cluster.cores, ha?.proc, haNode?.proc])
+    for (const p of [...cluster.engines.map((e) => e.proc), ...cluster.cores, rig.ha?.proc, rig.haNode?.proc])
       for (const line of (p?.output ?? '').split('\n'))
         if (about.test(line)) console.error(line.slice(0, 400));
     throw err;
   } finally {
-    for (const s of staged.filter((x) => x.device))
-      await node.csi?.node('NodeUnpublishVolume', { volume_id: s.id, target_path: s.device }).catch(() => {});
-    for (const s of staged)
-      await node.csi
-        ?.node('NodeUnstageVolume', { volume_id: s.id, staging_target_path: s.staging })
-        .catch(() => {});
-    await haNode?.proc.kill('SIGTERM');
-    await ha?.proc.kill('SIGTERM');
-    await node.dispose();
-    await cluster.stop();
+    await rig.stop();
   }
 }
 

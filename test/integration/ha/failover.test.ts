@@ -1,16 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nexusInfo } from '../../../src/lib/specs/index.js';
 import { nexusInfoKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
-import { stageRequest } from '../../helpers/csi-client.js';
-import type { StorctlProcess } from '../../helpers/storctl.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type Backend, TestCluster } from '../core/cluster.js';
-import { CsiNodeFixture } from '../csi-node/fixture.js';
-import { startHaCluster, startHaNode } from './fixture.js';
+import type { Backend, TestCluster } from '../core/cluster.js';
+import { HaRig } from './fixture.js';
 import { DurableWriter } from './writer.js';
 
 const MiB = 1024 * 1024;
@@ -23,74 +19,21 @@ const MiB = 1024 * 1024;
  * block reads back.
  */
 describe.each<Backend>(['embedded', 'etcd'])('HA failover (%s store)', (backend) => {
+  let rig: HaRig;
   let cluster: TestCluster;
-  let node: CsiNodeFixture;
-  let ha: { proc: StorctlProcess; endpoint: string };
-  let haNode: { proc: StorctlProcess; endpoint: string };
-  const staged: string[] = [];
 
   beforeAll(async () => {
-    cluster = await TestCluster.start({ backend, engines: 2 });
-    node = new CsiNodeFixture(cluster.restUrl);
-    await node.start();
-    ha = await startHaCluster(cluster);
-    haNode = await startHaNode(cluster, {
-      node: 'csi-node-1',
-      clusters: [ha.endpoint],
-      csiNode: String(node.ready.fsEndpoint),
-    });
+    rig = await HaRig.start({ backend, engines: 2 });
+    cluster = rig.cluster;
   }, 120_000);
 
-  afterAll(async () => {
-    for (const id of staged)
-      await node?.csi
-        ?.node('NodeUnstageVolume', {
-          volume_id: id,
-          staging_target_path: join(node.root, 'plugins', id, 'globalmount'),
-        })
-        .catch(() => {});
-    await haNode?.proc.kill('SIGTERM');
-    await ha?.proc.kill('SIGTERM');
-    await node?.dispose();
-    await cluster?.stop();
-  }, 120_000);
-
-  async function stagedVolume(targetNode: string) {
-    const id = randomUUID();
-    await cluster.rest.createVolume(id, {
-      size: 64 * MiB,
-      replicas: 2,
-      thin: true,
-      policy: { self_heal: true },
-    });
-    const v = await cluster.rest.publishVolume(id, {
-      protocol: 'nbd',
-      publish_context: {},
-      node: targetNode,
-      frontend_node: 'csi-node-1',
-    });
-    await waitFor(
-      async () => {
-        const cur = await cluster.rest.getVolume(id);
-        const kids = cur.state.target?.children ?? [];
-        return cur.state.status === 'Online' && kids.length === 2;
-      },
-      { what: 'both replicas online in the nexus' },
-    );
-    const staging = join(node.root, 'plugins', id, 'globalmount');
-    await node.csi!.node(
-      'NodeStageVolume',
-      stageRequest({ volumeId: id, staging, uri: v.state.target!.deviceUri }),
-    );
-    staged.push(id);
-    return { id, staging, uri: v.state.target!.deviceUri, nexus: v.state.target!.uuid };
-  }
+  afterAll(() => rig?.stop(), 120_000);
 
   it('kill -9 of the io-engine hosting the target: the volume fails over, I/O pauses, nothing is lost', {
     timeout: 180_000,
   }, async () => {
-    const vol = await stagedVolume('node-1');
-    const writer = new DurableWriter(join(vol.staging, 'data.bin'));
+    const vol = await rig.published('node-1', { size: 64 * MiB });
+    const writer = new DurableWriter(join(await rig.stage(vol), 'data.bin'));
     writer.start();
     await waitFor(() => writer.acked >= 20 || writer.errors.length > 0, { what: 'the writer under way' });
 

@@ -7,92 +7,38 @@ import { switchOver } from '../../../src/lib/specs/index.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
-import { stageRequest } from '../../helpers/csi-client.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type Backend, FAST_CORE_FLAGS, TestCluster } from '../core/cluster.js';
-import { CsiNodeFixture } from '../csi-node/fixture.js';
-import { startHaCluster, startHaNode } from './fixture.js';
+import type { Backend, TestCluster } from '../core/cluster.js';
+import { HaRig, PAUSABLE_CORE_FLAGS, type PublishedVolume } from './fixture.js';
 import { BLOCK, blockOf, DurableWriter } from './writer.js';
 
 const MiB = 1024 * 1024;
-// Core keeps its lease while the tests pause it (SIGSTOP) for a few seconds.
-const CORE_FLAGS = [
-  ...FAST_CORE_FLAGS.filter((f, i, a) => f !== '--lease-ttl' && a[i - 1] !== '--lease-ttl'),
-  '--lease-ttl',
-  '30',
-];
-
 describe.each<Backend>(['embedded', 'etcd'])(
   'storctl switchover and the switchover state machine (%s store)',
   (backend) => {
+    let rig: HaRig;
     let cluster: TestCluster;
-    let node: CsiNodeFixture;
     let ha: { proc: StorctlProcess; endpoint: string };
     let haNode: { proc: StorctlProcess; endpoint: string };
     let store: Store;
-    const staged: string[] = [];
 
     beforeAll(async () => {
-      cluster = await TestCluster.start({ backend, engines: 3, coreFlags: CORE_FLAGS });
-      node = new CsiNodeFixture(cluster.restUrl);
-      await node.start();
-      ha = await startHaCluster(cluster);
-      haNode = await startHaNode(cluster, {
-        node: 'csi-node-1',
-        clusters: [ha.endpoint],
-        csiNode: String(node.ready.fsEndpoint),
-      });
+      // Core keeps its lease while the tests pause it (SIGSTOP) for a few seconds.
+      rig = await HaRig.start({ backend, engines: 3, coreFlags: PAUSABLE_CORE_FLAGS });
+      ({ cluster, ha, haNode } = rig);
       store = await openStore(cluster.storeUrl);
     }, 120_000);
 
     afterAll(async () => {
-      for (const id of staged)
-        await node?.csi
-          ?.node('NodeUnstageVolume', {
-            volume_id: id,
-            staging_target_path: join(node.root, 'plugins', id, 'globalmount'),
-          })
-          .catch(() => {});
       await store?.close();
-      await haNode?.proc.kill('SIGTERM');
-      await ha?.proc.kill('SIGTERM');
-      await node?.dispose();
-      await cluster?.stop();
+      await rig?.stop();
     }, 120_000);
 
     const cli = (args: string[]) => runStorctl(args, { env: cluster.env });
 
-    async function published(targetNode: string, replicas = 2) {
-      const id = randomUUID();
-      await cluster.rest.createVolume(id, {
-        size: 32 * MiB,
-        replicas,
-        thin: true,
-        policy: { self_heal: true },
-      });
-      const v = await cluster.rest.publishVolume(id, {
-        protocol: 'nbd',
-        publish_context: {},
-        node: targetNode,
-        frontend_node: 'csi-node-1',
-      });
-      await waitFor(
-        async () => {
-          const cur = await cluster.rest.getVolume(id);
-          return cur.state.status === 'Online' && (cur.state.target?.children ?? []).length === replicas;
-        },
-        { what: `${replicas} replicas online in the nexus` },
-      );
-      return { id, uri: v.state.target!.deviceUri, nexus: v.state.target!.uuid, node: targetNode };
-    }
-
-    async function stage(vol: { id: string; uri: string }) {
-      const staging = join(node.root, 'plugins', vol.id, 'globalmount');
-      await node.csi!.node('NodeStageVolume', stageRequest({ volumeId: vol.id, staging, uri: vol.uri }));
-      staged.push(vol.id);
-      return staging;
-    }
+    const published = (targetNode: string, replicas = 2) => rig.published(targetNode, { replicas });
+    const stage = (vol: PublishedVolume) => rig.stage(vol);
 
     const targetOf = async (id: string) => (await cluster.rest.getVolume(id)).state.target;
     const events = async (action: string, id: string) =>
@@ -215,7 +161,7 @@ describe.each<Backend>(['embedded', 'etcd'])(
       const core = cluster.cores[cluster.cores.length - 1];
       const restart = async () => {
         await ha.proc.kill('SIGKILL');
-        ha = await startHaCluster(cluster);
+        ha = await rig.startHaCluster();
       };
       const reportOnce = async () => {
         const c = new HaClusterClient(ha.endpoint);
@@ -242,7 +188,7 @@ describe.each<Backend>(['embedded', 'etcd'])(
       }
       // ReplacePath: the node agent paused.
       try {
-        ha = await startHaCluster(cluster);
+        ha = await rig.startHaCluster();
         await waitFor(async () => (await stageInStore(vol.id)) === 'ReplacePath', {
           what: 'stage ReplacePath',
           timeoutMs: 60_000,
@@ -254,7 +200,7 @@ describe.each<Backend>(['embedded', 'etcd'])(
       }
       // DeleteTarget: core paused again.
       try {
-        ha = await startHaCluster(cluster);
+        ha = await rig.startHaCluster();
         await waitFor(async () => (await stageInStore(vol.id)) === 'DeleteTarget', {
           what: 'stage DeleteTarget',
           timeoutMs: 60_000,
