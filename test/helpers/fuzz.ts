@@ -2,14 +2,19 @@ import fc from 'fast-check';
 
 /**
  * Property-based fuzzing of the daemons' boundaries (issue 16) with fast-check. Each suite sends a
- * fixed number of requests per run (bounded so it takes well under 30 s in CI) from a random seed,
- * printed with the count; `STORCTL_FUZZ_SEED=<seed>` replays a run, `STORCTL_FUZZ_RUNS=<n>` sends
- * more. What a run found is kept as named regression cases in the suite itself.
+ * fixed number of requests per run (bounded so it takes well under 30 s in CI), printed with its
+ * seed. The suite runs a fixed seed by default, so a CI run tests exactly what the last green run
+ * tested and a new finding never lands as a flake on an unrelated change; exploring is a separate
+ * act: `STORCTL_FUZZ_SEED=random` (with `STORCTL_FUZZ_RUNS=<n>` for more requests) draws a new seed,
+ * `STORCTL_FUZZ_SEED=<seed>` replays one. What a run found is kept as named regression cases in the
+ * suite itself.
  */
+/** The seed of a default run (any value works; this one is just fixed). */
+const FIXED_SEED = 20261126;
+
 export function fuzzSettings(suite: string, runs: number): { seed: number; numRuns: number } {
-  const seed = process.env.STORCTL_FUZZ_SEED
-    ? Number(process.env.STORCTL_FUZZ_SEED)
-    : Math.floor(Math.random() * 0x7fffffff);
+  const env = process.env.STORCTL_FUZZ_SEED;
+  const seed = env === 'random' ? Math.floor(Math.random() * 0x7fffffff) : env ? Number(env) : FIXED_SEED;
   const numRuns = process.env.STORCTL_FUZZ_RUNS ? Number(process.env.STORCTL_FUZZ_RUNS) : runs;
   console.log(`[fuzz] ${suite}: ${numRuns} requests, seed ${seed} (replay: STORCTL_FUZZ_SEED=${seed})`);
   return { seed, numRuns };

@@ -7,6 +7,7 @@ import type { Logger } from '../../lib/logger.js';
 import { confinePath } from '../../lib/mount/confine.js';
 import { parseNbdUri } from '../../lib/nbd/client.js';
 import { FS_TYPES, type FsType } from './fs-ops.js';
+import { mountFlagProblem } from './mount-flags.js';
 import type { BlockVolumes } from './volumes.js';
 
 /** Access modes a block volume can honour on one node (a filesystem is never shared between nodes). */
@@ -17,9 +18,6 @@ export const BLOCK_ACCESS_MODES = [
   'SINGLE_NODE_MULTI_WRITER',
   'MULTI_NODE_READER_ONLY',
 ] as const;
-
-/** Mount flags that would change what is mounted rather than how. */
-const REFUSED_FLAGS = new Set(['bind', 'rbind', 'remount', 'move', 'make-shared', 'make-private']);
 
 /** The publish_context key of the target URI (as Mayastor's controller sets it). */
 export const URI_CONTEXT_KEY = 'uri';
@@ -57,7 +55,8 @@ function capability(cap: VolumeCapability | null | undefined, defaultFsType: FsT
   for (const f of flags) {
     if (!/^[A-Za-z0-9_.=:-]{1,128}$/.test(f))
       throw invalid(`mount flag '${f.slice(0, 32)}' is not a plain mount option`);
-    if (REFUSED_FLAGS.has(f)) throw invalid(`mount flag '${f}' is not allowed`);
+    const problem = mountFlagProblem(fs as FsType, f);
+    if (problem) throw invalid(problem);
   }
   return { block, fsType: fs as FsType, mountFlags: flags, accessMode: mode };
 }

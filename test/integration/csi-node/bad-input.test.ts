@@ -75,6 +75,13 @@ describe('csi-node refuses bad input', () => {
     await expect(stage(cap({ fs_type: 'ext4', mount_flags: ['ro,remount'] }))).rejects.toMatchObject({
       code: INVALID_ARGUMENT,
     });
+    // Found by the fuzzer: an option the kernel does not know failed in mount(8) as INTERNAL.
+    for (const flag of ['NaN', 'data=bogus', 'nouuid']) {
+      await expect(stage(cap({ fs_type: 'ext4', mount_flags: ['noatime', flag] }))).rejects.toMatchObject({
+        code: INVALID_ARGUMENT,
+        details: expect.stringContaining(`mount flag '${flag}'`),
+      });
+    }
     await expect(stage(cap({ fs_type: 'ext4' }, 'MULTI_NODE_MULTI_WRITER'))).rejects.toMatchObject({
       code: INVALID_ARGUMENT,
     });
