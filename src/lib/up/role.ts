@@ -26,6 +26,8 @@ const EXIT_REASONS: Record<number, string> = {
 
 /** Restarts in a row that never got ready before `up` gives the role up (and stops the cluster). */
 const MAX_FAILED_STARTS = 5;
+/** Starts of a role `up` launches before it gives up when each exits waiting for the store. */
+const FIRST_START_ATTEMPTS = 3;
 /** A run this long resets the backoff: the role was healthy, the next failure is a new one. */
 const HEALTHY_RUN_MS = 60_000;
 
@@ -74,11 +76,25 @@ export class Role {
     this.listeners.push(fn);
   }
 
-  /** Start, wait until ready, then keep it running. */
+  /**
+   * Start, wait until ready, then keep it running. A first start that exits with one of
+   * `waitingExitCodes` (the store not answering yet, or briefly locked while every role opens it at
+   * once) is tried again a few times before `up` gives up; any other failure is reported at once.
+   */
   async start(): Promise<Record<string, unknown>> {
-    const ready = await this.spawn();
-    void this.supervise();
-    return ready;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ready = await this.spawn();
+        void this.supervise();
+        return ready;
+      } catch (err) {
+        const code = this.process?.child.exitCode ?? null;
+        if (attempt >= FIRST_START_ATTEMPTS || code === null || !this.spec.waitingExitCodes?.includes(code))
+          throw err;
+        this.say(`${(err as Error).message}; starting it again in ${attempt} s`);
+        await new Promise((r) => setTimeout(r, attempt * 1000).unref());
+      }
+    }
   }
 
   private async spawn(): Promise<Record<string, unknown>> {

@@ -34,6 +34,7 @@ export class RoleProcess {
     this.ready = new Promise((resolve, reject) => {
       this.child.stdout!.on('data', (d: Buffer) => {
         this.log.write(d);
+        this.keepTail(d);
         buffer += d.toString();
         let nl = buffer.indexOf('\n');
         while (nl >= 0) {
@@ -57,13 +58,52 @@ export class RoleProcess {
           nl = buffer.indexOf('\n');
         }
       });
-      this.child.once('exit', (code, signal) =>
-        reject(new Error(`${name} exited (${signal ?? `code ${code}`}) before it was ready; see ${logFile}`)),
-      );
+      this.child.once('exit', (code, signal) => {
+        // The output is read to its end first (within a second: a grandchild may hold the pipe),
+        // so the reason the role gave is in the message, not only in its log file.
+        const drained = once(this.child, 'close');
+        const wait = new Promise((r) => setTimeout(r, 1000).unref());
+        void Promise.race([drained, wait]).then(() => {
+          const why = this.lastReason();
+          reject(
+            new Error(
+              `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? `: ${why}` : ''}; see ${logFile}`,
+            ),
+          );
+        });
+      });
     });
     this.ready.catch(() => {});
-    this.child.stderr!.on('data', (d: Buffer) => this.log.write(d));
+    this.child.stderr!.on('data', (d: Buffer) => {
+      this.log.write(d);
+      this.keepTail(d);
+    });
     this.exited = once(this.child, 'exit').then(([code]) => code as number | null);
+  }
+
+  /** The last few lines the role printed (stdout and stderr), for a failure before ready. */
+  private tail: string[] = [];
+
+  private keepTail(d: Buffer): void {
+    this.tail.push(
+      ...d
+        .toString()
+        .split('\n')
+        .filter((l) => l.trim()),
+    );
+    if (this.tail.length > 5) this.tail.splice(0, this.tail.length - 5);
+  }
+
+  /** What the role's last line said: a JSON log line's `err` (or `msg`), else the line itself. */
+  private lastReason(): string | undefined {
+    const line = this.tail.at(-1);
+    if (!line) return undefined;
+    try {
+      const v = JSON.parse(line) as { err?: unknown; msg?: unknown };
+      return String(v.err ?? v.msg ?? line).slice(0, 500);
+    } catch {
+      return line.slice(0, 500);
+    }
   }
 
   get running(): boolean {

@@ -1,0 +1,98 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Role } from '../../../src/lib/up/role.js';
+import { RoleProcess } from '../../../src/lib/up/supervisor.js';
+
+describe("up's role supervisor", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-supervisor-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const role = (name: string, script: string) => {
+    const bin = join(dir, `${name}.js`);
+    writeFileSync(bin, script);
+    return new RoleProcess(name, bin, [], process.env, join(dir, `${name}.log`), 'ready');
+  };
+
+  it('a role that exits before ready is reported with its exit code and the reason it gave last', async () => {
+    const r = role(
+      'engine',
+      `console.log(JSON.stringify({ msg: 'starting' }));
+       console.log(JSON.stringify({ msg: 'fatal', err: 'the database stayed locked by another process for 5000 ms' }));
+       process.exit(5);`,
+    );
+    await expect(r.ready).rejects.toThrow(
+      /^engine exited \(code 5\) before it was ready: the database stayed locked by another process for 5000 ms; see .*engine\.log$/,
+    );
+    expect(readFileSync(join(dir, 'engine.log'), 'utf8')).toContain('"msg":"starting"');
+  });
+
+  it('a plain stderr line is the reason when nothing else was said', async () => {
+    const r = role('plain', `process.stderr.write('Error: cannot bind 127.0.0.1:1\\n'); process.exit(3);`);
+    await expect(r.ready).rejects.toThrow(
+      /code 3\) before it was ready: Error: cannot bind 127\.0\.0\.1:1; see /,
+    );
+  });
+
+  it('the ready line resolves with its fields', async () => {
+    const r = role(
+      'ok',
+      `console.log(JSON.stringify({ msg: 'ready', port: 7 })); setTimeout(() => {}, 200);`,
+    );
+    await expect(r.ready).resolves.toMatchObject({ port: 7 });
+    await r.stop();
+  });
+
+  const flaky = (name: string, failures: number, code: number) => {
+    const bin = join(dir, `${name}.js`);
+    const count = join(dir, `${name}.count`);
+    writeFileSync(count, '0');
+    writeFileSync(
+      bin,
+      `const fs = require('node:fs');
+       const n = Number(fs.readFileSync(${JSON.stringify(count)}, 'utf8')) + 1;
+       fs.writeFileSync(${JSON.stringify(count)}, String(n));
+       if (n <= ${failures}) { console.error('store sqlite:x is unreachable: locked'); process.exit(${code}); }
+       console.log(JSON.stringify({ msg: 'ready', start: n }));
+       setInterval(() => {}, 1000);`,
+    );
+    const said: string[] = [];
+    const r = new Role(
+      {
+        name,
+        bin,
+        args: () => [],
+        env: process.env,
+        logFile: join(dir, `${name}.log`),
+        readyMsg: 'ready',
+        waitingExitCodes: [5],
+      },
+      (l) => said.push(l),
+    );
+    return { r, said };
+  };
+
+  it('a first start that exits waiting for the store is tried again, and says so', async () => {
+    const { r, said } = flaky('waits', 1, 5);
+    try {
+      await expect(r.start()).resolves.toMatchObject({ start: 2 });
+      expect(said).toEqual([
+        expect.stringMatching(
+          /^waits exited \(code 5\) before it was ready: store sqlite:x is unreachable: locked; see .*; starting it again in 1 s$/,
+        ),
+      ]);
+    } finally {
+      await r.stop();
+    }
+  });
+
+  it('a first start that fails otherwise, or keeps waiting, is reported without more tries', async () => {
+    const other = flaky('broken', 1, 3);
+    await expect(other.r.start()).rejects.toThrow(/code 3\)/);
+    expect(other.said).toEqual([]);
+    const waiting = flaky('forever', 9, 5);
+    await expect(waiting.r.start()).rejects.toThrow(/code 5\)/);
+    expect(readFileSync(join(dir, 'forever.count'), 'utf8')).toBe('3');
+  }, 20_000);
+});
