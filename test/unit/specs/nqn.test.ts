@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { frontendNodeParam, publishVolumeBody } from '../../../src/daemons/core/rest/validate.js';
 import type { SvcError } from '../../../src/daemons/core/svc-error.js';
 import { DecodeError } from '../../../src/lib/errors.js';
+import { nodeSpec } from '../../../src/lib/specs/node.js';
 import { nqnProblem, nvmeNqn } from '../../../src/lib/specs/nqn.js';
 import { hostNqn, volumeSpec } from '../../../src/lib/specs/volume.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
@@ -70,6 +71,23 @@ describe('VolumeSpec frontend.host_acl[].node_nqn is a HostNqn', () => {
       `cannot decode ${key}: field 'target.frontend.host_acl[0].node_nqn' expected an NVMe NQN`,
     );
     expect(d.message).toMatch(/got "node-name:worker-2": no 'nqn\.' prefix/);
+  });
+});
+
+describe('NodeSpec node_nqn is an Option<HostNqn>', () => {
+  it('reads an NQN or nothing, and refuses any other text naming the field', () => {
+    const key = objectKey(space, 'NodeSpec', 'node-1');
+    const json = (nqn?: string) =>
+      JSON.stringify({
+        id: 'node-1',
+        endpoint: '10.0.0.1:10124',
+        ...(nqn === undefined ? {} : { node_nqn: nqn }),
+      });
+    expect(nodeSpec.decode(key, json()).node_nqn).toBeUndefined();
+    expect(nodeSpec.decode(key, json(hostNqn('node-1'))).node_nqn).toBe(hostNqn('node-1'));
+    expect(() => nodeSpec.decode(key, json('node-1.example.com'))).toThrow(
+      `cannot decode ${key}: field 'node_nqn' expected an NVMe NQN`,
+    );
   });
 });
 
