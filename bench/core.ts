@@ -14,15 +14,17 @@
  *    a VolumeSpec or ReplicaSpec write, replayed from the store's history after each batch.
  * 2. After a warm-up run, volume create+publish through REST with 3 io-engines, 1 and 3 replicas:
  *    volumes/s, p50/p99; then create alone in three batches (median rate) with CPU per create.
- * 3. Restart recovery with N volumes (default 10k): core start until specs are loaded, pending
- *    operations recovered and the first reconcile pass is done; `met` says whether it is under
- *    the bar with every volume back.
+ * 3. Restart recovery with N volumes (default 10k): core start until specs are loaded (every value
+ *    decoded), pending operations recovered and the first reconcile pass is done. The bar (issue 10:
+ *    decoding at load must not push it past 5 s) is for 10k volumes: `met` says whether every volume
+ *    came back within it (null with another N), `recovery_bar_met` whether every backend's run did.
  * With --scale[=10000,100000] only the scale run: on each store backend, for each size, core
  * holding that many volumes (1 replica, thin, real replica files; core's production periods) is
  * restarted: start-to-ready time, core's peak RSS (VmHWM, after recovery and after paging), and
  * `GET /v0/volumes?max_entries=500` paged through every volume after one untimed request (the
  * connection), p50/p99/max per page. Bars at the
- * largest size: recovery under 15 s, RSS under 1.5 GB, p99 per page under 50 ms; `growth` gives
+ * largest size: recovery under 15 s, RSS under 1.5 GB, p99 per page under 50 ms; at 10k volumes (when
+ * that size is run) recovery under the 5 s of the recovery bar above too; `growth` gives
  * each figure at the largest size over the smallest (volumes grew by `volumes_factor`).
  */
 
@@ -59,8 +61,12 @@ const perRun = Number(positional[0] ?? 2000);
 const concurrency = Number(positional[1] ?? 64);
 const recoveryVolumes = Number(positional[2] ?? 10_000);
 const MiB = 1 << 20;
-/** Restart recovery (start until ready, every volume back) must take at most this. */
-const RECOVERY_BAR_MS = 10_000;
+/**
+ * Restart recovery of RECOVERY_BAR_VOLUMES volumes (start until ready, every volume back) must take
+ * at most this: issue 10's bar for decoding every stored value at load.
+ */
+const RECOVERY_BAR_MS = 5_000;
+const RECOVERY_BAR_VOLUMES = 10_000;
 /** Create-only batches per replica count; their median rate is compared with the bar. */
 const CREATE_BATCHES = 3;
 
@@ -357,9 +363,14 @@ async function recoveryRun(backend: 'embedded' | 'etcd') {
       volumes_after: vols.entries.length,
       // Every seeded volume but the 1% left with a pending Create, which recovery rolls back.
       volumes_expected: recoveryVolumes - pendingCreates(recoveryVolumes),
+      bar: `recovery of ${RECOVERY_BAR_VOLUMES} volumes (start to ready, every volume back) <= ${RECOVERY_BAR_MS} ms`,
       bar_ms: RECOVERY_BAR_MS,
+      // The bar is for 10k volumes: with another count the figure is reported and not judged.
       met:
-        wall <= RECOVERY_BAR_MS && vols.entries.length === recoveryVolumes - pendingCreates(recoveryVolumes),
+        recoveryVolumes === RECOVERY_BAR_VOLUMES
+          ? wall <= RECOVERY_BAR_MS &&
+            vols.entries.length === recoveryVolumes - pendingCreates(recoveryVolumes)
+          : null,
     };
   } finally {
     await cluster.stop();
@@ -467,6 +478,14 @@ async function scaleRuns(sizes: number[]) {
       page_p99_ms: ratio('page_p99_ms'),
     };
     const all = big.volumes_paged === big.volumes_expected;
+    // The restart-recovery bar at 10k volumes (5 s), next to the largest size's 15 s.
+    const tenK = bySize.find((r) => r.volumes === RECOVERY_BAR_VOLUMES);
+    if (tenK && !('error' in tenK))
+      bars.push({
+        bar: `${backend}: recovery of ${tenK.volumes} volumes <= ${RECOVERY_BAR_MS} ms`,
+        value: tenK.recovery_ms,
+        met: tenK.recovery_ms <= RECOVERY_BAR_MS && tenK.volumes_paged === tenK.volumes_expected,
+      });
     bars.push(
       {
         bar: `${backend}: recovery of ${big.volumes} volumes < ${SCALE_BARS.recovery_ms} ms`,
@@ -489,7 +508,9 @@ async function scaleRuns(sizes: number[]) {
     runs,
     growth,
     bars,
-    all_bars_met: bars.length === scaleBackends.length * 3 && bars.every((b) => b.met),
+    all_bars_met:
+      bars.length === scaleBackends.length * (sizes.includes(RECOVERY_BAR_VOLUMES) ? 4 : 3) &&
+      bars.every((b) => b.met),
   };
 }
 
@@ -560,7 +581,7 @@ async function main() {
     return;
   }
   if (recoveryOnly) {
-    results.recovery = await recoveryRuns();
+    Object.assign(results, await recoveryRuns());
     console.log(JSON.stringify(results, null, 2));
     return;
   }
@@ -635,7 +656,7 @@ async function main() {
   } finally {
     await cluster.stop();
   }
-  results.recovery = await recoveryRuns();
+  Object.assign(results, await recoveryRuns());
   console.log(JSON.stringify(results, null, 2));
 }
 
@@ -643,7 +664,13 @@ async function recoveryRuns() {
   // A failed recovery run is reported next to the create figures rather than losing them.
   const recovery = (backend: 'embedded' | 'etcd') =>
     recoveryRun(backend).catch((err: unknown) => ({ backend, error: String(err) }));
-  return [await recovery('embedded'), await recovery('etcd')];
+  const runs = [await recovery('embedded'), await recovery('etcd')];
+  return {
+    recovery: runs,
+    // Whether the 5 s bar at 10k volumes was met on every backend (null: not run with 10k volumes).
+    recovery_bar_met:
+      recoveryVolumes === RECOVERY_BAR_VOLUMES ? runs.every((r) => 'met' in r && r.met === true) : null,
+  };
 }
 
 (dedicatedFs ? onDedicatedFs(main) : main()).catch((err) => {

@@ -14,6 +14,7 @@ import {
   type UnlabelOp,
   unlabelOp,
 } from './common.js';
+import { nvmeNqn } from './nqn.js';
 import { field, optional, struct } from './struct.js';
 
 export interface CordonedState {
@@ -102,7 +103,8 @@ export const nodeSpecCodec: Codec<NodeSpec> = struct<NodeSpec>('NodeSpec', {
   endpoint: field(string),
   labels: field(labels, { default: () => ({}), omit: (l) => Object.keys(l).length === 0 }),
   cordon_drain_state: optional(cordonDrainState),
-  node_nqn: optional(string),
+  // upstream's Option<HostNqn>: an NQN or nothing.
+  node_nqn: optional(nvmeNqn),
   draining_volumes: field(array(uuid), { default: () => [], omit: (v) => v.length === 0 }),
   operation: optional(operationRecord('NodeOperationState', nodeOperation)),
   features: optional(

@@ -35,6 +35,7 @@ import {
   specCodec,
   specStatus,
 } from './common.js';
+import { nvmeNqn } from './nqn.js';
 import { field, optional, struct } from './struct.js';
 
 export type VolumeStatus = NexusStatus;
@@ -154,7 +155,11 @@ export const topology = struct<Topology>('Topology', {
   pool: field(nullable(tagged<PoolTopology>({ Labelled: labelledTopology }))),
 });
 
-const initiatorAC = struct<InitiatorAC>('InitiatorAC', { node_name: field(string), node_nqn: field(string) });
+// node_nqn is upstream's HostNqn, whose deserializer refuses a value that is not an NQN.
+const initiatorAC = struct<InitiatorAC>('InitiatorAC', {
+  node_name: field(string),
+  node_nqn: field(nvmeNqn),
+});
 
 export const targetConfig = struct<TargetConfig>('TargetConfig', {
   node: field(string),

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrpcEngine } from '../../../src/daemons/core/engine-grpc.js';
 import { RestError } from '../../../src/lib/rest/errors.js';
 import type { Volume } from '../../../src/lib/rest/types.js';
-import { objectKey } from '../../../src/lib/store/keys.js';
+import { volumeWatchConfig, watchConfig } from '../../../src/lib/specs/index.js';
+import { objectKey, typePrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { checkedFetch } from '../../helpers/openapi-validate.js';
 import { runStorctl } from '../../helpers/storctl.js';
@@ -364,22 +365,56 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         const gone = await fail(c.rest.call('DELETE', path, undefined, { callback: `${hung.url}/slow` }));
         expect(gone.status).toBe(404);
 
-        // Deleting the volume notifies once more and drops its watches from the store.
-        await c.rest.unpublishVolume(id);
-        await c.rest.deleteVolume(id);
-        await waitFor(() => receiver.hits.some((h) => h.body.type === 'delete'), {
-          what: 'delete notification',
-        });
+        // Deleting the volume notifies once more and drops its watches from the store: the record
+        // is there, in Mayastor's key and shape, until the delete (so the wait below can fail).
         const store = await openStore(c.storeUrl);
         try {
-          const key = objectKey({ clusterId: c.clusterId, namespace: 'default' }, 'WatchConfig', id);
+          const key = objectKey(c.space, 'WatchConfig', `volumes/${id}`);
+          const stored = await store.get(key);
+          expect(stored?.value).toBe(watchConfig.encode(volumeWatchConfig(id, [cb])));
+          await c.rest.unpublishVolume(id);
+          await c.rest.deleteVolume(id);
+          await waitFor(() => receiver.hits.some((h) => h.body.type === 'delete'), {
+            what: 'delete notification',
+          });
           await waitFor(async () => (await store.get(key)) === null, { what: 'WatchConfig removed' });
+          expect((await store.range(typePrefix(c.space, 'WatchConfig'))).kvs).toEqual([]);
         } finally {
           await store.close();
         }
       } finally {
         await receiver.close();
         await hung.close();
+      }
+    }, 60_000);
+
+    it("rewrites a watch record in storctl's old key and shape (WatchConfig/<volume>) to Mayastor's at start", async () => {
+      const id = newVolumeId();
+      const unknown = newVolumeId();
+      await create(id, 1);
+      const cb = 'http://127.0.0.1:9/legacy-hook';
+      const legacyKey = (v: string) => objectKey(c.space, 'WatchConfig', v);
+      const key = (v: string) => objectKey(c.space, 'WatchConfig', `volumes/${v}`);
+      const legacy = JSON.stringify({ watches: [{ callback: cb }] });
+      await c.cores.at(-1)!.kill('SIGTERM');
+      const store = await openStore(c.storeUrl);
+      try {
+        // Written while no core runs: the next core finds them at start.
+        await store.put(legacyKey(id), legacy);
+        await store.put(legacyKey(unknown), legacy);
+        await c.startCore(CORE_FLAGS);
+        expect(await store.get(legacyKey(id))).toBeNull();
+        expect((await store.get(key(id)))?.value).toBe(watchConfig.encode(volumeWatchConfig(id, [cb])));
+        // A record of a volume that no longer exists is dropped, not moved.
+        expect(await store.get(legacyKey(unknown))).toBeNull();
+        expect(await store.get(key(unknown))).toBeNull();
+        expect(await c.rest.call('GET', `/watches/volumes/${id}`)).toEqual([
+          { resource: `volumes/${id}`, callback: cb },
+        ]);
+        await c.rest.call('DELETE', `/watches/volumes/${id}`, undefined, { callback: cb });
+        expect(await store.get(key(id))).toBeNull();
+      } finally {
+        await store.close();
       }
     }, 60_000);
   });

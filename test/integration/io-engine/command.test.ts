@@ -3,7 +3,10 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl } from '../../helpers/storctl.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
+import { CLUSTER_ID } from './engines.js';
 
 describe('storctl daemon io-engine: flags and startup errors', () => {
   let dir: string;
@@ -18,6 +21,8 @@ describe('storctl daemon io-engine: flags and startup errors', () => {
     join(dir, 'pools'),
     '--store',
     `sqlite:${join(dir, 'store.db')}`,
+    '--cluster-id',
+    CLUSTER_ID,
   ];
 
   beforeAll(async () => {
@@ -45,6 +50,8 @@ describe('storctl daemon io-engine: flags and startup errors', () => {
       dir,
       '--store',
       `sqlite:${join(dir, 'store.db')}`,
+      '--cluster-id',
+      CLUSTER_ID,
     ]);
     expect(n.code).toBe(2);
     expect(n.stderr).toMatch(/--node 'a\/b' is not a valid node id/);
@@ -58,5 +65,20 @@ describe('storctl daemon io-engine: flags and startup errors', () => {
     const g = await runStorctl([...base(), '--grpc', `127.0.0.1:${busyPort}`, '--nbd', '127.0.0.1:0']);
     expect(g.code).toBe(4);
     expect(g.stderr).toMatch(/cannot serve gRPC/);
+  });
+
+  it('an io-engine that refused to start wrote nothing: the store is empty and reads back', async () => {
+    const store = await openStore(`sqlite:${join(dir, 'store.db')}`);
+    try {
+      expect((await store.range('/')).kvs).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    expect(
+      await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+        clusterId: CLUSTER_ID,
+        namespace: 'default',
+      }),
+    ).toBe(0);
   });
 });

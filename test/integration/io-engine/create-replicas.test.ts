@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IoEngineError, type Replica } from '../../../src/lib/io-engine/client.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
+import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -87,5 +88,13 @@ describe('io-engine CreateReplicas (batched creates)', () => {
       message: expect.stringMatching(/at most 256 replicas/),
     });
     expect(await engine.client.listReplicas()).toHaveLength(before);
+  });
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
   });
 });

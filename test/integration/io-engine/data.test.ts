@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Nexus, Replica } from '../../../src/lib/io-engine/client.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo, run, startTool } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -148,5 +149,13 @@ describe('data through a 3-child nexus with real clients', () => {
     // After the filesystem traffic every child still holds the same bytes.
     const hashes = await Promise.all(replicas.map(async (r) => sha(await readFile(childFile(r)))));
     expect(new Set(hashes).size).toBe(1);
+  });
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
   });
 });

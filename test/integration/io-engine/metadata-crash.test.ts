@@ -3,8 +3,9 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkStoreReadable } from '../../helpers/store-check.js';
 import { fatal, waitFor } from '../../helpers/wait.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 
 const MiB = 1024 * 1024;
 const POOL = 'crashy';
@@ -129,4 +130,12 @@ describe('io-engine pool metadata survives kill -9 during concurrent replica cha
     }
     expect(destroyed.size).toBeGreaterThan(0);
   }, 240_000);
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
+  });
 });

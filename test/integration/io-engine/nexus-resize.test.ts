@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IoEngineError, type Nexus, type Replica } from '../../../src/lib/io-engine/client.js';
 import { NbdClient } from '../../../src/lib/nbd/client.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { checkStoreReadable } from '../../helpers/store-check.js';
+import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo, run } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -147,5 +148,13 @@ describe('ResizeNexus: online growth of a 2-child nexus (local + remote over NBD
     const n = await a.client.getNexus(nexus.uuid);
     expect(n.children.map((c) => c.state)).toEqual(['Online', 'Faulted']);
     await qemuIo(nexus.deviceUri, ['read -P 0x55 20M 1M', 'read -P 0x22 24M 1M']);
+  });
+
+  it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
+    const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {
+      clusterId: CLUSTER_ID,
+      namespace: 'default',
+    });
+    expect(checked).toBeGreaterThan(0);
   });
 });

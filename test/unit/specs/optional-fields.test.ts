@@ -59,8 +59,9 @@ describe('omit-if-none fields', () => {
     expect(decoded.labels).toEqual({});
     expect(decoded.draining_volumes).toEqual([]);
     expect(decoded.cordon_drain_state).toBeUndefined();
-    expect(nodeSpec.encode({ ...decoded, node_nqn: 'nqn.x', version: 'v2.7.0' })).toBe(
-      '{"id":"node-1","endpoint":"10.0.0.1:10124","node_nqn":"nqn.x","version":"v2.7.0"}',
+    const nqn = 'nqn.2019-05.io.openebs:node-name:node-1';
+    expect(nodeSpec.encode({ ...decoded, node_nqn: nqn, version: 'v2.7.0' })).toBe(
+      `{"id":"node-1","endpoint":"10.0.0.1:10124","node_nqn":"${nqn}","version":"v2.7.0"}`,
     );
   });
 

@@ -6,7 +6,10 @@ import { eventKey, makeEvent } from '../events.js';
 import { notFound, SvcError, toSvcError } from '../svc-error.js';
 import { canonicalJson } from './converge.js';
 
-/** Create a pool on a node's io-engine, then record it (pool ops are stored after acting, §1.5). */
+/**
+ * Create a pool on a node's io-engine, then record it (pool ops are stored after acting,
+ * docs/mayastor-compat.md §1.5).
+ */
 export async function createPool(
   ctx: CoreContext,
   node: string,

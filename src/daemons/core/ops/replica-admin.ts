@@ -153,7 +153,8 @@ export async function createReplica(ctx: CoreContext, req: CreateReplicaRequest)
     spec.share = req.share;
     spec.status = { Created: 'online' };
     spec.operation = null;
-    // Made on the io-engine: a failed commit write is completed later, never undone (§1.5).
+    // Made on the io-engine: a failed commit write is completed later, never undone
+    // (docs/mayastor-compat.md §1.5).
     await settleOp(registry, { kind: 'replica', id: req.uuid }, true, {
       replicas: [spec],
       events: [

@@ -130,7 +130,8 @@ async function publishOn(
   volume.publish_context = body.publish_context;
   volume.operation = null;
   // The target is up: a failed commit write leaves the publish dirty with result true, and the
-  // dirty-spec reconciler completes it once the store is back (never rolled back, §1.5).
+  // dirty-spec reconciler completes it once the store is back (never rolled back,
+  // docs/mayastor-compat.md §1.5).
   await settleOp(
     registry,
     [

@@ -194,7 +194,8 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
     volume.num_replicas = replicas;
     volume.operation = null;
     // One write commits the new replicas and the replica count: the io-engine work is done, so a
-    // failed write leaves the scale dirty with result true and it is completed, never undone (§1.5).
+    // failed write leaves the scale dirty with result true and it is completed, never undone
+    // (docs/mayastor-compat.md §1.5).
     await settleOp(registry, [{ kind: 'volume', id: uuid }, ...replicaTargets(added?.specs ?? [])], true, {
       ...added?.commit,
       volumes: [volume],
@@ -243,8 +244,8 @@ async function growNexus(ctx: CoreContext, nexus: NexusSpec, size: number): Prom
  * PUT /volumes/{id}/size: grow every replica, then the nexus if the volume is published (online
  * expansion); shrinking is refused (406 VolumeResizeSize).
  *
- * Crash safety (§1.5): the volume and every replica carry `{"Resize":size}` before any io-engine
- * call. Replicas cannot shrink, so a failure after some replicas grew is not undone: the grown
+ * Crash safety (docs/mayastor-compat.md §1.5): the volume and every replica carry `{"Resize":size}`
+ * before any io-engine call. Replicas cannot shrink, so a failure after some replicas grew is not undone: the grown
  * replicas are committed at their new size (their action succeeded: result true), the others and the
  * volume are rolled back (the volume keeps its size), and the same request again completes the
  * resize (growing a replica or nexus to the size it already has is a no-op; one already larger is

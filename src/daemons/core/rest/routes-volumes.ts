@@ -16,8 +16,8 @@ import type { RestRequest, Router } from './router.js';
 import {
   asObject,
   createVolumeBody,
+  frontendNodeParam,
   int,
-  nameParam,
   publishVolumeBody,
   reqInt,
   uuidParam,
@@ -113,7 +113,12 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
       const id = vid(req);
       const protocol = shareProtocol(req.params.protocol);
       const host = req.query.get('frontend_host');
-      const uri = await shareVolume(ctx, id, protocol, host ? nameParam(host, 'frontend_host') : undefined);
+      const uri = await shareVolume(
+        ctx,
+        id,
+        protocol,
+        host ? frontendNodeParam(host, 'frontend_host') : undefined,
+      );
       return { status: 200, body: uri };
     })
     .add('DELETE', '/volumes/:volume_id/share', async (req) => unshare(vid(req)))

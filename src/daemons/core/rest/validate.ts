@@ -1,4 +1,6 @@
 import type { LabelledTopology, Topology } from '../../../lib/specs/index.js';
+import { nqnProblem } from '../../../lib/specs/nqn.js';
+import { hostNqn } from '../../../lib/specs/volume.js';
 import { SvcError } from '../svc-error.js';
 
 /** Boundary validation of REST bodies: a bad body is a 400 that names the field. */
@@ -100,6 +102,16 @@ export function uuidParam(v: string, name: string): string {
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/;
 export function nameParam(v: string, name: string): string {
   if (!NAME_RE.test(v)) throw bad(name, `must be a name of letters, digits, '.', '_' or '-', got '${v}'`);
+  return v;
+}
+
+/**
+ * A frontend node: a name whose host NQN (`nqn.2019-05.io.openebs:node-name:<node>`, stored in the
+ * volume's host ACL) is one Mayastor's deserializer, and storctl's codec, accept (at most 223 bytes).
+ */
+export function frontendNodeParam(v: string, name: string): string {
+  const why = nqnProblem(hostNqn(nameParam(v, name)));
+  if (why) throw bad(name, `is too long for a host NQN (nqn.2019-05.io.openebs:node-name:<node>, ${why})`);
   return v;
 }
 
@@ -238,7 +250,7 @@ export function publishVolumeBody(body: unknown): PublishVolumeBody {
     frontend_node:
       o.frontend_node == null
         ? undefined
-        : nameParam(text(o.frontend_node, 'frontend_node', 253), 'frontend_node'),
+        : frontendNodeParam(text(o.frontend_node, 'frontend_node', 253), 'frontend_node'),
   };
 }
 
