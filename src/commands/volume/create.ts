@@ -23,6 +23,8 @@ export default class VolumeCreate extends RestCommand {
     label: Flags.string({ description: 'volume label KEY=VALUE (repeatable)', multiple: true }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeCreate);
     const id = args.id ? uuidArg('volume id', args.id) : randomUUID();
