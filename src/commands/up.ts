@@ -13,9 +13,9 @@ export default class Up extends StorctlCommand {
   static override examples = [
     '<%= config.bin %> up',
     '<%= config.bin %> up --data-dir /tmp/storctl-demo --rest 127.0.0.1:0',
+    '# then, in another terminal: <%= config.bin %> volume create --size 1GiB --replicas 3',
     '<%= config.bin %> up --roles core,io-engine --nodes 2',
     '<%= config.bin %> up --roles mounter --s3-endpoint http://127.0.0.1:9000',
-    '# then, in another terminal: <%= config.bin %> volume create --size 1GiB --replicas 3',
   ];
   static override flags = {
     'data-dir': Flags.string({
