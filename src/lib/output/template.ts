@@ -39,7 +39,7 @@ export function parsePath(text: string): JsonPath {
   const src = text.trim();
   const steps: Step[] = [];
   let i = 0;
-  if (src[i] === '$') i++;
+  if (src[i] === '$' || src[i] === '@') i++; // the root, or (kubectl) the current object: the same here
   const ident = /^[A-Za-z0-9_\-/]+/; // kubectl keys may hold '-' and '/' (label keys)
   if (i < src.length && src[i] !== '.' && src[i] !== '[') {
     // kubectl accepts a leading bare field (`spec.uuid`) as `.spec.uuid`.
@@ -163,6 +163,20 @@ export function valueText(v: unknown): string {
 
 const ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', '"': '"' };
 
+/** The `}` that closes the `{` at `open`, skipping quoted text (`{"}"}`, `{['a}b']}`); -1 if none. */
+function closingBrace(source: string, open: number): number {
+  let quote: string | null = null;
+  for (let i = open + 1; i < source.length; i++) {
+    const c = source[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === '}') return i;
+  }
+  return -1;
+}
+
 /** Parse `-o jsonpath=TEMPLATE`. */
 export function parseJsonPathTemplate(source: string): Template {
   if (!source.trim()) throw bad('-o jsonpath', source, 'the template is empty');
@@ -177,7 +191,7 @@ export function parseJsonPathTemplate(source: string): Template {
       i++;
       continue;
     }
-    const close = source.indexOf('}', i);
+    const close = closingBrace(source, i);
     if (close < 0) throw bad('-o jsonpath', source, `unclosed '{' at ${i}`);
     const inner = source.slice(i + 1, close).trim();
     if (text) segments.push({ kind: 'text', text });

@@ -14,7 +14,10 @@ import {
 const doc = {
   kind: 'List',
   items: [
-    { spec: { uuid: 'a', size: 1, labels: { 'openebs.io/x': 'y' } }, state: { status: 'Online' } },
+    {
+      spec: { uuid: 'a', size: 1, labels: { 'openebs.io/x': 'y', 'a}b': 'z' } },
+      state: { status: 'Online' },
+    },
     { spec: { uuid: 'b', size: 10075049441338057178n, labels: {} }, state: { status: 'Degraded' } },
   ],
 };
@@ -41,6 +44,9 @@ describe('jsonpath', () => {
     );
     expect(jsonpath('{.items[0].state}', doc)).toBe('{"status":"Online"}');
     expect(jsonpath('[{.items[5].spec.uuid}{.nope}]', doc)).toBe('[]');
+    // Braces inside quotes do not close the expression; @ stands for the root as $ does.
+    expect(jsonpath('{"}"}{@.kind}{"{"}', doc)).toBe('}List{');
+    expect(jsonpath("{.items[0].spec.labels['a}b']}", doc)).toBe('z');
   });
 
   it('refuses what it does not support with a usage error (exit 2) naming the problem', () => {
