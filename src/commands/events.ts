@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { type CoreEvent, followEvents, listEvents } from '../lib/catalog/events.js';
 import { StorctlCommand } from '../lib/command.js';
+import { UsageError } from '../lib/errors.js';
 import type { Listing } from '../lib/output/render.js';
 import { openStore } from '../lib/store/open.js';
 
@@ -36,8 +37,17 @@ export default class Events extends StorctlCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { flags } = await this.parse(Events);
+    if (flags.watch && this.globals.template)
+      throw new UsageError(
+        `--watch prints events as they come; -o ${this.globals.output} needs the whole listing`,
+        {
+          suggestions: ['storctl events --watch -o json | jq …'],
+        },
+      );
     const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
     try {
       const space = this.globals.keySpace;

@@ -5,15 +5,17 @@ import { defaultDataDir, defaultStoreUrl } from '../lib/paths.js';
 import { sizeArg } from '../lib/rest/cli.js';
 import { RestClient } from '../lib/rest/client.js';
 import { endpointsFile } from '../lib/rest/endpoint.js';
-import { up } from '../lib/up/cluster.js';
+import { parseRoles, ROLE_NAMES, up } from '../lib/up/cluster.js';
 
 export default class Up extends StorctlCommand {
   static override description =
-    'run a whole single-machine cluster, each role its own process: core, three io-engines, the block CSI driver (csi-controller, csi-node) and the S3 mounter on the embedded store; a role that dies is restarted; Ctrl-C stops everything in order';
+    'run a whole single-machine cluster, each role its own process: core, three io-engines, the block CSI driver (csi-controller, csi-node), HA agents (ha-cluster, ha-node) and the S3 mounter on the embedded store; --roles runs a subset; a role that dies is restarted; Ctrl-C stops everything in order';
   static override examples = [
     '<%= config.bin %> up',
     '<%= config.bin %> up --data-dir /tmp/storctl-demo --rest 127.0.0.1:0',
     '# then, in another terminal: <%= config.bin %> volume create --size 1GiB --replicas 3',
+    '<%= config.bin %> up --roles core,io-engine --nodes 2',
+    '<%= config.bin %> up --roles mounter --s3-endpoint http://127.0.0.1:9000',
   ];
   static override flags = {
     'data-dir': Flags.string({
@@ -25,6 +27,10 @@ export default class Up extends StorctlCommand {
       default: '127.0.0.1:8081',
     }),
     nodes: Flags.integer({ description: 'number of io-engines', default: 3, min: 1, max: 16 }),
+    roles: Flags.string({
+      description: `run only these roles (comma-separated; default: all of them): ${ROLE_NAMES.join(', ')}. csi-controller, csi-node and ha-cluster need core; ha-node needs csi-node and ha-cluster`,
+      helpValue: 'ROLE,…',
+    }),
     's3-endpoint': Flags.string({
       description: 'S3 endpoint URL of the bucket mounter (default: the FUSE binary default, AWS)',
       env: 'STORCTL_S3_ENDPOINT',
@@ -47,13 +53,19 @@ export default class Up extends StorctlCommand {
     const dataDir = flags['data-dir'] ?? defaultDataDir();
     const storeUrl = flags.store ?? defaultStoreUrl(dataDir);
     const poolCapacity = sizeArg('pool-capacity', flags['pool-capacity']);
+    const roles = flags.roles === undefined ? undefined : parseRoles(flags.roles);
+    const runs = (r: (typeof ROLE_NAMES)[number]) => !roles || roles.has(r);
     // From here on a signal stops the cluster in order (the roles run in process groups of their
     // own, so a terminal's Ctrl-C reaches only this process), also while it is still starting.
     const signalled = new Promise<'signal'>((resolve) => {
       process.once('SIGINT', () => resolve('signal'));
       process.once('SIGTERM', () => resolve('signal'));
     });
-    this.logToStderr(`starting ${flags.nodes} io-engine(s) and core in ${dataDir} …`);
+    this.logToStderr(
+      roles
+        ? `starting ${[...roles].map((r) => (r === 'io-engine' ? `${flags.nodes} io-engine(s)` : r)).join(', ')} in ${dataDir} …`
+        : `starting ${flags.nodes} io-engine(s) and core in ${dataDir} …`,
+    );
     const cluster = await up({
       dataDir,
       storeUrl,
@@ -63,30 +75,42 @@ export default class Up extends StorctlCommand {
       restAddress: flags.rest,
       nodes: flags.nodes,
       poolCapacity,
+      roles,
       s3Endpoint: flags['s3-endpoint'],
       leaseTtlSeconds: flags['lease-ttl'],
       logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
       say: (l) => this.logToStderr(l),
     });
-    this.log(`REST      ${cluster.rest}`);
+    if (roles) this.log(`roles     ${[...roles].join(',')} (--roles)`);
+    const off = '<none> (not in --roles)';
+    this.log(`REST      ${cluster.rest ?? off}`);
     this.log(`store     ${storeUrl}`);
     this.log(
-      `mounter   ${cluster.mounterSocket ? `unix://${cluster.mounterSocket}` : '<none> (no S3 FUSE binary)'}`,
+      `mounter   ${cluster.mounterSocket ? `unix://${cluster.mounterSocket}` : runs('mounter') ? '<none> (no S3 FUSE binary)' : off}`,
     );
-    this.log(`csi-controller unix://${cluster.csiControllerSocket}`);
+    this.log(`csi-controller ${cluster.csiControllerSocket ? `unix://${cluster.csiControllerSocket}` : off}`);
     this.log(
       cluster.csiNodeSocket
         ? `csi-node  unix://${cluster.csiNodeSocket} (staging and target paths under ${cluster.csiNodeRoot})`
-        : 'csi-node  <none> (needs root)',
+        : `csi-node  ${runs('csi-node') ? '<none> (needs root)' : off}`,
     );
-    this.log(`ha-cluster ${cluster.haCluster} (storctl switchover --volume ID moves a target)`);
-    this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
+    this.log(
+      cluster.haCluster
+        ? `ha-cluster ${cluster.haCluster} (storctl switchover --volume ID moves a target)`
+        : `ha-cluster ${off}`,
+    );
+    if (cluster.rest && runs('io-engine'))
+      this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
     this.log(`logs      ${dataDir}/logs`);
     for (const r of cluster.roles)
       if (r.metricsUrl) this.log(`metrics   ${r.metricsUrl.padEnd(36)} ${r.name}`);
     this.log(`endpoints ${endpointsFile(dataDir)}`);
-    for (const line of await volumesLoaded(cluster.rest)) this.log(line);
-    this.log('ready: try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster');
+    if (cluster.rest) for (const line of await volumesLoaded(cluster.rest)) this.log(line);
+    this.log(
+      cluster.rest && runs('io-engine')
+        ? 'ready: try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster'
+        : 'ready: try `storctl get nodes`; Ctrl-C stops the cluster',
+    );
     this.log(
       '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
     );

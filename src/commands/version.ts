@@ -16,6 +16,8 @@ export default class Version extends StorctlCommand {
     '<%= config.bin %> <%= command.id %> -o json',
   ];
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     await this.parse(Version);
     const rows: Component[] = [

@@ -10,8 +10,8 @@ type FlagOutput = { [name: string]: any };
 type ArgOutput = { [name: string]: any };
 
 import { defaultClusterId } from './cluster-id.js';
-import { ExitCode, isStorctlError } from './errors.js';
-import { type OutputFormat, outputFormats } from './output/format.js';
+import { ExitCode, isStorctlError, UsageError } from './errors.js';
+import { isTabular, type OutputFormat, type OutputSpec, parseOutput } from './output/format.js';
 import { type Listing, renderLines } from './output/render.js';
 import { defaultStoreUrl } from './paths.js';
 import type { KeySpace } from './store/keys.js';
@@ -39,12 +39,16 @@ export abstract class StorctlCommand extends Command {
       default: 'default',
       helpGroup: 'GLOBAL',
     }),
-    output: Flags.option({
+    output: Flags.custom<OutputSpec>({
       char: 'o',
-      description: 'output format',
-      options: outputFormats,
+      description:
+        "output format: table (default), wide, json, yaml; listings also take jsonpath=TEMPLATE (e.g. '{.items[*].uuid}') and custom-columns=HEADER:.path,…",
+      helpValue: 'FORMAT',
       env: 'STORCTL_OUTPUT',
-      default: 'table' as OutputFormat,
+      parse: async (input) => parseOutput(input),
+      default: { format: 'table' },
+      // Help would print the default object: the description names the plain formats instead.
+      noCacheDefault: true,
       helpGroup: 'GLOBAL',
     })(),
     'log-level': Flags.option({
@@ -75,6 +79,8 @@ export abstract class StorctlCommand extends Command {
     storeUrl: string;
     keySpace: KeySpace;
     output: OutputFormat;
+    /** The template of `-o jsonpath=…` / `-o custom-columns=…`. */
+    template?: OutputSpec['template'];
     logLevel: 'error' | 'warn' | 'info' | 'debug';
     tls: { ca?: string; cert?: string; key?: string };
   };
@@ -89,12 +95,21 @@ export abstract class StorctlCommand extends Command {
     this.globals = {
       storeUrl: f.store ?? defaultStoreUrl(),
       keySpace: { clusterId: f['cluster-id'] ?? defaultClusterId(), namespace: f.namespace },
-      output: f.output,
+      output: f.output.format,
+      template: f.output.template,
       logLevel: f['log-level'],
       tls: { ca: f['etcd-ca'], cert: f['etcd-cert'], key: f['etcd-key'] },
     };
+    const own = this.constructor as typeof StorctlCommand;
+    if (this.globals.template && !own.templateOutput)
+      throw new UsageError(
+        `-o ${this.globals.output} prints listings (get …, and the volume/node/pool commands that print one); \`storctl ${this.id?.replaceAll(':', ' ')}\` prints table, wide, json or yaml`,
+      );
     return parsed;
   }
+
+  /** The command prints through `print` (a listing), so `-o jsonpath=…|custom-columns=…` apply. */
+  static templateOutput = false;
 
   /** Ask a yes/no question on the terminal (stderr); anything but y/yes, or a closed stdin, is no. */
   protected async confirm(question: string): Promise<boolean> {
@@ -115,14 +130,14 @@ export abstract class StorctlCommand extends Command {
 
   /** Print a listing in the chosen format; an empty table says so on stderr (stdout stays parseable). */
   protected print<T>(listing: Listing<T>): void {
-    if (listing.rows.length === 0 && (this.globals.output === 'table' || this.globals.output === 'wide')) {
+    if (listing.rows.length === 0 && isTabular(this.globals.output)) {
       this.logToStderr('No resources found.');
       return;
     }
     // Written in 64 KiB chunks as rendered: a 100k-volume listing never becomes one huge string.
     let chunk = '';
-    let skipHeader = this.noHeaders && (this.globals.output === 'table' || this.globals.output === 'wide');
-    for (const line of renderLines(listing, this.globals.output)) {
+    let skipHeader = this.noHeaders && isTabular(this.globals.output);
+    for (const line of renderLines(listing, this.globals.output, this.globals.template)) {
       if (skipHeader) {
         skipHeader = false;
         continue;

@@ -26,6 +26,8 @@ export const selectorFlag = Flags.string({
  * down), print it, and report values that failed to decode after the rest (exit code 8).
  */
 export abstract class GetCommand extends StorctlCommand {
+  static override templateOutput = true;
+
   static override baseFlags = {
     ...StorctlCommand.baseFlags,
     'no-headers': Flags.boolean({ description: 'print tables without their header line', default: false }),
@@ -57,6 +59,7 @@ export abstract class GetCommand extends StorctlCommand {
     build: (state: ClusterState) => Listing<T>,
     { live = [] }: { live?: readonly LiveKind[] } = {},
   ): Promise<void> {
+    // custom-columns and jsonpath read the objects -o json prints, not the table's cells.
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
       // Tables print cells, never the stored text: it is not kept.

@@ -10,12 +10,15 @@ import { DEFAULT_SYSTEM_BUS, SystemdClient } from '../../lib/systemd/client.js';
 export default class DoctorMounts extends StorctlCommand {
   static override description =
     `Check this node's S3 FUSE mounts: stale mounts (daemon dead, ENOTCONN), orphaned units or processes (no mount at their target), collisions (several daemons for one target), failed units, leftover credential files and records.
+Only the mounts of the mounter that uses --state-dir are checked (and fixed): its recorded targets and those under its --root directories (which it writes to roots.json there); another cluster's mounter on the same machine has its own state dir and is left out, as the report says. --machine-wide checks every S3 FUSE mount.
 Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
 
   static override examples = [
     '<%= config.bin %> doctor mounts',
     '<%= config.bin %> doctor mounts --fix -y',
     '<%= config.bin %> doctor mounts -o json',
+    '<%= config.bin %> doctor mounts --state-dir /var/lib/storctl/mounter --under /var/lib/kubelet',
+    '<%= config.bin %> doctor mounts --machine-wide',
   ];
 
   static override flags = {
@@ -33,6 +36,11 @@ Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
       description:
         'only check mounts and daemons whose target is below this directory (e.g. the kubelet dir)',
       env: 'STORCTL_MOUNTER_TARGET_ROOT',
+    }),
+    'machine-wide': Flags.boolean({
+      description:
+        "check every S3 FUSE mount and daemon on this machine, not only the --state-dir mounter's (another cluster's too: --fix would touch them)",
+      default: false,
     }),
   };
 
@@ -57,13 +65,14 @@ Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
     }
     let healthy = false;
     try {
-      const report = await diagnoseMounts(stateDir, systemd, flags.under);
+      const scope = { under: flags.under, machineWide: flags['machine-wide'] };
+      const report = await diagnoseMounts(stateDir, systemd, scope);
       let fixed: string[] = [];
       let after: DoctorReport | undefined;
       if (flags.fix && report.findings.length) {
         if (flags.yes || (await this.confirm(`Fix ${report.findings.length} finding(s)? [y/N] `))) {
-          fixed = await fixMounts(stateDir, report.findings, systemd, flags.under);
-          after = await diagnoseMounts(stateDir, systemd, flags.under);
+          fixed = await fixMounts(stateDir, report.findings, systemd, scope);
+          after = await diagnoseMounts(stateDir, systemd, scope);
         } else {
           this.logToStderr('Nothing changed.');
         }
@@ -95,6 +104,7 @@ Exit code 0: healthy; 1: findings; 2: the check itself failed.`;
     this.log(
       `Scanned ${s.mounts} S3 mount(s), ${s.units ?? 'no'} unit(s), ${s.processes} FUSE process(es), ${s.records} record(s), ${s.credentialFiles} credential file(s).`,
     );
+    this.log(`Scope: ${report.scope.summary}.`);
     for (const n of report.notes) this.log(`Note: ${n}`);
     if (report.healthy) {
       this.log('Healthy: nothing to fix.');

@@ -41,6 +41,8 @@ export default class GetBlockDevices extends RestCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(GetBlockDevices);
     const rows = await this.client.call<BlockDevice[]>(

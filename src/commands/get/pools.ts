@@ -9,6 +9,7 @@ export default class GetPools extends GetCommand {
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> --node node-1',
+    '<%= config.bin %> <%= command.id %> -o custom-columns=ID:.id,NODE:.node,ZONE:.labels.zone',
     '<%= config.bin %> <%= command.id %> --selector openebs.io/created-by=operator-diskpool -o wide',
   ];
   static override flags = {

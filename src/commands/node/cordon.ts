@@ -17,6 +17,8 @@ export default class NodeCordon extends RestCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeCordon);
     this.print(nodeListing([await this.client.cordonNode(args.node, flags.label)]));

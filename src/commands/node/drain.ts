@@ -23,6 +23,8 @@ export default class NodeDrain extends RestCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeDrain);
     let node = await this.client.drainNode(args.node, flags.label);

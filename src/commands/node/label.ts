@@ -19,6 +19,8 @@ export default class NodeLabel extends RestCommand {
     overwrite: Flags.boolean({ description: 'replace an existing value', default: false }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeLabel);
     const label = parseLabelEdit(args.label);

@@ -16,6 +16,8 @@ export default class NodeUncordon extends RestCommand {
     label: Flags.string({ description: "cordon or drain label to remove (default: the node's only one)" }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeUncordon);
     const label = flags.label ?? (await this.onlyLabel(args.node));

@@ -23,6 +23,8 @@ export default class PoolCreate extends RestCommand {
     label: Flags.string({ description: 'pool label KEY=VALUE (repeatable)', multiple: true }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PoolCreate);
     const labels = parseLabels(flags.label);

@@ -24,6 +24,8 @@ export default class PoolLabel extends RestCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(PoolLabel);
     const label = parseLabelEdit(args.label);

@@ -10,6 +10,7 @@ export default class VolumeCreate extends RestCommand {
   static override examples = [
     '<%= config.bin %> volume create --size 1GiB --replicas 3',
     '<%= config.bin %> volume create 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --size 10GiB --replicas 2 --thin -o json',
+    "ID=$(<%= config.bin %> volume create --size 1Gi --replicas 3 -o jsonpath='{.spec.uuid}')",
   ];
   static override args = { id: Args.string({ description: 'volume uuid (default: a new one)' }) };
   static override flags = {
@@ -22,6 +23,8 @@ export default class VolumeCreate extends RestCommand {
     }),
     label: Flags.string({ description: 'volume label KEY=VALUE (repeatable)', multiple: true }),
   };
+
+  static override templateOutput = true;
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeCreate);

@@ -23,6 +23,8 @@ export default class VolumePublish extends RestCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumePublish);
     const id = uuidArg('volume id', args.id);

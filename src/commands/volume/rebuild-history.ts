@@ -24,6 +24,8 @@ export default class VolumeRebuildHistory extends RestCommand {
   ];
   static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args } = await this.parse(VolumeRebuildHistory);
     const id = uuidArg('volume id', args.id);

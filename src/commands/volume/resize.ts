@@ -14,6 +14,8 @@ export default class VolumeResize extends RestCommand {
     size: Flags.string({ description: 'new size, e.g. 20GiB', required: true }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeResize);
     const volume = await this.client.resizeVolume(uuidArg('volume id', args.id), sizeArg('size', flags.size));

@@ -23,6 +23,8 @@ export default class VolumeScale extends RestCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeScale);
     const id = uuidArg('volume id', args.id);

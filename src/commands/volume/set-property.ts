@@ -19,6 +19,8 @@ export default class VolumeSetProperty extends RestCommand {
     }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeSetProperty);
     const id = uuidArg('volume id', args.id);

@@ -14,6 +14,8 @@ export default class VolumeUnpublish extends RestCommand {
     force: Flags.boolean({ description: 'unpublish even when the target node is offline', default: false }),
   };
 
+  static override templateOutput = true;
+
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeUnpublish);
     const v = await this.client.unpublishVolume(uuidArg('volume id', args.id), flags.force);

@@ -8,6 +8,7 @@ import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { loadDriverCredentials } from '../../lib/mount/credentials.js';
 import { resolveFuseAdapter } from '../../lib/mount/fuse-binary.js';
 import { type PublishResult, S3Volumes } from '../../lib/mount/s3-volumes.js';
+import { writeMounterRoots } from '../../lib/mount/state-dir.js';
 import { type MounterDaemonConfig, PLUGIN_NAME } from './config.js';
 import { nodeService } from './node-service.js';
 import { selectMounter } from './select-mounter.js';
@@ -40,6 +41,9 @@ export async function start(config: MounterDaemonConfig): Promise<MounterDaemon>
     mountTimeoutMs: config.mountTimeoutMs,
     log,
   });
+  const roots = config.roots ?? ['/var/lib/kubelet'];
+  // What `doctor mounts` with this state dir checks: this mounter's targets, not another's.
+  await writeMounterRoots(config.stateDir, roots);
 
   const daemon: MounterDaemon = {
     socketPath,
@@ -65,7 +69,7 @@ export async function start(config: MounterDaemonConfig): Promise<MounterDaemon>
       volumes,
       driverCredentials,
       log,
-      roots: config.roots ?? ['/var/lib/kubelet'],
+      roots,
       onPublished: (r) => (daemon.lastPublish = r),
     }),
   );

@@ -20,7 +20,7 @@ export interface LiveState {
 export function liveRestUrl(storeUrl: string): string | null {
   if (process.env.STORCTL_REST) return process.env.STORCTL_REST;
   const up = readEndpoints();
-  return up?.store === storeUrl ? up.rest : null;
+  return up?.store === storeUrl ? (up.rest ?? null) : null;
 }
 
 /** What a view needs of core's live state: each kind is one listing asked of core. */

@@ -1,5 +1,5 @@
 import { readdir, readFile, rm, rmdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { SystemdClient } from '../systemd/client.js';
 import { writeSecretFile } from './credentials.js';
 import { isS3FuseMount } from './fuse-binary.js';
@@ -10,6 +10,7 @@ import { ProcessMounter } from './process-mounter.js';
 import { isSameProcessAlive } from './processes.js';
 import { stateLayout } from './s3-volumes.js';
 import type { MountRecord } from './state.js';
+import { readMounterRoots } from './state-dir.js';
 import { SystemdMounter } from './systemd-mounter.js';
 import { targetId } from './unit-name.js';
 import { detachTop, unmountAll } from './unmount.js';
@@ -43,6 +44,26 @@ export interface DoctorReport {
     credentialFiles: number;
   };
   notes: string[];
+  /** What was checked: this state dir's mounter (its records and roots), or the whole machine. */
+  scope: {
+    stateDir: string;
+    machineWide: boolean;
+    /** The roots the state dir's mounter confines targets to (roots.json); null when unknown. */
+    roots: string[] | null;
+    /** S3 FUSE mounts and daemons on this machine (below --under) that are another mounter's. */
+    outside: { mounts: number; daemons: number };
+    summary: string;
+  };
+}
+
+/**
+ * Which mounts a check covers. By default the mounter of the state directory's: its recorded targets
+ * and targets under its roots (a second cluster on the machine has its own state dir and roots).
+ * `under` narrows that to targets below a directory; `machineWide` checks every S3 FUSE mount.
+ */
+export interface DoctorScope {
+  under?: string;
+  machineWide?: boolean;
 }
 
 interface Scan {
@@ -70,18 +91,47 @@ async function readRecords(stateDir: string): Promise<Map<string, MountRecord>> 
  * Scan the node: the mount table, mount-s3-* units (when a systemd manager answers), FUSE processes,
  * the mounter's records and credential files. Read-only.
  */
-async function scan(stateDir: string, systemd: SystemdClient | undefined, under?: string): Promise<Scan> {
+async function scan(
+  stateDir: string,
+  systemd: SystemdClient | undefined,
+  scope: DoctorScope | string = {},
+): Promise<Scan> {
+  const { under, machineWide = false } = typeof scope === 'string' ? { under: scope } : scope;
   const notes: string[] = [];
   const findings: Finding[] = [];
+  const below = (dir: string, t: string | undefined) => !!t?.startsWith(`${dir.replace(/\/+$/, '')}/`);
   // --under DIR: only what serves a target below DIR (the kubelet dir of this node, a test's root).
-  const inScope = (t: string | undefined) => !under || !!t?.startsWith(`${under.replace(/\/+$/, '')}/`);
-  const records = new Map([...(await readRecords(stateDir))].filter(([t]) => inScope(t)));
-  const mounts = (await readMountTable()).filter((m) => isS3FuseMount(m) && inScope(m.mountPoint));
-  const units = (systemd ? await new SystemdMounter(systemd, '').list() : []).filter((u) =>
+  const inScope = (t: string | undefined) => !under || below(under, t);
+  const allRecords = await readRecords(stateDir);
+  const roots = await readMounterRoots(stateDir);
+  // This mounter's: a recorded target, or one under its roots. Another mounter's are left out.
+  const ours = (t: string | undefined) =>
+    machineWide || (!!t && (allRecords.has(t) || !!roots?.some((r) => t === r || below(r, t))));
+  const records = new Map([...allRecords].filter(([t]) => inScope(t)));
+  const seenMounts = (await readMountTable()).filter((m) => isS3FuseMount(m) && inScope(m.mountPoint));
+  const seenUnits = (systemd ? await new SystemdMounter(systemd, '').list() : []).filter((u) =>
     inScope(u.target),
   );
   if (!systemd) notes.push('no systemd manager reachable: units were not scanned');
-  const processes = (await new ProcessMounter().list()).filter((p) => inScope(p.target));
+  const seenProcesses = (await new ProcessMounter().list()).filter((p) => inScope(p.target));
+  const mounts = seenMounts.filter((m) => ours(m.mountPoint));
+  const units = seenUnits.filter((u) => ours(u.target));
+  const processes = seenProcesses.filter((p) => ours(p.target));
+  const outside = {
+    mounts: seenMounts.length - mounts.length,
+    daemons: seenUnits.length - units.length + seenProcesses.length - processes.length,
+  };
+  const summary = machineWide
+    ? 'every S3 FUSE mount and daemon on this machine, whichever mounter started it (--machine-wide)'
+    : `the mounter of state directory ${resolve(stateDir)}: its recorded targets${
+        roots
+          ? ` and targets under ${roots.join(', ')}`
+          : ' (no roots.json there: no mounter has started with it)'
+      }`;
+  if (outside.mounts || outside.daemons)
+    notes.push(
+      `left out ${outside.mounts} S3 mount(s) and ${outside.daemons} FUSE daemon(s) of another mounter (another cluster on this machine?); --machine-wide checks them too`,
+    );
   const daemons = [...units, ...processes];
   const mounted = new Set(mounts.map((m) => m.mountPoint));
 
@@ -192,6 +242,7 @@ async function scan(stateDir: string, systemd: SystemdClient | undefined, under?
         credentialFiles,
       },
       notes,
+      scope: { stateDir: resolve(stateDir), machineWide, roots, outside, summary },
     },
     records,
     daemons,
@@ -202,9 +253,9 @@ async function scan(stateDir: string, systemd: SystemdClient | undefined, under?
 export async function diagnoseMounts(
   stateDir: string,
   systemd?: SystemdClient,
-  under?: string,
+  scope?: DoctorScope | string,
 ): Promise<DoctorReport> {
-  return (await scan(stateDir, systemd, under)).report;
+  return (await scan(stateDir, systemd, scope)).report;
 }
 
 async function stopDaemon(d: DaemonInfo, systemd: SystemdClient | undefined): Promise<void> {
@@ -234,10 +285,10 @@ export async function fixMounts(
   stateDir: string,
   findings: Finding[],
   systemd?: SystemdClient,
-  under?: string,
+  scope?: DoctorScope | string,
 ): Promise<string[]> {
   const done: string[] = [];
-  const { records, daemons } = await scan(stateDir, systemd, under);
+  const { records, daemons } = await scan(stateDir, systemd, scope);
   for (const f of findings) {
     try {
       switch (f.kind) {

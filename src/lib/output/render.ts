@@ -1,5 +1,6 @@
 import { parseJson, stringifyJson } from '../specs/json.js';
 import type { OutputFormat } from './format.js';
+import { customColumnCells, renderJsonPath, type Template } from './template.js';
 import { toYaml } from './yaml.js';
 
 export const NONE = '<none>';
@@ -30,13 +31,21 @@ export interface Listing<T> {
 const cell = (v: string | number | boolean | null | undefined): string =>
   v === null || v === undefined || v === '' ? NONE : String(v);
 
-/** Borderless, left-aligned table like kubectl-mayastor's (prettytable FORMAT_CLEAN). */
-export function* tableLines(headers: string[], rows: string[][]): Generator<string> {
+/**
+ * Borderless, left-aligned table like kubectl-mayastor's (prettytable FORMAT_CLEAN); `kubectl`:
+ * kubectl's own layout (no leading space, three between columns), which `-o custom-columns` keeps
+ * so that scripts cut its columns as they do kubectl's.
+ */
+export function* tableLines(
+  headers: string[],
+  rows: string[][],
+  { kubectl = false }: { kubectl?: boolean } = {},
+): Generator<string> {
   const widths = headers.map((h, i) => rows.reduce((w, r) => Math.max(w, r[i].length), h.length));
   const line = (cells: string[]) =>
     cells
-      .map((c, i) => ` ${c.padEnd(widths[i])} `)
-      .join(' ')
+      .map((c, i) => (kubectl ? c.padEnd(widths[i]) : ` ${c.padEnd(widths[i])} `))
+      .join(kubectl ? '   ' : ' ')
       .trimEnd();
   yield line(headers);
   for (const r of rows) yield line(r);
@@ -60,7 +69,29 @@ function rowObject<T>(listing: Listing<T>, row: T): unknown {
  * A list in json is an array with one compact object per line (kubectl-mayastor prints compact
  * JSON too): it streams in constant memory however many rows there are, and jq reads it as usual.
  */
-export function* renderLines<T>(listing: Listing<T>, format: OutputFormat): Generator<string> {
+export function* renderLines<T>(
+  listing: Listing<T>,
+  format: OutputFormat,
+  template?: Template,
+): Generator<string> {
+  if (template?.kind === 'jsonpath') {
+    // kubectl's root: the object itself for one, a List with `items` for a listing.
+    const root = listing.single
+      ? listing.rows.length
+        ? rowObject(listing, listing.rows[0])
+        : null
+      : { kind: 'List', items: listing.rows.map((r) => rowObject(listing, r)) };
+    yield renderJsonPath(template, root);
+    return;
+  }
+  if (template?.kind === 'custom-columns') {
+    yield* tableLines(
+      template.columns.map((c) => c.header),
+      listing.rows.map((r) => customColumnCells(template, rowObject(listing, r))),
+      { kubectl: true },
+    );
+    return;
+  }
   if (format === 'json') {
     if (listing.single) {
       yield listing.rows.length ? prettyJson(parseJson(rowJson(listing, listing.rows[0]))) : 'null';
@@ -95,8 +126,8 @@ export function* renderLines<T>(listing: Listing<T>, format: OutputFormat): Gene
   );
 }
 
-export function render<T>(listing: Listing<T>, format: OutputFormat): string {
-  return [...renderLines(listing, format)].join('\n');
+export function render<T>(listing: Listing<T>, format: OutputFormat, template?: Template): string {
+  return [...renderLines(listing, format, template)].join('\n');
 }
 
 /**

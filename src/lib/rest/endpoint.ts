@@ -8,7 +8,8 @@ export const DEFAULT_REST_URL = 'http://127.0.0.1:8081';
 
 /** What `storctl up` publishes for flagless operator commands: `<data-dir>/endpoints.json`. */
 export interface ClusterEndpoints {
-  rest: string;
+  /** Core's REST URL; absent when `up --roles` runs no core. */
+  rest?: string;
   store: string;
   pid?: number;
   ioEngines?: { node: string; grpc: string; nbd: string }[];
@@ -22,7 +23,9 @@ export function endpointsFile(dataDir = defaultDataDir()): string {
 export function readEndpoints(dataDir = defaultDataDir()): ClusterEndpoints | null {
   try {
     const v = JSON.parse(readFileSync(endpointsFile(dataDir), 'utf8'));
-    return v && typeof v.rest === 'string' ? (v as ClusterEndpoints) : null;
+    return v && typeof v.store === 'string' && (v.rest === undefined || typeof v.rest === 'string')
+      ? (v as ClusterEndpoints)
+      : null;
   } catch {
     return null;
   }

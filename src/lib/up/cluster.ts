@@ -1,12 +1,66 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { ConflictError, ExitCode } from '../errors.js';
+import { closest } from '../did-you-mean.js';
+import { ConflictError, ExitCode, UsageError } from '../errors.js';
 import { IoEngineClient } from '../io-engine/client.js';
 import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { RestClient } from '../rest/client.js';
 import { type ClusterEndpoints, endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
 import { Role, type RoleSpec } from './role.js';
+
+/** The roles `up` runs, in start order. */
+export const ROLE_NAMES = [
+  'io-engine',
+  'core',
+  'csi-controller',
+  'csi-node',
+  'ha-cluster',
+  'ha-node',
+  'mounter',
+] as const;
+export type RoleName = (typeof ROLE_NAMES)[number];
+
+/** What each role needs running beside it in the same `up`. */
+const ROLE_NEEDS: Partial<Record<RoleName, { roles: RoleName[]; why: string }>> = {
+  'csi-controller': { roles: ['core'], why: "it serves CSI through core's REST API" },
+  'csi-node': { roles: ['core'], why: "it asks core's REST API where volumes are published" },
+  'ha-cluster': { roles: ['core'], why: "it moves targets through core's REST API" },
+  'ha-node': {
+    roles: ['csi-node', 'ha-cluster'],
+    why: 'it watches the csi-node and reports to the ha-cluster agent',
+  },
+};
+
+/**
+ * `--roles core,io-engine,…`: the roles named, each known, with what they need. A usage error
+ * (exit 2) names an unknown role (and the closest one) or a missing dependency.
+ */
+export function parseRoles(text: string): Set<RoleName> {
+  const names = text
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  if (!names.length) throw new UsageError(`--roles names no role: pick from ${ROLE_NAMES.join(', ')}`);
+  for (const n of names) {
+    if (!(ROLE_NAMES as readonly string[]).includes(n)) {
+      const near = closest(n, [...ROLE_NAMES]);
+      throw new UsageError(
+        `--roles: unknown role '${n}'${near ? ` (did you mean ${near}?)` : ''}; the roles are ${ROLE_NAMES.join(', ')}`,
+      );
+    }
+  }
+  const roles = new Set(names as RoleName[]);
+  for (const r of roles) {
+    const needs = ROLE_NEEDS[r];
+    const missing = needs?.roles.filter((n) => !roles.has(n)) ?? [];
+    if (missing.length)
+      throw new UsageError(`--roles: ${r} needs ${missing.join(' and ')} (${needs?.why})`, {
+        suggestions: [`storctl up --roles ${[...roles, ...missing].join(',')}`],
+      });
+  }
+  return roles;
+}
 
 export interface UpOptions {
   dataDir: string;
@@ -18,6 +72,8 @@ export interface UpOptions {
   restAddress: string;
   nodes: number;
   poolCapacity: number;
+  /** The roles to run (default: every one); parseRoles checked what each needs. */
+  roles?: ReadonlySet<RoleName>;
   logLevel: string;
   /** Core's single-writer lease TTL in seconds (a store outage longer than this stops core until it is back). */
   leaseTtlSeconds?: number;
@@ -28,16 +84,17 @@ export interface UpOptions {
 }
 
 export interface UpCluster {
-  rest: string;
+  /** Core's REST URL, or null when core is not among the roles. */
+  rest: string | null;
   /** CSI socket of the S3 mounter, or null when no S3 FUSE binary is installed. */
   mounterSocket: string | null;
   /** CSI sockets of the block driver: the controller, and the node plugin (null unless root). */
-  csiControllerSocket: string;
+  csiControllerSocket: string | null;
   csiNodeSocket: string | null;
   /** Where the csi-node accepts staging and target paths. */
   csiNodeRoot: string | null;
   /** The HA cluster agent's address (the node agent runs next to the csi-node). */
-  haCluster: string;
+  haCluster: string | null;
   roles: Role[];
   /** Resolves with the first role that exits and cannot be started again. */
   failed: Promise<Role>;
@@ -58,6 +115,14 @@ function pidAlive(pid: number): boolean {
  * process as on separate machines; one pool per node; endpoints published for flagless commands.
  */
 export async function up(o: UpOptions): Promise<UpCluster> {
+  const runs = (r: RoleName) => !o.roles || o.roles.has(r);
+  const isRoot = process.getuid?.() === 0;
+  // Asked for by name, a role that cannot run here is an error, not a note (as with every role).
+  if (o.roles?.has('csi-node') && !isRoot)
+    throw new UsageError(
+      '--roles: csi-node needs root (it attaches block volumes with FUSE, loop devices and mounts)',
+      { suggestions: ['run `storctl up` as root, or leave csi-node and ha-node out of --roles'] },
+    );
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   const existing = readEndpoints(o.dataDir);
   if (existing?.pid && existing.pid !== process.pid && pidAlive(existing.pid)) {
@@ -103,7 +168,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
   /** endpoints.json, rewritten whenever a role comes back with another address. */
   async function publish(): Promise<void> {
     if (!endpoints) return;
-    endpoints.rest = rest;
+    endpoints.rest = rest || undefined;
     endpoints.ioEngines = engines.map((e) => ({ node: e.node, grpc: e.grpc ?? '', nbd: e.nbd ?? '' }));
     // Which process is which role, for an operator's `kill` or `ps` (and restarts change them).
     endpoints.roles = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
@@ -136,7 +201,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     return r;
   };
   try {
-    for (let i = 1; i <= o.nodes; i++) {
+    for (let i = 1; runs('io-engine') && i <= o.nodes; i++) {
       const node = `node-${i}`;
       const dir = join(o.dataDir, 'nodes', node);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -176,47 +241,22 @@ export async function up(o: UpOptions): Promise<UpCluster> {
       engines.push(engine);
     }
     await Promise.all(engines.map((e) => e.role.start()));
-    const core = role(
-      'core',
-      () => [
-        'daemon',
-        'core',
-        '--rest',
-        o.restAddress,
-        '--cache-period',
-        '5s',
-        '--reconcile-period',
-        '2s',
-        '--reconcile-idle-period',
-        '10s',
-        ...(o.leaseTtlSeconds ? ['--lease-ttl', String(o.leaseTtlSeconds)] : []),
-      ],
-      'core.log',
-      'core ready',
-    );
-    // A restarted core on port 0 listens elsewhere: flagless commands follow it through endpoints.json.
-    core.onReady((ready) => {
-      rest = String(ready.url);
+    if (runs('core'))
+      await startCore(o, role, (url) => {
+        rest = url;
+      });
+    if (rest && engines.length) await createPools(rest, engines, o);
+    const csi = await startCsi(o, role, () => rest, {
+      controller: runs('csi-controller'),
+      node: runs('csi-node'),
     });
-    await core.start();
-    const client = new RestClient(rest);
-    try {
-      const pools = await client.listPools();
-      for (const e of engines) {
-        const id = `pool-${e.node}`;
-        if (pools.some((p) => p.id === id)) continue;
-        await client.createPool(e.node, id, { disks: [join(e.dir, id)], capacity: o.poolCapacity });
-        o.say(`created pool ${id} on ${e.node}`);
-      }
-    } finally {
-      await client.close();
-    }
-    const csi = await startCsi(o, role, () => rest);
-    const haCluster = await startHa(o, role, () => rest, csi.csiNodeFs);
-    const mounterSocket = await startMounter(o, env, role);
+    const haCluster = runs('ha-cluster')
+      ? await startHa(o, role, () => rest, runs('ha-node') ? csi.csiNodeFs : undefined)
+      : null;
+    const mounterSocket = runs('mounter') ? await startMounter(o, env, role) : null;
     const { csiNodeFs: _, ...csiSockets } = csi;
     endpoints = {
-      rest,
+      rest: rest || undefined,
       store: o.storeUrl,
       pid: process.pid,
       ioEngines: [],
@@ -226,10 +266,53 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     };
     await publish();
     const failed = Promise.race(roles.map((r) => r.failed));
-    return { rest, mounterSocket, ...csiSockets, haCluster, roles, failed, stop };
+    return { rest: rest || null, mounterSocket, ...csiSockets, haCluster, roles, failed, stop };
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** Core, on the REST address asked for; `onUrl` gets the URL it listens on (again after a restart). */
+async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) => void): Promise<void> {
+  const core = role(
+    'core',
+    () => [
+      'daemon',
+      'core',
+      '--rest',
+      o.restAddress,
+      '--cache-period',
+      '5s',
+      '--reconcile-period',
+      '2s',
+      '--reconcile-idle-period',
+      '10s',
+      ...(o.leaseTtlSeconds ? ['--lease-ttl', String(o.leaseTtlSeconds)] : []),
+    ],
+    'core.log',
+    'core ready',
+  );
+  // A restarted core on port 0 listens elsewhere: flagless commands follow it through endpoints.json.
+  core.onReady((ready) => {
+    onUrl(String(ready.url));
+  });
+  await core.start();
+}
+
+/** One pool per io-engine (`pool-<node>`), unless a previous run created it already. */
+async function createPools(rest: string, engines: { node: string; dir: string }[], o: UpOptions) {
+  const client = new RestClient(rest);
+  try {
+    const pools = await client.listPools();
+    for (const e of engines) {
+      const id = `pool-${e.node}`;
+      if (pools.some((p) => p.id === id)) continue;
+      await client.createPool(e.node, id, { disks: [join(e.dir, id)], capacity: o.poolCapacity });
+      o.say(`created pool ${id} on ${e.node}`);
+    }
+  } finally {
+    await client.close();
   }
 }
 
@@ -239,19 +322,30 @@ export async function up(o: UpOptions): Promise<UpCluster> {
  * root. Its staging and target paths must lie under `<data dir>/kubelet`, the kubelet's directory
  * of this one-machine cluster.
  */
-async function startCsi(o: UpOptions, role: RoleFactory, rest: () => string) {
+async function startCsi(
+  o: UpOptions,
+  role: RoleFactory,
+  rest: () => string,
+  run: { controller: boolean; node: boolean },
+) {
   const dir = join(o.dataDir, 'csi');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const csiControllerSocket = join(dir, 'controller.sock');
-  await role(
-    'csi-controller',
-    () => ['daemon', 'csi-controller', '--endpoint', `unix://${csiControllerSocket}`, '--rest', rest()],
-    'csi-controller.log',
-    'csi-controller listening',
-  ).start();
+  const none = { csiNodeSocket: null, csiNodeRoot: null, csiNodeFs: null };
+  let csiControllerSocket: string | null = null;
+  if (run.controller) {
+    const socket = join(dir, 'controller.sock');
+    csiControllerSocket = socket;
+    await role(
+      'csi-controller',
+      () => ['daemon', 'csi-controller', '--endpoint', `unix://${socket}`, '--rest', rest()],
+      'csi-controller.log',
+      'csi-controller listening',
+    ).start();
+  }
+  if (!run.node) return { csiControllerSocket, ...none };
   if (process.getuid?.() !== 0) {
     o.say('csi-node not started: attaching block volumes (FUSE, loop devices, mounts) needs root');
-    return { csiControllerSocket, csiNodeSocket: null, csiNodeRoot: null, csiNodeFs: null };
+    return { csiControllerSocket, ...none };
   }
   // A fixed port for the node's NodeFs/NodePaths service: the HA node agent keeps finding a restarted csi-node.
   const csiNodeFs = `127.0.0.1:${await anyFreePort()}`;
@@ -288,9 +382,15 @@ const EXIT_LEASE_LOST = 128;
 /**
  * HA: the cluster agent (on a port fixed for this run, so the node agent finds it again after a
  * restart), and the node agent of this machine when the csi-node runs (volumes attached elsewhere
- * have no path here to watch).
+ * have no path here to watch). `csiNodeFs`: the csi-node's NodeFs address; null when no csi-node runs,
+ * undefined when `--roles` left ha-node out.
  */
-async function startHa(o: UpOptions, role: RoleFactory, rest: () => string, csiNodeFs: string | null) {
+async function startHa(
+  o: UpOptions,
+  role: RoleFactory,
+  rest: () => string,
+  csiNodeFs: string | null | undefined,
+) {
   const haCluster = `127.0.0.1:${await anyFreePort()}`;
   await role(
     'ha-cluster',
@@ -301,6 +401,7 @@ async function startHa(o: UpOptions, role: RoleFactory, rest: () => string, csiN
     // Its leadership lease goes in a store outage, as core's does: it comes back with the store.
     [EXIT_LEASE_LOST],
   ).start();
+  if (csiNodeFs === undefined) return haCluster;
   if (!csiNodeFs) {
     o.say('ha-node not started: it watches the csi-node, which needs root');
     return haCluster;

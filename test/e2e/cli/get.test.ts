@@ -91,6 +91,63 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       expect(missing.code).toBe(3);
     });
 
+    it('prints -o jsonpath and -o custom-columns from the objects -o json prints', async () => {
+      const uuids = await storctl('get', 'volumes', '-o', 'jsonpath={.items[*].uuid}');
+      expect(uuids.stderr).toBe('');
+      expect(uuids.code).toBe(0);
+      expect(uuids.stdout.trim().split(' ').sort()).toEqual([ids.vol1, ids.vol2].sort());
+      // One object is the root itself; u64 values stay exact.
+      const key = await storctl(
+        'get',
+        'volume',
+        ids.vol1,
+        '-o',
+        'jsonpath={.target.config.reservationKey} {.num_replicas}',
+      );
+      expect(key.stdout).toBe('10075049441338057178 2\n');
+      const cols = await storctl(
+        'get',
+        'pools',
+        '-o',
+        'custom-columns=ID:.id,NODE:.node,ZONE:.labels.zone,X:.nope',
+      );
+      expect(cols.code).toBe(0);
+      expect(
+        cols.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/)),
+      ).toEqual([
+        ['ID', 'NODE', 'ZONE', 'X'],
+        ['pool-1', 'node-1', 'a', '<none>'],
+        ['pool-2', 'node-2', 'b', '<none>'],
+      ]);
+      const bare = await storctl(
+        'get',
+        'pools',
+        '-l',
+        'zone=b',
+        '-o',
+        'custom-columns=ID:.id',
+        '--no-headers',
+      );
+      expect(bare.stdout).toBe('pool-2\n');
+    });
+
+    it('refuses a bad -o template with exit 2 before reading anything, and where it cannot apply', async () => {
+      const range = await storctl('get', 'volumes', '-o', 'jsonpath={range .items[*]}{.uuid}{end}');
+      expect(range.code).toBe(2);
+      expect(range.stderr).toContain('{range} is not supported');
+      expect(range.stdout).toBe('');
+      const cols = await storctl('get', 'volumes', '-o', 'custom-columns=ID');
+      expect(cols.code).toBe(2);
+      expect(cols.stderr).toContain("'ID' is not HEADER:.path");
+      // describe prints a page, not a listing.
+      const page = await storctl('describe', 'volume', ids.vol1, '-o', 'jsonpath={.spec}');
+      expect(page.code).toBe(2);
+      expect(page.stderr).toContain('-o jsonpath prints listings');
+    });
+
     it('shows node liveness and cordon state; -o wide adds columns; --selector filters', async () => {
       const r = await storctl('get', 'nodes', '-o', 'wide');
       expect(r.stdout).toMatch(/node-1\s+127\.0\.0\.1:10124\s+Online\s+v0\.1\.0\s+127\.0\.0\.1:10809/);

@@ -48,7 +48,9 @@ describe('every command documents itself', async () => {
     expect(bad.code).toBe(2);
     const badOutput = await runStorctl(['get', 'volumes', '-o', 'xml']);
     expect(badOutput.code).toBe(2);
-    expect(badOutput.stderr).toMatch(/Expected --output=xml to be one of: table, wide, json, yaml/);
+    expect(badOutput.stderr).toMatch(
+      /Expected --output=xml to be one of: table, wide, json, yaml, jsonpath=TEMPLATE, custom-columns=SPEC/,
+    );
   });
 
   it('the global flags fall back to STORCTL_* environment variables', async () => {

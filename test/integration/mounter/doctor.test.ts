@@ -105,7 +105,11 @@ describe('storctl doctor mounts', () => {
       '--under',
       env.targets,
     ]);
-    expect(table.stdout).toMatch(/Scanned 1 S3 mount\(s\), 1 unit\(s\).*\n.*Healthy/);
+    expect(table.stdout).toMatch(/Scanned 1 S3 mount\(s\), 1 unit\(s\).*\nScope: .*\n.*Healthy/);
+    // It says what it checked: this mounter's state dir and the roots that mounter recorded.
+    expect(table.stdout).toContain(
+      `Scope: the mounter of state directory ${env.stateDir}: its recorded targets and targets under ${env.root}.`,
+    );
     await csi.node('NodeUnpublishVolume', { volume_id: 'pv-h', target_path: target });
   });
 

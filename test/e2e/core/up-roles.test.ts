@@ -1,0 +1,73 @@
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
+import { UpHome } from './up-fixture.js';
+
+/** `storctl up --roles`: a subset of the roles, each name and dependency checked before anything starts. */
+describe('storctl up --roles (built CLI)', () => {
+  const cluster = new UpHome();
+  let up: StorctlProcess | undefined;
+
+  afterAll(async () => {
+    await up?.kill('SIGINT');
+    rmSync(cluster.home, { recursive: true, force: true });
+  });
+
+  it('refuses an unknown role or a missing dependency with exit 2, starting nothing', async () => {
+    const unknown = await runStorctl(['up', '--roles', 'core,io-engin'], { env: cluster.env });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown role 'io-engin' (did you mean io-engine?)");
+    expect(unknown.stderr).toContain(
+      'the roles are io-engine, core, csi-controller, csi-node, ha-cluster, ha-node, mounter',
+    );
+    const missing = await runStorctl(['up', '--roles', 'io-engine,csi-controller'], { env: cluster.env });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("csi-controller needs core (it serves CSI through core's REST API)");
+    expect(missing.stderr).toContain('Try: storctl up --roles io-engine,csi-controller,core');
+    const haNode = await runStorctl(['up', '--roles', 'core,csi-node,ha-node'], { env: cluster.env });
+    expect(haNode.code).toBe(2);
+    expect(haNode.stderr).toContain('ha-node needs ha-cluster');
+    const empty = await runStorctl(['up', '--roles', ','], { env: cluster.env });
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('--roles names no role');
+    // Nothing was started: no data dir, no endpoints file.
+    expect(existsSync(join(cluster.home, 'storctl', 'endpoints.json'))).toBe(false);
+  });
+
+  it('runs only core and one io-engine, says which, and commands find it', async () => {
+    up = await cluster.start(['--roles', 'core,io-engine', '--nodes', '1']);
+    expect(up.output).toContain('roles     core,io-engine (--roles)');
+    expect(up.output).toContain('csi-controller <none> (not in --roles)');
+    expect(up.output).toContain('ha-cluster <none> (not in --roles)');
+    expect(up.output).toContain('mounter   <none> (not in --roles)');
+    const endpoints = cluster.endpoints();
+    expect(Object.keys(endpoints.roles).sort()).toEqual(['core', 'io-engine node-1']);
+    expect(endpoints.csiControllerSocket).toBeNull();
+    expect(endpoints.haCluster).toBeNull();
+    const nodes = await runStorctl(['get', 'nodes', '--no-headers'], { env: cluster.env });
+    expect(nodes.code).toBe(0);
+    expect(nodes.stdout).toMatch(/^\s*node-1\s/);
+    expect(nodes.stdout.trim().split('\n')).toHaveLength(1);
+    const pools = await runStorctl(['get', 'pools', '-o', 'jsonpath={.items[*].id}'], { env: cluster.env });
+    expect(pools.stdout.trim()).toBe('pool-node-1');
+    // A command that changes an object prints it through the same templates (core's {spec, state}).
+    const created = await runStorctl(
+      ['volume', 'create', '--size', '16Mi', '--replicas', '1', '-o', 'jsonpath={.spec.uuid} {.spec.size}'],
+      { env: cluster.env },
+    );
+    expect(created.stderr).toBe('');
+    expect(created.stdout).toMatch(/^[0-9a-f-]{36} 16777216\n$/);
+    const [uuid] = created.stdout.split(' ');
+    const listed = await runStorctl(
+      ['get', 'volumes', '-o', 'custom-columns=ID:.uuid,REPLICAS:.num_replicas'],
+      {
+        env: cluster.env,
+      },
+    );
+    expect(listed.stdout.split('\n').slice(0, 2)).toEqual([`ID${' '.repeat(37)}REPLICAS`, `${uuid}   1`]);
+    const stopped = up;
+    up = undefined;
+    expect(await stopped.kill('SIGINT')).toBe(0);
+  }, 90_000);
+});
