@@ -8,8 +8,10 @@
  *   npx tsx bench/csi-node.ts [mib] [rounds]
  */
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { PROXY_EXPORT } from '../src/daemons/csi-node/proxy-server.js';
 import { stageRequest } from '../test/helpers/csi-client.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { CsiNodeFixture } from '../test/integration/csi-node/fixture.js';
@@ -79,6 +81,14 @@ async function main() {
     const file = join(staging, 'bench.bin');
     const fsWrite = await ddRate(['if=/dev/zero', `of=${file}`, 'oflag=direct', 'conv=fsync']);
     const fsRead = await ddRate([`if=${file}`, 'of=/dev/null', 'iflag=direct']);
+    // The same reads hop by hop, to see which layer costs what: the proxy's NBD socket, the
+    // nbdfuse file the loop device is bound to, the loop device.
+    const staged = JSON.parse(await readFile(join(node.stateDir, 'state.json'), 'utf8')).volumes[id];
+    const hops = {
+      proxy_socket: await qemuBench(`nbd+unix:///${PROXY_EXPORT}?socket=${staged.proxy.socketPath}`, false),
+      nbdfuse_file: await ddRate([`if=${staged.device.file}`, 'of=/dev/null', 'iflag=direct']),
+      loop_device: await ddRate([`if=${staged.device.device}`, 'of=/dev/null', 'iflag=direct']),
+    };
     await unstage();
     const stageMs: number[] = [];
     const unstageMs: number[] = [];
@@ -101,6 +111,7 @@ async function main() {
             direct_target: { write: r1(directWrite), read: r1(directRead) },
             through_staged_ext4: { write: r1(fsWrite), read: r1(fsRead) },
             ratio: { write: Math.round(ratioWrite * 100) / 100, read: Math.round(ratioRead * 100) / 100 },
+            read_by_hop: Object.fromEntries(Object.entries(hops).map(([k, v]) => [k, r1(v)])),
           },
           stage_ms: {
             first_with_mkfs: Math.round(firstStageMs),

@@ -70,6 +70,7 @@ async function main() {
   const { proc, socket } = await startController(dir, cluster.restUrl, {
     ...cluster.env,
     STORCTL_LOG_LEVEL: 'warn',
+    ...(process.env.PROF ? { STORCTL_NODE_ARGS: '--cpu-prof --cpu-prof-dir=/tmp/prof' } : {}),
   });
   // The client as a CO's would be set up for a local socket: no channelz bookkeeping, no retry
   // buffering (CSI sidecars retry whole operations themselves). Everything runs on this machine,

@@ -42,10 +42,14 @@ export class StorctlProcess {
   private exited: Promise<number | null>;
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
-    this.child = spawn(process.execPath, [STORCTL_BIN, ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    this.child = spawn(
+      process.execPath,
+      [...(env.STORCTL_NODE_ARGS?.split(' ') ?? []), STORCTL_BIN, ...args],
+      {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.child.stdout?.on('data', (d) => {
       this.output += d;
     });
