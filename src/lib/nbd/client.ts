@@ -24,6 +24,11 @@ import {
   TFLAG_READ_ONLY,
 } from './protocol.js';
 
+/** The buffer headers and small payloads are read into (one per connection). */
+const SCRATCH_SIZE = 256 * 1024;
+/** A payload at least this large still to come is read straight into the caller's buffer. */
+const DIRECT_READ_MIN = 16 * 1024;
+
 export interface NbdTarget {
   host: string;
   port: number;
@@ -74,6 +79,8 @@ export class NbdClient implements BlockBackend {
   private nextId = 1;
   private waiter: { n: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | null = null;
   private reading: { p: Pending; remaining: number; filled: number } | null = null;
+  /** The reply `nextReadBuffer` handed its buffer to the socket for, if it did. */
+  private direct: { p: Pending; remaining: number; filled: number } | null = null;
   private closedError: BlockIoError | null = null;
   private corked = false;
   private timer: NodeJS.Timeout | null = null;
@@ -82,18 +89,33 @@ export class NbdClient implements BlockBackend {
   private constructor(
     private readonly socket: Socket,
     readonly target: NbdTarget,
+    private readonly scratch: Buffer,
   ) {}
 
   static async connect(target: NbdTarget | string, options: NbdClientOptions = {}): Promise<NbdClient> {
     const t = typeof target === 'string' ? parseNbdUri(target) : target;
-    const socket = connect({ host: t.host, port: t.port, noDelay: true });
-    const client = new NbdClient(socket, t);
+    // The client reads into buffers it chooses (see nextReadBuffer): a read reply's payload goes
+    // straight from the socket into the caller's buffer, with no chunk allocated per read.
+    let client: NbdClient | undefined;
+    const scratch = Buffer.allocUnsafe(SCRATCH_SIZE);
+    const socket = connect({
+      host: t.host,
+      port: t.port,
+      noDelay: true,
+      onread: {
+        buffer: () => client?.nextReadBuffer() ?? scratch,
+        callback: (n: number, buf: Uint8Array) => {
+          client!.onRead(n, buf);
+          return true;
+        },
+      },
+    });
+    client = new NbdClient(socket, t, scratch);
     const where = `nbd://${t.host}:${t.port}/${t.exportName}`;
     const connectTimeout = setTimeout(
       () => socket.destroy(new Error(`connect timeout after ${options.connectTimeoutMs ?? 10_000} ms`)),
       options.connectTimeoutMs ?? 10_000,
     );
-    socket.on('data', (d: Buffer) => client.onData(d));
     socket.on('error', (err) => client.fail(new BlockIoError(`${where}: ${err.message}`)));
     socket.on('close', () => client.fail(new BlockIoError(`${where}: connection closed`)));
     try {
@@ -128,7 +150,7 @@ export class NbdClient implements BlockBackend {
 
   private readExact(n: number): Promise<Buffer> {
     if (this.closedError) return Promise.reject(this.closedError);
-    if (this.q.length >= n) return Promise.resolve(this.q.take(n));
+    if (this.q.length >= n) return Promise.resolve(Buffer.from(this.q.take(n)));
     return new Promise((resolve, reject) => {
       this.waiter = { n, resolve, reject };
     });
@@ -174,20 +196,47 @@ export class NbdClient implements BlockBackend {
     }
   }
 
-  private onData(chunk: Buffer): void {
-    this.q.push(chunk);
-    if (this.waiter) {
-      if (this.q.length < this.waiter.n) return;
-      const w = this.waiter;
-      this.waiter = null;
-      w.resolve(this.q.take(w.n));
+  /**
+   * Where the socket's next read lands: the rest of the read reply being received, when nothing is
+   * queued before it and enough is missing to be worth a read of its own; else the scratch buffer.
+   */
+  private nextReadBuffer(): Buffer {
+    const r = this.reading;
+    if (r && this.q.length === 0 && r.remaining >= DIRECT_READ_MIN) {
+      this.direct = r;
+      return r.p.readBuf!.subarray(r.filled, r.filled + r.remaining);
+    }
+    this.direct = null;
+    return this.scratch;
+  }
+
+  private onRead(n: number, buf: Uint8Array): void {
+    const r = this.direct;
+    if (r && buf !== this.scratch) {
+      // The bytes are already where they belong.
+      r.filled += n;
+      r.remaining -= n;
+      if (r.remaining > 0) return;
+      this.reading = null;
+      r.p.resolve();
       return;
     }
-    try {
-      this.parseReplies();
-    } catch (err) {
-      this.socket.destroy(err as Error);
+    this.q.push(this.scratch.subarray(0, n));
+    if (this.waiter) {
+      if (this.q.length >= this.waiter.n) {
+        const w = this.waiter;
+        this.waiter = null;
+        w.resolve(Buffer.from(this.q.take(w.n)));
+      }
+    } else {
+      try {
+        this.parseReplies();
+      } catch (err) {
+        this.socket.destroy(err as Error);
+      }
     }
+    // What is left is a view of the scratch buffer, which the next read overwrites.
+    this.q.detach();
   }
 
   private parseReplies(): void {
@@ -238,7 +287,8 @@ export class NbdClient implements BlockBackend {
     }
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
-    if (this.reading) this.reading = null;
+    this.reading = null;
+    this.direct = null;
     for (const l of this.closeListeners.splice(0)) l(err);
   }
 
