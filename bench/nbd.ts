@@ -23,7 +23,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { IoEngineClient } from '../src/lib/io-engine/client.js';
-import { unusedPort } from '../test/helpers/ports.js';
+import { withUnusedPorts } from '../test/helpers/ports.js';
+import { failIfExited, waitFor } from '../test/helpers/wait.js';
+import { startTool } from '../test/integration/io-engine/nbd-tools.js';
 
 const execFileP = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
@@ -45,16 +47,6 @@ const DEPTH = Number(opts.depth);
 const ROUNDS = Number(opts.rounds);
 
 const children: ChildProcess[] = [];
-
-async function waitUntil<T>(check: () => Promise<T | null>, what: string): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const v = await check().catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 async function startEngine(dir: string, node: string) {
   const proc = spawn(
@@ -83,15 +75,35 @@ async function startEngine(dir: string, node: string) {
   proc.stdout?.on('data', (d) => {
     out += d;
   });
-  const ready = await waitUntil(async () => {
-    const line = out.split('\n').find((l) => l.includes('"io-engine ready"'));
-    return line ? (JSON.parse(line) as { grpcEndpoint: string }) : null;
-  }, `${node} ready`);
+  const ready = await waitFor(
+    async () => {
+      const line = out.split('\n').find((l) => l.includes('"io-engine ready"'));
+      return line
+        ? (JSON.parse(line) as { grpcEndpoint: string })
+        : await failIfExited(proc, node, () => out);
+    },
+    { what: `${node} ready` },
+  );
   return new IoEngineClient(ready.grpcEndpoint);
 }
 
-function startTool(cmd: string, args: string[]): void {
-  children.push(spawn(cmd, args, { stdio: 'ignore' }));
+/**
+ * Start a peer NBD server on a free port below the ephemeral range (another one when it cannot bind
+ * it) and wait until it serves `export`; a peer that exits fails at once with its output.
+ */
+function startPeer(cmd: string, args: (port: string) => string[], exportName: string): Promise<string> {
+  return withUnusedPorts(1, async ([port]) => {
+    const tool = startTool(cmd, args(String(port)));
+    children.push(tool.child);
+    const uri = `nbd://127.0.0.1:${port}/${exportName}`;
+    await waitFor(
+      async () =>
+        (await execFileP('nbdinfo', ['--size', uri]).catch(() => null))?.stdout ||
+        (await tool.failIfExited()),
+      { what: `${cmd} serving ${uri}` },
+    );
+    return uri;
+  });
 }
 
 interface Result {
@@ -178,29 +190,18 @@ async function main(): Promise<void> {
 
     const kitFile = join(dir, 'nbdkit.img');
     await fallocated(kitFile);
-    const kitPort = await unusedPort();
-    startTool('nbdkit', ['-f', '-p', String(kitPort), '-i', '127.0.0.1', 'file', kitFile]);
-    const kitUri = `nbd://127.0.0.1:${kitPort}/`;
+    const kitUri = await startPeer(
+      'nbdkit',
+      (port) => ['-f', '-p', port, '-i', '127.0.0.1', 'file', kitFile],
+      '',
+    );
     const qFile = join(dir, 'qemu-nbd.img');
     await fallocated(qFile);
-    const qPort = await unusedPort();
-    startTool('qemu-nbd', [
-      '-f',
-      'raw',
-      '-p',
-      String(qPort),
-      '-b',
-      '127.0.0.1',
-      '-x',
+    const qUri = await startPeer(
+      'qemu-nbd',
+      (port) => ['-f', 'raw', '-p', port, '-b', '127.0.0.1', '-x', 'disk', '--persistent', '-e', '16', qFile],
       'disk',
-      '--persistent',
-      '-e',
-      '16',
-      qFile,
-    ]);
-    const qUri = `nbd://127.0.0.1:${qPort}/disk`;
-    for (const uri of [kitUri, qUri])
-      await waitUntil(async () => (await execFileP('nbdinfo', ['--size', uri])).stdout, uri);
+    );
 
     const targets: Record<string, string> = {
       'nexus-1-child': target1,
