@@ -386,9 +386,20 @@ export class Engine {
   async addChild(uuid: string, uri: string): Promise<Nexus> {
     const nexus = this.nexus(uuid);
     if (nexus.isShutdown) throw precondition(`nexus '${uuid}' is shut down`);
-    if (nexus.children.some((c) => c.uri === uri || c.uuid === replicaUuidOfUri(uri))) {
-      throw alreadyExists('child', uri, `of nexus '${uuid}'`);
+    const existing = nexus.children.find((c) => c.uri === uri || c.uuid === replicaUuidOfUri(uri));
+    if (existing && existing.state === 'Faulted' && existing.uuid === replicaUuidOfUri(uri)) {
+      // The same replica is back (Mayastor's online child): reconnect it and rebuild it from the
+      // log of writes it missed when the nexus kept one, else in full.
+      const fresh = await this.openChild(nexus, uri, 'Degraded');
+      try {
+        await nexus.returnChild(existing, fresh);
+      } catch (err) {
+        await fresh.detach().catch(() => {});
+        throw err;
+      }
+      return nexus;
     }
+    if (existing) throw alreadyExists('child', uri, `of nexus '${uuid}'`);
     const child = await this.openChild(nexus, uri, 'Degraded');
     await nexus.addChild(child);
     return nexus;

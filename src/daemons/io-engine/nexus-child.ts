@@ -1,4 +1,5 @@
 import type { BlockBackend } from '../../lib/nbd/backend.js';
+import type { RebuildMap } from './rebuild-map.js';
 
 /** Mayastor's child states: Online (in I/O), Degraded (being rebuilt), Faulted (dropped from I/O). */
 export type ChildState = 'Online' | 'Degraded' | 'Faulted';
@@ -14,9 +15,20 @@ export interface ChildConnection {
 export class NexusChild {
   state: ChildState;
   reason = '';
-  /** While rebuilding: bytes [0, cursor) hold the source's content and receive every write. */
+  /** While fully rebuilding: bytes [0, cursor) hold the source's content and receive every write. */
   rebuildCursor = 0;
   rebuildStartedAt: number | null = null;
+  /**
+   * The regions written while this child was out of I/O (Faulted) or not yet copied back (Degraded
+   * in a partial rebuild). Created the moment the child is faulted, so no write is missed; null when
+   * the child has no log (never faulted, or a full rebuild is needed).
+   */
+  rebuildMap: RebuildMap | null = null;
+  /** The current (Degraded) or last rebuild: partial (from the rebuild map) or full. */
+  rebuildPartial = false;
+  /** Bytes the current or last rebuild has to copy / has copied. */
+  rebuildTotal = 0;
+  rebuildCopied = 0;
   /**
    * Remote children only: open a fresh connection to the same URI. An NBD client learns the export
    * size at connect, so a grown replica is only seen through a new connection (nexus resize).

@@ -54,6 +54,7 @@ export async function resizeNexus(nexus: Nexus, size: number, log: Logger): Prom
     }
     const from = nexus.size;
     nexus.size = size;
+    nexus.grewTo(size);
     log.info({ nexus: nexus.uuid, from, to: size, reconnected: fresh.length }, 'nexus resized');
   } finally {
     release();

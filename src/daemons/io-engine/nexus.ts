@@ -4,7 +4,8 @@ import { Errno } from '../../lib/nbd/protocol.js';
 import { precondition } from './errors.js';
 import type { NexusChild } from './nexus-child.js';
 import type { NexusInfo, NexusInfoWriter } from './nexus-info.js';
-import { rebuildChild } from './rebuild.js';
+import { type RebuildRecord, rebuildChild } from './rebuild.js';
+import { RebuildMap } from './rebuild-map.js';
 import { isReservationConflict } from './reservation.js';
 
 export type NexusState = 'Online' | 'Degraded' | 'Faulted' | 'Shutdown';
@@ -49,6 +50,13 @@ export class Nexus implements BlockBackend {
   /** I/O requests in flight (reads, writes, flushes): a hold waits for them. */
   private inflight = 0;
   private idleWaiters: (() => void)[] = [];
+  /**
+   * The NexusInfo write recording a child's fault, while pending: a write that skipped the child is
+   * acknowledged only after it, so a restarted nexus never takes the stale child for a healthy one.
+   */
+  private healthWrite: Promise<boolean> | null = null;
+  /** Finished rebuilds, oldest first (bounded), as Mayastor's io-engine keeps its rebuild history. */
+  readonly rebuildHistory: RebuildRecord[] = [];
   exportedAs: string | null = null;
 
   constructor(
@@ -144,12 +152,38 @@ export class Nexus implements BlockBackend {
       );
       return false;
     }
-    child.state = 'Faulted';
-    child.reason = err instanceof Error ? err.message : String(err);
+    this.markFaulted(child, err instanceof Error ? err.message : String(err));
     this.log.warn({ nexus: this.uuid, child: child.uri, reason: child.reason }, 'child faulted');
     void child.detach().catch(() => {});
-    await this.persist();
+    await this.persistHealth();
     return true;
+  }
+
+  /**
+   * Take a child out of I/O and start its rebuild map in the same step (no await in between), so
+   * every write from now on that the child does not take is logged. A child that was Online has all
+   * writes so far; one being fully rebuilt lacks everything from its cursor on; one being partially
+   * rebuilt keeps the segments not yet copied back.
+   */
+  markFaulted(child: NexusChild, reason: string): void {
+    const was = child.state;
+    child.state = 'Faulted';
+    child.reason = reason;
+    if (child.rebuildMap) return;
+    const map = new RebuildMap(this.size);
+    if (was === 'Degraded') map.mark(child.rebuildCursor, this.size - child.rebuildCursor);
+    child.rebuildMap = map;
+  }
+
+  /** Persist a health change; writes acknowledge only once it is stored (see healthWrite). */
+  async persistHealth(): Promise<boolean> {
+    const p = this.persist();
+    this.healthWrite = p;
+    try {
+      return await p;
+    } finally {
+      if (this.healthWrite === p) this.healthWrite = null;
+    }
   }
 
   private checkOpen(): void {
@@ -253,6 +287,8 @@ export class Nexus implements BlockBackend {
     this.inflight++;
     try {
       await this.mutateInOrder(offset, length, op);
+      // A chained NexusInfo write: awaiting the latest covers every earlier one.
+      if (this.healthWrite) await this.healthWrite;
     } finally {
       this.leave();
     }
@@ -274,26 +310,44 @@ export class Nexus implements BlockBackend {
     }
     const span: Span = { start: offset, end, waiters: null };
     this.writes.add(span);
+    const targets: NexusChild[] = [];
+    // undefined: unknown (the write threw), every logging child may lack it
+    let failed: NexusChild[] | null | undefined;
     try {
-      const targets: NexusChild[] = [];
       for (const c of this.children) {
-        if (c.state === 'Online' || (c.state === 'Degraded' && offset < c.rebuildCursor)) targets.push(c);
+        if (
+          c.state === 'Online' ||
+          (c.state === 'Degraded' && (c.rebuildPartial || offset < c.rebuildCursor))
+        )
+          targets.push(c);
       }
-      await this.applyAll(targets, op);
+      failed = await this.applyAll(targets, op);
     } finally {
+      // Log the write for every child with a rebuild map that did not take it, before the span ends:
+      // a rebuild step over this range waits for the span, so it sees the mark.
+      for (const c of this.children) {
+        if (c.rebuildMap && (failed === undefined || !targets.includes(c) || failed?.includes(c)))
+          c.rebuildMap.mark(offset, length);
+      }
       this.writes.delete(span);
       finish(span);
     }
   }
 
-  /** Run `op` on every target; fault the ones that fail; succeed if a healthy child succeeded. */
-  private async applyAll(targets: NexusChild[], op: (b: BlockBackend) => Promise<void>): Promise<void> {
+  /**
+   * Run `op` on every target; fault the ones that fail; succeed if a healthy child succeeded.
+   * Returns the targets that failed (null: none).
+   */
+  private async applyAll(
+    targets: NexusChild[],
+    op: (b: BlockBackend) => Promise<void>,
+  ): Promise<NexusChild[] | null> {
     if (targets.length === 1 && targets[0].state === 'Online') {
       // the common single-child case without allSettled's allocations
       const c = targets[0];
       try {
         await op(c.backend);
-        return;
+        return null;
       } catch (err) {
         await this.childFailed(c, err);
         throw new BlockIoError(`I/O failed on ${c.uri}: ${String(err)}`);
@@ -302,12 +356,15 @@ export class Nexus implements BlockBackend {
     const results = await Promise.allSettled(targets.map((c) => op(c.backend)));
     let okHealthy = 0;
     let firstError: unknown = null;
+    let failed: NexusChild[] | null = null;
     for (let i = 0; i < targets.length; i++) {
       const r = results[i];
       if (r.status === 'fulfilled') {
         if (targets[i].state === 'Online') okHealthy++;
       } else {
         firstError ??= r.reason;
+        failed ??= [];
+        failed.push(targets[i]);
         await this.childFailed(targets[i], r.reason);
       }
     }
@@ -317,6 +374,7 @@ export class Nexus implements BlockBackend {
       throw new BlockIoError(
         `nexus ${this.uuid}: I/O failed on every healthy child: ${String(firstError ?? 'no healthy child')}`,
       );
+    return failed;
   }
 
   private findOverlap(spans: Set<Span>, start: number, end: number): Span | null {
@@ -373,6 +431,36 @@ export class Nexus implements BlockBackend {
     this.startRebuild(child);
   }
 
+  /**
+   * A Faulted child is back (its io-engine restarted, its connection was dropped): `fresh` is a new
+   * connection to the same replica. It takes the faulted one's place and is rebuilt from its rebuild
+   * map (partial rebuild) when there is one, else in full. The swap and the state change happen in
+   * one step, so each write either reaches the child or is logged in the map.
+   */
+  async returnChild(old: NexusChild, fresh: NexusChild): Promise<void> {
+    if (this.shutdown) throw precondition(`nexus '${this.uuid}' is shut down`);
+    if (old.state !== 'Faulted')
+      throw precondition(`child '${old.uri}' of nexus '${this.uuid}' is not faulted`);
+    // a rebuild of the old connection stops at its next step (the child is Faulted): let it
+    await this.rebuilds.get(old);
+    const i = this.children.indexOf(old);
+    if (i < 0 || old.state !== 'Faulted')
+      throw precondition(`child '${old.uri}' of nexus '${this.uuid}' changed meanwhile; try again`);
+    fresh.rebuildMap = old.rebuildMap;
+    old.rebuildMap = null;
+    fresh.state = 'Degraded';
+    fresh.rebuildCursor = 0;
+    fresh.rebuildPartial = fresh.rebuildMap !== null;
+    this.children[i] = fresh;
+    await this.persist();
+    this.startRebuild(fresh);
+  }
+
+  /** The nexus grew: logged children lack the new range. */
+  grewTo(size: number): void {
+    for (const c of this.children) c.rebuildMap?.grow(size);
+  }
+
   startRebuild(child: NexusChild): void {
     const job = rebuildChild(this, child, this.log).finally(() => this.rebuilds.delete(child));
     this.rebuilds.set(child, job);
@@ -395,6 +483,7 @@ export class Nexus implements BlockBackend {
     child.reason = 'removed';
     await this.rebuilds.get(child);
     this.children.splice(this.children.indexOf(child), 1);
+    child.rebuildMap = null;
     await child.detach().catch(() => {});
     await this.persist();
   }

@@ -15,6 +15,8 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
 
 /** Items of one CreateReplicas call: bounds the work one request can queue. */
 const MAX_BATCH = 256;
+/** Rebuild history counts blocks of this size (the nexus block size Mayastor reports). */
+const REBUILD_BLOCK = 512;
 
 export interface NodeIdentity {
   nodeId: string;
@@ -73,8 +75,16 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
       uuid: c.uuid,
       state: c.state,
       reason: c.reason,
-      rebuild_progress: c.state === 'Online' ? 100 : Math.floor((c.rebuildCursor * 100) / n.size),
-      rebuilt_bytes: String(c.rebuildCursor),
+      rebuild_progress:
+        c.state === 'Online'
+          ? 100
+          : c.rebuildPartial
+            ? c.rebuildTotal > 0
+              ? Math.min(99, Math.floor((c.rebuildCopied * 100) / c.rebuildTotal))
+              : 0
+            : Math.floor((c.rebuildCursor * 100) / n.size),
+      rebuilt_bytes: String(c.rebuildCopied),
+      rebuild_partial: c.rebuildPartial,
     })),
     share: n.exportedAs ? 'nbd' : 'none',
     device_uri: engine.targetUri(n),
@@ -272,6 +282,26 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ),
     GetNexus: unary(async (r: Req) => nexusMsg(engine.nexus(str(r.uuid)))),
     ListNexuses: unary(async () => ({ nexuses: [...engine.nexuses.values()].map(nexusMsg) })),
+    GetRebuildHistory: unary(async (r: Req) => {
+      const n = engine.nexus(str(r.uuid));
+      const blocks = (bytes: number) => String(Math.ceil(bytes / REBUILD_BLOCK));
+      return {
+        nexus: n.uuid,
+        records: n.rebuildHistory.map((h) => ({
+          child_uri: h.childUri,
+          src_uri: h.srcUri,
+          state: h.state,
+          blocks_total: blocks(h.totalBytes),
+          blocks_recovered: blocks(h.recoveredBytes),
+          blocks_transferred: blocks(h.transferredBytes),
+          blocks_remaining: blocks(h.totalBytes - h.recoveredBytes),
+          block_size: String(REBUILD_BLOCK),
+          is_partial: h.partial,
+          start_time: h.startTime.toISOString(),
+          end_time: h.endTime.toISOString(),
+        })),
+      };
+    }),
     ListBlockDevices: unary(async (r: Req) => ({ devices: await listBlockDevices(r.all === true) })),
   };
 }

@@ -1,7 +1,15 @@
 import * as grpc from '@grpc/grpc-js';
 import { loadProto, lookupService } from '../grpc/proto.js';
 import type { BlockDevice } from '../rest/types.js';
-import type { CreateNexusOptions, Nexus, NodeInfo, Pool, Replica, ReplicaSnapshot } from './types.js';
+import type {
+  CreateNexusOptions,
+  Nexus,
+  NodeInfo,
+  Pool,
+  RebuildHistoryRecord,
+  Replica,
+  ReplicaSnapshot,
+} from './types.js';
 
 export type { BlockDevice } from '../rest/types.js';
 export * from './types.js';
@@ -72,6 +80,7 @@ const toNexus = (n: Raw): Nexus => ({
     reason: c.reason,
     rebuildProgress: c.rebuild_progress,
     rebuiltBytes: num(c.rebuilt_bytes),
+    rebuildPartial: c.rebuild_partial === true,
   })),
   share: n.share,
   deviceUri: n.device_uri,
@@ -288,6 +297,23 @@ export class IoEngineClient {
   }
   async listNexuses(): Promise<Nexus[]> {
     return ((await this.call('ListNexuses', {})).nexuses ?? []).map(toNexus);
+  }
+  /** Finished rebuilds of a nexus's children, oldest first. */
+  async getRebuildHistory(uuid: string): Promise<RebuildHistoryRecord[]> {
+    const r = await this.call('GetRebuildHistory', { uuid });
+    return (r.records ?? []).map((h: Raw) => ({
+      childUri: h.child_uri,
+      srcUri: h.src_uri,
+      state: h.state,
+      blocksTotal: num(h.blocks_total),
+      blocksRecovered: num(h.blocks_recovered),
+      blocksTransferred: num(h.blocks_transferred),
+      blocksRemaining: num(h.blocks_remaining),
+      blockSize: num(h.block_size),
+      isPartial: h.is_partial === true,
+      startTime: h.start_time,
+      endTime: h.end_time,
+    }));
   }
 
   /** The node's block devices; `all` false lists only the available ones. */

@@ -55,7 +55,25 @@ export interface NexusChild {
   state: ChildState;
   reason: string;
   rebuildProgress: number;
+  /** Bytes copied by the current (Degraded) or last rebuild. */
   rebuiltBytes: number;
+  /** The current or last rebuild copied only the regions written while the child was away. */
+  rebuildPartial: boolean;
+}
+
+/** Mayastor's RebuildHistoryRecord as the io-engine reports it (blocks of blockSize bytes). */
+export interface RebuildHistoryRecord {
+  childUri: string;
+  srcUri: string;
+  state: 'Completed' | 'Failed' | 'Stopped';
+  blocksTotal: number;
+  blocksRecovered: number;
+  blocksTransferred: number;
+  blocksRemaining: number;
+  blockSize: number;
+  isPartial: boolean;
+  startTime: string;
+  endTime: string;
 }
 
 export interface Nexus {
