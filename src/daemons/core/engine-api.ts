@@ -29,6 +29,10 @@ export interface ChildState {
   uri: string;
   state: string;
   rebuildProgress?: number | null;
+  /** The current or last rebuild is partial (from the io-engine's rebuild map). */
+  rebuildPartial?: boolean;
+  /** Bytes copied by the current or last rebuild. */
+  rebuiltBytes?: number;
 }
 
 export interface NexusState {

@@ -38,6 +38,8 @@ const nexus = (n: Nexus): NexusState => ({
     uri: c.uri,
     state: c.state,
     rebuildProgress: c.state === 'Degraded' ? c.rebuildProgress : null,
+    rebuildPartial: c.rebuildPartial,
+    rebuiltBytes: c.rebuiltBytes,
   })),
 });
 

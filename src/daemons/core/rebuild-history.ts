@@ -24,6 +24,10 @@ interface Running {
   /** Last progress seen, 0..100. */
   percent: number;
   size: number;
+  /** Partial rebuild (only the regions written while the child was away). */
+  partial: boolean;
+  /** Bytes copied, as last seen. */
+  copied: number;
 }
 
 /** The io-engines address blocks of 512 bytes (the nexus block size Mayastor reports). */
@@ -72,8 +76,10 @@ export class RebuildHistory {
       seen.add(c.uri);
       const job = jobs?.get(c.uri);
       if (c.state === 'Degraded' && c.rebuildProgress != null) {
-        if (job) job.percent = Math.max(job.percent, c.rebuildProgress);
-        else {
+        if (job) {
+          job.percent = Math.max(job.percent, c.rebuildProgress);
+          job.copied = Math.max(job.copied, c.rebuiltBytes ?? 0);
+        } else {
           jobs ??= new Map();
           this.running.set(st.uuid, jobs);
           jobs.set(c.uri, {
@@ -82,9 +88,13 @@ export class RebuildHistory {
             since: arrived,
             percent: c.rebuildProgress,
             size: st.size,
+            partial: c.rebuildPartial === true,
+            copied: c.rebuiltBytes ?? 0,
           });
         }
       } else if (job && fresh(job)) {
+        // the child's bytes copied now cover the whole (finished) rebuild
+        job.copied = Math.max(job.copied, c.rebuiltBytes ?? 0);
         this.finish(st.uuid, c.uri, job, c.state === 'Online' ? 'Completed' : 'Failed', now);
       }
     }
@@ -132,6 +142,8 @@ export class RebuildHistory {
     }
     const total = Math.ceil(job.size / BLOCK_SIZE);
     const recovered = state === 'Completed' ? total : Math.floor((total * job.percent) / 100);
+    // a partial rebuild copies only the dirty regions: what it transferred is what it copied
+    const transferred = job.partial ? Math.min(total, Math.ceil(job.copied / BLOCK_SIZE)) : recovered;
     const list = this.records.get(nexus) ?? [];
     list.push({
       childUri,
@@ -139,10 +151,10 @@ export class RebuildHistory {
       rebuildJobState: state,
       blocksTotal: total,
       blocksRecovered: recovered,
-      blocksTransferred: recovered,
+      blocksTransferred: transferred,
       blocksRemaining: total - recovered,
       blockSize: BLOCK_SIZE,
-      isPartial: false,
+      isPartial: job.partial,
       startTime: job.startTime,
       endTime,
     });

@@ -38,6 +38,31 @@ describe('rebuild history as core observes it', () => {
     ]);
   });
 
+  it('a partial rebuild is recorded as such, with the blocks it copied as transferred', () => {
+    const h = new RebuildHistory();
+    const partial = (p: number, bytes: number) => ({
+      ...rebuilding(NEW, p),
+      rebuildPartial: true,
+      rebuiltBytes: bytes,
+    });
+    h.observe(nexus([online(SRC), partial(0, 0)]), h.tick());
+    h.observe(nexus([online(SRC), partial(50, MiB / 2)]), h.tick());
+    // the Online child reports what its last rebuild copied
+    h.observe(
+      nexus([online(SRC), { ...online(NEW), rebuildPartial: true, rebuiltBytes: MiB }], 'Online'),
+      h.tick(),
+    );
+    expect(h.of('n1')).toEqual([
+      expect.objectContaining({
+        rebuildJobState: 'Completed',
+        blocksTotal: 16384,
+        blocksRecovered: 16384,
+        blocksTransferred: 2048,
+        isPartial: true,
+      }),
+    ]);
+  });
+
   it('an answer asked before the rebuild was first seen does not end it (concurrent poll)', () => {
     const h = new RebuildHistory();
     const pollAsked = h.tick();
