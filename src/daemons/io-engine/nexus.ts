@@ -287,8 +287,10 @@ export class Nexus implements BlockBackend {
     this.inflight++;
     try {
       await this.mutateInOrder(offset, length, op);
-      // A chained NexusInfo write: awaiting the latest covers every earlier one.
-      if (this.healthWrite) await this.healthWrite;
+      // A chained NexusInfo write: awaiting the latest covers every earlier one. Not stored: the
+      // nexus shut itself down, and the write is not acknowledged.
+      if (this.healthWrite && !(await this.healthWrite))
+        throw new BlockIoError(`nexus ${this.uuid} shut down: ${this.shutdownReason}`, Errno.ESHUTDOWN);
     } finally {
       this.leave();
     }
