@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Nexus, Replica } from '../../../src/lib/io-engine/client.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
-import { waitFor } from '../../helpers/wait.js';
+import { fatal, waitFor } from '../../helpers/wait.js';
 import { type RunningEngine, startEngine } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
@@ -194,7 +194,7 @@ describe('partial rebuild: a child back from a short outage is rebuilt from the 
     await waitFor(
       async () => {
         const ch = childOf(await a.client.getNexus(nexusUuid), r2);
-        if (ch.state !== 'Degraded') throw new Error(`rebuild ended before the kill: ${ch.state}`);
+        if (ch.state !== 'Degraded') fatal(`the rebuild ended before the kill: ${ch.state}`);
         return ch.rebuiltBytes > 0;
       },
       { what: 'partial rebuild under way', intervalMs: 5 },
