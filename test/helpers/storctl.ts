@@ -42,14 +42,12 @@ export class StorctlProcess {
   private exited: Promise<number | null>;
 
   constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
-    this.child = spawn(
-      process.execPath,
-      [...(env.STORCTL_NODE_ARGS?.split(' ') ?? []), STORCTL_BIN, ...args],
-      {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    // STORCTL_NODE_ARGS: node flags for the daemon (a benchmark's --cpu-prof).
+    const nodeArgs = (env.STORCTL_NODE_ARGS ?? process.env.STORCTL_NODE_ARGS)?.split(' ') ?? [];
+    this.child = spawn(process.execPath, [...nodeArgs, STORCTL_BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout?.on('data', (d) => {
       this.output += d;
     });
