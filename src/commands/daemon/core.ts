@@ -60,6 +60,16 @@ export default class DaemonCore extends StorctlCommand {
       description: 'gRPC request timeout towards io-engines',
       default: CORE_DEFAULTS.requestTimeoutMs,
     }),
+    'faulted-child-wait-period': durationFlag({
+      description:
+        "how long a faulted nexus child is waited for: a replica back within it (its io-engine restarted, its connection dropped) is added back and rebuilt from the nexus's log of missed writes (partial rebuild); after it, or if the replica is gone, it is replaced by a new replica; 0 replaces it at once",
+      default: CORE_DEFAULTS.faultedChildWaitMs,
+    }),
+    'disable-partial-rebuild': Flags.boolean({
+      description:
+        'never wait for a faulted nexus child to come back: replace it with a new replica (full rebuild) at once, as --faulted-child-wait-period 0',
+      default: false,
+    }),
     'pool-commitment': Flags.integer({
       description: 'thin overcommit limit, percent of pool capacity',
       default: CORE_DEFAULTS.poolCommitmentPercent,
@@ -105,6 +115,8 @@ export default class DaemonCore extends StorctlCommand {
         replicaGcGraceMs: flags['replica-gc-grace'],
         nodeOfflineDeadlineMs: flags['node-deadline'],
         requestTimeoutMs: flags['request-timeout'],
+        faultedChildWaitMs: flags['faulted-child-wait-period'],
+        disablePartialRebuild: flags['disable-partial-rebuild'],
         poolCommitmentPercent: flags['pool-commitment'],
         volumeCommitmentPercent: flags['volume-commitment'],
         eventsKept: flags['events-kept'],

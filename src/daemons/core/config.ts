@@ -25,6 +25,15 @@ export interface CoreConfig {
   nodeOfflineDeadlineMs: number;
   /** gRPC request timeout towards io-engines. */
   requestTimeoutMs: number;
+  /**
+   * How long a Faulted nexus child is waited for (--faulted-child-wait-period, upstream's 10 min):
+   * when its replica is back within it (its io-engine answers and lists it), the same replica is
+   * added back and rebuilt from the nexus's log of missed writes (partial rebuild); after it, or
+   * if the replica is gone, it is replaced by a new replica. 0: replaced at once.
+   */
+  faultedChildWaitMs: number;
+  /** --disable-partial-rebuild: never wait for a faulted child (as a wait period of 0). */
+  disablePartialRebuild: boolean;
   /** Thin provisioning limits (docs/mayastor-compat.md §4.5). */
   poolCommitmentPercent: number;
   volumeCommitmentPercent: number;
@@ -43,6 +52,8 @@ export const CORE_DEFAULTS = {
   replicaGcGraceMs: 60_000,
   nodeOfflineDeadlineMs: 60_000,
   requestTimeoutMs: 15_000,
+  faultedChildWaitMs: 600_000,
+  disablePartialRebuild: false,
   poolCommitmentPercent: 250,
   volumeCommitmentPercent: 40,
   eventsKept: 1000,

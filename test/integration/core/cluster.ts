@@ -30,7 +30,11 @@ failOnDrift();
 
 export const POOL_CAPACITY = 1 << 30;
 
-/** Fast timings so reconcilers act within a test's patience; every one a flag of `daemon core`. */
+/**
+ * Fast timings so reconcilers act within a test's patience; every one a flag of `daemon core`. A
+ * faulted child is replaced at once (wait period 0, as before partial rebuild): the suites written
+ * for that expect it; test/integration/core/partial-rebuild.test.ts sets a wait period of its own.
+ */
 export const FAST_CORE_FLAGS = [
   '--cache-period',
   '300ms',
@@ -48,6 +52,8 @@ export const FAST_CORE_FLAGS = [
   '3',
   '--request-timeout',
   '10s',
+  '--faulted-child-wait-period',
+  '0',
 ];
 
 function readyLine(proc: StorctlProcess, msg: string): Record<string, unknown> | null {

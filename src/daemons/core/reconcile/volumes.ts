@@ -75,10 +75,18 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
  * volume Degraded for nothing. Replacements are then created where the scheduler places them (the
  * same node when it is the best choice, else a spare), added to the nexus and rebuilt. Healthy
  * replicas missing from the nexus (after an unclean recreate) are added back.
+ *
+ * With a faulted-child wait period (upstream's --faulted-child-wait-period, §3.7), a Faulted child
+ * is first waited for instead: once its io-engine answers and lists the replica again, the same
+ * replica is added back to the nexus, which rebuilds it from its log of the writes it missed
+ * (partial rebuild; in full when the nexus no longer has the log). It is replaced only when the
+ * period since core first saw it Faulted ends, when its pool is back without it, or after
+ * MAX_RETURNS returns within one period (a child that keeps failing).
  */
 export async function healVolumes(ctx: CoreContext): Promise<boolean> {
   const { registry, engines } = ctx;
   let busy = false;
+  forgetWatches(ctx);
   for (const id of [...registry.volumes.keys()]) {
     if (!healPlan(ctx, id)) continue;
     busy = true;
@@ -87,12 +95,29 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         // Plan again under the lock, from the current specs and state.
         const plan = healPlan(ctx, id, true);
         if (!plan) return;
-        const { volume, nexus, lost, missingChildren } = plan;
-        // A faulted child is replaced at once only if its io-engine answers; an unreachable one is
-        // left to the node deadline (its node may be restarting).
+        const { volume, nexus, lost, missingChildren, expired } = plan;
+        const { back, gone } = nexus ? await returning(ctx, plan.returning) : { back: [], gone: [] };
+        // Without a wait period, a faulted child is replaced at once only if its io-engine answers;
+        // an unreachable one is left to the node deadline (its node may be restarting).
         const faulted = await answering(ctx, plan.faulted);
         if (lost.length) {
           await removeReplicas(ctx, volume, lost, 'replica lost (node offline past the deadline)');
+        }
+        if (expired.length) {
+          await removeReplicas(
+            ctx,
+            registry.volume(id),
+            expired,
+            'nexus child faulted and not back within the faulted-child wait period; replacing it',
+          );
+        }
+        if (gone.length) {
+          await removeReplicas(
+            ctx,
+            registry.volume(id),
+            gone,
+            'nexus child faulted and its replica is gone from its pool; replacing it',
+          );
         }
         if (faulted.length) {
           await removeReplicas(
@@ -102,6 +127,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
             'nexus child faulted on a live node; replacing it',
           );
         }
+        if (nexus && back.length) await returnChildren(ctx, id, nexus.uuid, back);
         if (nexus && missingChildren.length) {
           const engine = engines.get(nexus.node);
           const copy = cloneSpec(registry.nexuses.get(nexus.uuid)!);
@@ -125,6 +151,8 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
           });
         }
         const current = registry.volume(id);
+        // A faulted replica still waited for is not removed, so it is counted here: no replacement
+        // is made for it meanwhile.
         const have = registry.volumeReplicas(id).filter((r) => isCreated(r.status)).length;
         const want = current.num_replicas - have;
         if (want > 0) {
@@ -145,6 +173,106 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
       .catch((err) => ctx.log.warn({ volume: id, err: toSvcError(err).message }, 'self-heal step failed'));
   }
   return busy;
+}
+
+/** Times a faulted child is added back within one wait period before it is replaced instead. */
+export const MAX_RETURNS = 3;
+
+/** A Faulted child waited for: since when (core's first sighting), and how often it was added back. */
+interface FaultWatch {
+  since: number;
+  returns: number;
+}
+
+/** Per core (its registry), per replica uuid. In memory: a restarted core waits a whole period again. */
+const watchesOf = new WeakMap<object, Map<string, FaultWatch>>();
+
+function watches(ctx: CoreContext): Map<string, FaultWatch> {
+  let m = watchesOf.get(ctx.registry);
+  if (!m) {
+    m = new Map();
+    watchesOf.set(ctx.registry, m);
+  }
+  return m;
+}
+
+/** The wait period in effect (0: partial rebuild disabled, a faulted child is replaced at once). */
+const waitPeriod = (ctx: CoreContext) =>
+  ctx.config.disablePartialRebuild ? 0 : Math.max(0, ctx.config.faultedChildWaitMs ?? 0);
+
+/** Drop watches of replicas that no longer exist. */
+function forgetWatches(ctx: CoreContext): void {
+  const w = watches(ctx);
+  for (const uuid of w.keys()) if (!ctx.registry.replicas.has(uuid)) w.delete(uuid);
+}
+
+/**
+ * Of the faulted replicas waited for whose node is online: those whose io-engine answers with the
+ * replica's pool listing it (back), and those whose pool is listed without it (gone). A node whose
+ * io-engine does not answer, or whose pool is not imported yet, is waited for still.
+ */
+async function returning(
+  ctx: CoreContext,
+  replicas: ReplicaSpec[],
+): Promise<{ back: ReplicaSpec[]; gone: ReplicaSpec[] }> {
+  const back: ReplicaSpec[] = [];
+  const gone: ReplicaSpec[] = [];
+  for (const r of replicas) {
+    const engine = ctx.engines.tryGet(ctx.registry.replicaNode(r) ?? '');
+    if (!engine) continue;
+    const found = await Promise.all([engine.listPools(), engine.listReplicas()]).catch(() => null);
+    if (!found) continue;
+    const [pools, list] = found;
+    if (!pools.some((p) => p.id === r.pool)) continue;
+    if (list.some((x) => x.uuid === r.uuid)) back.push(r);
+    else gone.push(r);
+  }
+  return { back, gone };
+}
+
+/** Add faulted replicas that are back to the nexus again: the io-engine rebuilds them (partially). */
+async function returnChildren(
+  ctx: CoreContext,
+  volumeId: string,
+  nexusId: string,
+  back: ReplicaSpec[],
+): Promise<void> {
+  const { registry } = ctx;
+  const spec = registry.nexuses.get(nexusId);
+  if (!spec) return;
+  const engine = ctx.engines.get(spec.node);
+  const copy = cloneSpec(spec);
+  const done: string[] = [];
+  for (const r of back) {
+    const w = watches(ctx).get(r.uuid);
+    // Counted before the call: a return that fails counts too, so the retries are bounded.
+    if (w) w.returns++;
+    try {
+      const uri = await childUri(ctx, r, spec.node);
+      const st = await engine.addChild(nexusId, uri);
+      registry.setNexusState(spec.node, st);
+      copy.children = copy.children.filter((c) => !('Replica' in c && c.Replica.uuid === r.uuid));
+      copy.children.push({ Replica: { uuid: r.uuid, share_uri: uri } });
+      done.push(r.uuid);
+    } catch (err) {
+      ctx.log.warn(
+        { volume: volumeId, replica: r.uuid, err: toSvcError(err).message },
+        'adding a faulted child back failed',
+      );
+    }
+  }
+  if (!done.length) return;
+  await registry.persist({
+    nexuses: [copy],
+    events: [
+      makeEvent(
+        'volume',
+        volumeId,
+        'Rebuilding',
+        `faulted replica(s) ${done.join(', ')} back within the faulted-child wait period: added to the nexus again (partial rebuild)`,
+      ),
+    ],
+  });
 }
 
 /** The replicas whose io-engine answers a call now (a live node, not one that just died). */
@@ -174,21 +302,54 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   if (nexus && !nst) return null; // target not running: it is recreated first
   const replicas = registry.volumeReplicas(id).filter((r) => isCreated(r.status));
   const childOf = (uuid: string) => nst?.children.find((c) => c.uri.includes(uuid));
+  const wait = waitPeriod(ctx);
+  const watched = watches(ctx);
+  const now = Date.now();
   const lost: ReplicaSpec[] = [];
   const faulted: ReplicaSpec[] = [];
+  /** Faulted, waited for past the period (or returned too often): replaced whatever its node's state. */
+  const expired: ReplicaSpec[] = [];
+  /** Faulted, within the period, on an online node: added back if its replica is there. */
+  const returning: ReplicaSpec[] = [];
+  /** Faulted, within the period, node offline: nothing to do yet. */
+  const waiting: ReplicaSpec[] = [];
   for (const r of replicas) {
     const node = registry.replicaNode(r) ?? '';
+    const state = childOf(r.uuid)?.state;
+    if (state === 'Faulted' && wait > 0) {
+      let w = watched.get(r.uuid);
+      if (!w) {
+        w = { since: now, returns: 0 };
+        watched.set(r.uuid, w);
+      }
+      if (now - w.since >= wait || w.returns >= MAX_RETURNS) expired.push(r);
+      else if (registry.isOnline(node)) returning.push(r);
+      else waiting.push(r);
+      continue;
+    }
+    // Healthy again for a whole period since its fault: a later fault starts a new period.
+    if (state === 'Online' && now - (watched.get(r.uuid)?.since ?? now) >= wait) watched.delete(r.uuid);
     // A replica on a node that went away is waited for: the node may come back within the deadline.
     if (!registry.isOnline(node)) {
       if (registry.offlineFor(node) >= config.nodeOfflineDeadlineMs) lost.push(r);
-    } else if (childOf(r.uuid)?.state === 'Faulted') faulted.push(r);
+    } else if (state === 'Faulted') faulted.push(r);
   }
-  const live = replicas.filter((r) => !lost.includes(r) && !faulted.includes(r));
+  const out = [...lost, ...faulted, ...expired, ...returning, ...waiting];
+  const live = replicas.filter((r) => !out.includes(r));
   const missingChildren = nst ? live.filter((r) => !childOf(r.uuid) && replicaOnline(registry, r)) : [];
-  const want = volume.num_replicas - live.length;
-  if (lost.length === 0 && faulted.length === 0 && want <= 0 && missingChildren.length === 0) return null;
+  // Faulted children waited for keep their place (no replacement is made for them meanwhile).
+  const want = volume.num_replicas - live.length - returning.length - waiting.length;
+  if (
+    lost.length === 0 &&
+    faulted.length === 0 &&
+    expired.length === 0 &&
+    returning.length === 0 &&
+    want <= 0 &&
+    missingChildren.length === 0
+  )
+    return null;
   // Nothing to rebuild from (no healthy child left): manual intervention.
   if (live.length === 0) return null;
   if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
-  return { volume, nexus, lost, faulted, missingChildren };
+  return { volume, nexus, lost, faulted, expired, returning, waiting, missingChildren };
 }
