@@ -288,6 +288,11 @@ async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) =
       '2s',
       '--reconcile-idle-period',
       '10s',
+      // up restarts a dead io-engine within seconds, on its ports: a minute (the node deadline)
+      // covers that with room to spare, so the child comes back with a partial rebuild, while a
+      // node stopped for good leaves a volume Degraded for a minute, not upstream's ten.
+      '--faulted-child-wait-period',
+      '1m',
       ...(o.leaseTtlSeconds ? ['--lease-ttl', String(o.leaseTtlSeconds)] : []),
     ],
     'core.log',
