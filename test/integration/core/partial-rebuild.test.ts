@@ -1,0 +1,273 @@
+import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
+import type { Volume } from '../../../src/lib/rest/types.js';
+import { fatal, waitFor } from '../../helpers/wait.js';
+import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
+import { qemuIo } from './qemu.js';
+
+const MiB = 1 << 20;
+const SIZE = 64 * MiB;
+const PIECE = 256 * 1024;
+/** The background writer stays within the first 8 MiB: a partial rebuild copies at most that. */
+const PIECES = 32;
+
+/** FAST_CORE_FLAGS with these flags' values replaced. */
+const flagsWith = (over: Record<string, string>) => FAST_CORE_FLAGS.map((f, i, a) => over[a[i - 1]] ?? f);
+
+const replicaIds = (v: Volume) => Object.keys(v.state.replica_topology).sort();
+const replicaNodeOf = (v: Volume, uuid: string) => v.state.replica_topology[uuid]?.node;
+const childOf = (v: Volume, uuid: string) => v.state.target?.children.find((ch) => ch.uri.includes(uuid));
+
+interface RebuildRecord {
+  childUri: string;
+  rebuildJobState: string;
+  blocksTotal: number;
+  blocksTransferred: number;
+  blockSize: number;
+  isPartial: boolean;
+}
+
+/** sha256 of a replica's first SIZE bytes (a thin replica's file may be shorter: zeros). */
+async function replicaHash(c: TestCluster, node: string, uuid: string): Promise<string> {
+  const f = await open(join(c.dir, node, 'pool', 'replicas', `${uuid}.img`), 'r');
+  try {
+    const buf = Buffer.alloc(SIZE);
+    let at = 0;
+    while (at < SIZE) {
+      const { bytesRead } = await f.read(buf, at, SIZE - at, at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+    }
+    return createHash('sha256').update(buf).digest('hex');
+  } finally {
+    await f.close();
+  }
+}
+
+/**
+ * Writes one PIECE after another over the first PIECES pieces until stopped, each with its own
+ * pattern; `last` keeps what each piece must read back. A write that fails fails the test.
+ */
+function backgroundWriter(uri: string) {
+  const last = new Map<number, number>();
+  let stop = false;
+  let written = 0;
+  let error: Error | null = null;
+  const done = (async () => {
+    for (let i = 0; !stop; i++) {
+      const piece = i % PIECES;
+      const pattern = (i % 250) + 1;
+      await qemuIo(uri, `write -P ${pattern} ${piece * PIECE} ${PIECE}`);
+      last.set(piece, pattern);
+      written++;
+    }
+  })().catch((err: Error) => {
+    error = err;
+  });
+  return {
+    /** Writes done so far (a failed write ends the wait on it at once). */
+    get written() {
+      if (error) fatal(`background write failed: ${error.message}`);
+      return written;
+    },
+    async stop() {
+      stop = true;
+      await done;
+      if (error) throw error;
+    },
+    reads: () => [...last].map(([piece, p]) => `read -P ${p} ${piece * PIECE} ${PIECE}`),
+  };
+}
+
+describe('core waits for a faulted child and brings the same replica back (partial rebuild)', () => {
+  let cluster: TestCluster | undefined;
+  afterEach(async () => {
+    await cluster?.stop();
+    cluster = undefined;
+  });
+
+  /** A 3-replica self-healing volume of SIZE published on node-1, written in full once. */
+  async function publishedVolume(c: TestCluster) {
+    const id = newVolumeId();
+    await c.rest.createVolume(id, { size: SIZE, replicas: 3, thin: true, policy: { self_heal: true } });
+    const v = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-1' });
+    const uri = v.state.target!.deviceUri;
+    await qemuIo(uri, `write -P 0x11 0 ${SIZE}`);
+    return { id, v, uri };
+  }
+
+  it('kill -9 of a remote child’s io-engine, restart within the wait: same replica, partial rebuild, replicas identical', async () => {
+    // The node deadline far beyond the test: only the faulted-child wait can bring the child back.
+    const flags = flagsWith({ '--faulted-child-wait-period': '60s', '--node-deadline': '600s' });
+    cluster = await TestCluster.start({ engines: 3, coreFlags: flags });
+    const c = cluster;
+    const { id, v: published, uri } = await publishedVolume(c);
+    const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === 'node-2')!;
+    expect(victim).toBeTruthy();
+
+    const writer = backgroundWriter(uri);
+    try {
+      await waitFor(() => writer.written >= 5, { what: 'writes under way', timeoutMs: 15_000 });
+      const engine = c.engine('node-2');
+      engine.proc.child.kill('SIGKILL');
+      await engine.proc.wait();
+      // The writes go on and fault the child; the volume is Degraded, the replica kept.
+      const faulted = await waitFor(
+        async () => {
+          const v = await c.rest.getVolume(id);
+          return childOf(v, victim)?.state === 'Faulted' && v.state.status === 'Degraded' ? v : null;
+        },
+        { what: 'child of the killed io-engine Faulted, volume Degraded', timeoutMs: 15_000 },
+      );
+      expect(replicaIds(faulted)).toEqual(replicaIds(published));
+      const before = writer.written;
+      await waitFor(() => writer.written >= before + 10, { what: 'writes while the child is away' });
+      // Still waited for: neither removed nor replaced.
+      expect(replicaIds(await c.rest.getVolume(id))).toEqual(replicaIds(published));
+
+      await c.startEngine('node-2', { grpc: engine.grpc, nbd: engine.nbd });
+      await waitFor(
+        async () => {
+          const v = await c.rest.getVolume(id);
+          return v.state.status === 'Online' &&
+            v.state.target?.children.length === 3 &&
+            v.state.target.children.every((ch) => ch.state === 'Online')
+            ? v
+            : null;
+        },
+        { what: 'volume Online with its three children', timeoutMs: 45_000, intervalMs: 200 },
+      ).catch(async (err) => {
+        console.log(JSON.stringify(await c.rest.getVolume(id), null, 1));
+        console.log((await c.events()).slice(-20).join('\n'));
+        throw err;
+      });
+    } finally {
+      await writer.stop();
+    }
+
+    const healed = await c.rest.getVolume(id);
+    expect(healed.state.status).toBe('Online');
+    // The same replicas: the faulted one came back, none was replaced.
+    expect(replicaIds(healed)).toEqual(replicaIds(published));
+    expect(healed.state.target!.deviceUri).toBe(uri);
+
+    const history = await c.rest.call<{ records: RebuildRecord[] }>('GET', `/volumes/${id}/rebuild-history`);
+    const rebuilds = history.records.filter((r) => r.childUri.includes(victim));
+    expect(rebuilds.length).toBeGreaterThan(0);
+    const last = rebuilds.at(-1)!;
+    expect(last.rebuildJobState).toBe('Completed');
+    expect(last.isPartial).toBe(true);
+    // Only what was written while it was away (within the first 8 MiB) was copied.
+    expect(last.blocksTransferred).toBeGreaterThan(0);
+    expect(last.blocksTransferred * last.blockSize).toBeLessThanOrEqual(8 * MiB);
+    expect(last.blocksTotal * last.blockSize).toBe(SIZE);
+
+    // Reads check the latest pattern of every piece, and the untouched rest.
+    await qemuIo(uri, ...writer.reads(), `read -P 0x11 ${PIECES * PIECE} ${SIZE - PIECES * PIECE}`);
+    const hashes = await Promise.all(
+      replicaIds(healed).map((r) => replicaHash(c, replicaNodeOf(healed, r)!, r)),
+    );
+    expect(new Set(hashes).size).toBe(1);
+
+    const events = (await c.events()).join('\n');
+    expect(events).toMatch(new RegExp(`"Rebuilding".*${victim}.*wait period`));
+    expect(events).not.toMatch(new RegExp(`"id":"${victim}","action":"Removed"`));
+    expect(events).not.toContain('"Healing"');
+  }, 150_000);
+
+  it('a node not back within the wait period: its faulted child is replaced by a new replica', async () => {
+    const flags = flagsWith({ '--faulted-child-wait-period': '2s', '--node-deadline': '600s' });
+    cluster = await TestCluster.start({ engines: 4, coreFlags: flags });
+    const c = cluster;
+    const { id, v: published, uri } = await publishedVolume(c);
+    const holders = Object.values(published.state.replica_topology).map((r) => r.node!);
+    const spare = c.engines.map((e) => e.node).find((n) => !holders.includes(n))!;
+    const gone = holders.find((n) => n !== 'node-1')!;
+    const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === gone)!;
+    const engine = c.engine(gone);
+    engine.proc.child.kill('SIGKILL');
+    await engine.proc.wait();
+    await qemuIo(uri, 'write -P 0x22 0 4M');
+
+    const healed = await waitFor(
+      async () => {
+        const v = await c.rest.getVolume(id);
+        return v.state.status === 'Online' &&
+          !replicaIds(v).includes(victim) &&
+          replicaIds(v).length === 3 &&
+          v.state.target?.children.every((ch) => ch.state === 'Online')
+          ? v
+          : null;
+      },
+      { what: 'volume Online with the faulted replica replaced', timeoutMs: 45_000, intervalMs: 250 },
+    ).catch(async (err) => {
+      console.log(JSON.stringify(await c.rest.getVolume(id), null, 1));
+      console.log((await c.events()).slice(-20).join('\n'));
+      throw err;
+    });
+    const replacement = replicaIds(healed).find((r) => !replicaIds(published).includes(r))!;
+    expect(replicaNodeOf(healed, replacement)).toBe(spare);
+    await qemuIo(uri, 'read -P 0x22 0 4M', `read -P 0x11 4M ${SIZE - 4 * MiB}`);
+    const events = (await c.events()).join('\n');
+    // Replaced by the wait period's end (the 600 s node deadline never came).
+    expect(events).toMatch(
+      new RegExp(`"id":"${victim}","action":"Removed".*not back within the faulted-child wait period`),
+    );
+    expect(events).toContain('"Healing"');
+  }, 120_000);
+
+  it('a child that keeps faulting is added back a bounded number of times, then replaced', async () => {
+    const flags = flagsWith({ '--faulted-child-wait-period': '60s', '--node-deadline': '600s' });
+    cluster = await TestCluster.start({ engines: 3, coreFlags: flags });
+    const c = cluster;
+    const { id, v: published } = await publishedVolume(c);
+    const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === 'node-2')!;
+    const grpc = new IoEngineClient(c.engine('node-1').grpc);
+    try {
+      let returns = 0;
+      const removed = new RegExp(`"id":"${victim}","action":"Removed"`);
+      const returnsSeen = (events: string[]) =>
+        events.filter((l) => l.includes('"Rebuilding"') && l.includes(victim)).length;
+      for (;;) {
+        const n = (await grpc.listNexuses()).find((x) => x.volumeId === id)!;
+        const child = n.children.find((ch) => ch.uri.includes(victim))!;
+        await grpc.faultNexusChild(n.uuid, child.uri);
+        // Either added back (one more Rebuilding event naming it) or removed from the volume.
+        const outcome = await waitFor(
+          async () => {
+            const events = await c.events();
+            if (removed.test(events.join('\n'))) return 'replaced';
+            return returnsSeen(events) > returns ? 'back' : null;
+          },
+          { what: 'faulted child added back or replaced', timeoutMs: 30_000, intervalMs: 200 },
+        );
+        if (outcome === 'replaced') break;
+        returns++;
+        expect(returns).toBeLessThanOrEqual(3);
+        // Rebuilt: the same replica Online in the nexus again, before the next fault.
+        await waitFor(
+          async () => {
+            const nx = (await grpc.listNexuses()).find((x) => x.volumeId === id)!;
+            return nx.children.find((ch) => ch.uri.includes(victim))?.state === 'Online';
+          },
+          { what: 'child back Online', timeoutMs: 30_000, intervalMs: 100 },
+        );
+      }
+      expect(returns).toBe(3);
+      await waitFor(
+        async () => {
+          const v = await c.rest.getVolume(id);
+          return v.state.status === 'Online' && replicaIds(v).length === 3 && !replicaIds(v).includes(victim);
+        },
+        { what: 'volume Online with a replacement', timeoutMs: 30_000 },
+      );
+      const events = (await c.events()).join('\n');
+      expect(events).toMatch(new RegExp(`"id":"${victim}","action":"Removed"`));
+    } finally {
+      grpc.close();
+    }
+  }, 150_000);
+});
