@@ -53,7 +53,8 @@ export default class DaemonCore extends StorctlCommand {
       default: CORE_DEFAULTS.replicaGcGraceMs,
     }),
     'node-deadline': durationFlag({
-      description: 'a replica on a node offline this long is replaced (self-heal)',
+      description:
+        'a replica on a node offline this long is replaced (self-heal); one whose nexus child is faulted is waited for --faulted-child-wait-period instead, unless that is 0',
       default: CORE_DEFAULTS.nodeOfflineDeadlineMs,
     }),
     'request-timeout': durationFlag({

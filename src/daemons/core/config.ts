@@ -21,7 +21,7 @@ export interface CoreConfig {
   gcPeriodMs: number;
   /** A managed replica without owner is destroyed only after this grace period. */
   replicaGcGraceMs: number;
-  /** A replica on a node offline this long is replaced (self-heal). */
+  /** A replica on a node offline this long is replaced (self-heal); a faulted child's: faultedChildWaitMs. */
   nodeOfflineDeadlineMs: number;
   /** gRPC request timeout towards io-engines. */
   requestTimeoutMs: number;
