@@ -270,4 +270,37 @@ describe('core waits for a faulted child and brings the same replica back (parti
       grpc.close();
     }
   }, 150_000);
+
+  it('--disable-partial-rebuild: a faulted child on a live node is replaced at once, whatever the wait period', async () => {
+    const flags = [
+      ...flagsWith({ '--faulted-child-wait-period': '60s', '--node-deadline': '600s' }),
+      '--disable-partial-rebuild',
+    ];
+    cluster = await TestCluster.start({ engines: 3, coreFlags: flags });
+    const c = cluster;
+    const { id, v: published } = await publishedVolume(c);
+    const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === 'node-2')!;
+    const grpc = new IoEngineClient(c.engine('node-1').grpc);
+    try {
+      const n = (await grpc.listNexuses()).find((x) => x.volumeId === id)!;
+      await grpc.faultNexusChild(n.uuid, n.children.find((ch) => ch.uri.includes(victim))!.uri);
+    } finally {
+      grpc.close();
+    }
+    const healed = await waitFor(
+      async () => {
+        const v = await c.rest.getVolume(id);
+        return v.state.status === 'Online' && replicaIds(v).length === 3 && !replicaIds(v).includes(victim)
+          ? v
+          : null;
+      },
+      { what: 'faulted replica replaced', timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(replicaNodeOf(healed, replicaIds(healed).find((r) => !replicaIds(published).includes(r))!)).toBe(
+      'node-2',
+    );
+    const events = (await c.events()).join('\n');
+    expect(events).toMatch(new RegExp(`"id":"${victim}","action":"Removed".*faulted on a live node`));
+    expect(events).not.toMatch(new RegExp(`"Rebuilding".*${victim}`));
+  }, 120_000);
 });
