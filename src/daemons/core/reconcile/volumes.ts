@@ -76,12 +76,12 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
  * same node when it is the best choice, else a spare), added to the nexus and rebuilt. Healthy
  * replicas missing from the nexus (after an unclean recreate) are added back.
  *
- * With a faulted-child wait period (upstream's --faulted-child-wait-period, §3.7), a Faulted child
- * is first waited for instead: once its io-engine answers and lists the replica again, the same
- * replica is added back to the nexus, which rebuilds it from its log of the writes it missed
- * (partial rebuild; in full when the nexus no longer has the log). It is replaced only when the
- * period since core first saw it Faulted ends, when its pool is back without it, or after
- * MAX_RETURNS returns within one period (a child that keeps failing).
+ * With a faulted-child wait period (upstream's --faulted-child-wait-period; docs/mayastor-compat.md
+ * §3.7), a Faulted child is first waited for instead: once its io-engine answers and lists the
+ * replica again, the same replica is added back to the nexus, which rebuilds it from its log of the
+ * writes it missed (partial rebuild; in full when the nexus no longer has the log). It is replaced
+ * only when the period since core first saw it Faulted ends, when its pool is back without it, or
+ * after MAX_RETURNS returns within one period (a child that keeps failing).
  */
 export async function healVolumes(ctx: CoreContext): Promise<boolean> {
   const { registry, engines } = ctx;
