@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,10 +19,12 @@ import {
 } from './fixture.js';
 
 /**
- * The controller with the real csi-node: the node registers itself with core (app node), the
- * controller publishes to it, the node stages ext4 over NBD, and a snapshot with quiesceFs=freeze
- * goes through the node's NodeFs service. A file written without any sync is in the snapshot (the
- * freeze flushed it), and a clone of the snapshot staged on the same node reads it back.
+ * The controller with the real csi-node, the whole way a CO drives them: the node registers itself
+ * with core (app node), the controller publishes to it, the node stages ext4 over NBD and publishes
+ * it into a pod's directory, and a snapshot with quiesceFs=freeze goes through the node's NodeFs
+ * service. A file written without any sync is
+ * in the snapshot (the freeze flushed it), and a clone of the snapshot staged on the same node reads
+ * it back. A second case grows a pod-mounted volume online, controller first, then node.
  */
 describe('csi-controller with the csi-node', () => {
   let cluster: TestCluster;
@@ -49,7 +51,7 @@ describe('csi-controller with the csi-node', () => {
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
-  it('publish → stage → write → snapshot with freeze → clone → stage the clone and read it back; nothing left', {
+  it('publish → stage → pod publish → write → snapshot with freeze → clone → stage the clone and read it back; nothing left', {
     timeout: 120_000,
   }, async () => {
     await waitFor(() => cluster.rest.getAppNode('csi-node-1').catch(() => null), {
@@ -74,8 +76,20 @@ describe('csi-controller with the csi-node', () => {
       'NodeStageVolume',
       stageRequest({ volumeId: id, staging: stagingOf(id), uri: publish_context.uri }),
     );
+    // The pod's view: published from the staging mount; what the application writes there is the
+    // volume's.
+    const target = join(node.root, 'pods', randomUUID(), 'volumes', 'kubernetes.io~csi', id, 'mount');
+    await csiNode.node('NodePublishVolume', {
+      volume_id: id,
+      staging_target_path: stagingOf(id),
+      target_path: target,
+      volume_capability: mountCap(),
+      readonly: false,
+      publish_context,
+      volume_context: {},
+    });
     const text = `written at ${new Date().toISOString()}, never synced\n`;
-    await writeFile(join(stagingOf(id), 'data.txt'), text);
+    await writeFile(join(target, 'data.txt'), text);
 
     const snapshot = (
       await ctl.controller<{ snapshot: CsiSnapshot }>('CreateSnapshot', {
@@ -110,6 +124,7 @@ describe('csi-controller with the csi-node', () => {
     );
     expect(await readFile(join(stagingOf(clone), 'data.txt'), 'utf8')).toBe(text);
 
+    await csiNode.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
     for (const v of [clone, id]) {
       await csiNode.node('NodeUnstageVolume', { volume_id: v, staging_target_path: stagingOf(v) });
       await ctl.controller('ControllerUnpublishVolume', { volume_id: v, node_id: 'csi-node-1' });
@@ -118,6 +133,71 @@ describe('csi-controller with the csi-node', () => {
     await ctl.controller('DeleteSnapshot', { snapshot_id: snapshot.snapshot_id });
     await ctl.controller('DeleteVolume', { volume_id: id });
     expect(await cluster.rest.listVolumes()).toEqual([]);
+    expect(await node.leftovers()).toEqual([]);
+  });
+
+  it('grows a pod-mounted volume online as the CO does: ControllerExpandVolume, then NodeExpandVolume', {
+    timeout: 120_000,
+  }, async () => {
+    await waitFor(() => cluster.rest.getAppNode('csi-node-1').catch(() => null), {
+      what: 'csi-node registered as an app node',
+    });
+    const csiNode = node.csi!;
+    // xfs: ext4 grows online only with CAP_SYS_RESOURCE, which root here lacks (csi-node then
+    // answers FAILED_PRECONDITION and grows it at the next stage).
+    const cap = mountCap('SINGLE_NODE_WRITER', 'xfs');
+    const id = (
+      await ctl.controller<{ volume: CsiVolume }>(
+        'CreateVolume',
+        createRequest(`pvc-${randomUUID()}`, { required: 320 * MiB, parameters: { repl: '2' }, caps: [cap] }),
+      )
+    ).volume.volume_id;
+    const { publish_context } = await ctl.controller<{ publish_context: { uri: string } }>(
+      'ControllerPublishVolume',
+      { volume_id: id, node_id: 'csi-node-1', volume_capability: cap, readonly: false },
+    );
+    const staging = join(node.root, 'plugins', id, 'globalmount');
+    await csiNode.node(
+      'NodeStageVolume',
+      stageRequest({ volumeId: id, staging, uri: publish_context.uri, fsType: 'xfs' }),
+    );
+    const target = join(node.root, 'pods', randomUUID(), 'volumes', 'kubernetes.io~csi', id, 'mount');
+    await csiNode.node('NodePublishVolume', {
+      volume_id: id,
+      staging_target_path: staging,
+      target_path: target,
+      volume_capability: cap,
+      readonly: false,
+      publish_context,
+      volume_context: {},
+    });
+    const text = 'kept across online growth\n';
+    await writeFile(join(target, 'data.txt'), text);
+    // Online expansion while the pod has it mounted: the controller grows the volume, the node the
+    // filesystem, as the CO calls them.
+    const before = await statfs(target);
+    const grown = await ctl.controller<{ capacity_bytes: string; node_expansion_required: boolean }>(
+      'ControllerExpandVolume',
+      { volume_id: id, capacity_range: { required_bytes: String(512 * MiB) }, volume_capability: cap },
+    );
+    expect(grown).toEqual({ capacity_bytes: String(512 * MiB), node_expansion_required: true });
+    await waitFor(async () => (await cluster.rest.getVolume(id)).state.target?.size === 512 * MiB, {
+      what: 'the target at 512 MiB',
+    });
+    const nodeGrown = await csiNode.node<{ capacity_bytes: string }>('NodeExpandVolume', {
+      volume_id: id,
+      volume_path: target,
+      capacity_range: { required_bytes: String(512 * MiB) },
+    });
+    expect(Number(nodeGrown.capacity_bytes)).toBe(512 * MiB);
+    const after = await statfs(target);
+    expect(after.blocks * after.bsize).toBeGreaterThan(before.blocks * before.bsize + 150 * MiB);
+    expect(await readFile(join(target, 'data.txt'), 'utf8')).toBe(text);
+
+    await csiNode.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
+    await csiNode.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    await ctl.controller('ControllerUnpublishVolume', { volume_id: id, node_id: 'csi-node-1' });
+    await ctl.controller('DeleteVolume', { volume_id: id });
     expect(await node.leftovers()).toEqual([]);
   });
 });
