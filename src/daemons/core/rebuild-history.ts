@@ -1,20 +1,14 @@
+import type { RebuildHistoryRecord } from '../../lib/io-engine/types.js';
 import type { EngineApi, NexusState } from './engine-api.js';
 import type { EngineFactory } from './engines.js';
 
-/** One finished rebuild, with Mayastor's RebuildHistory record fields (REST camelCase). */
-export interface RebuildRecord {
-  childUri: string;
-  srcUri: string;
-  rebuildJobState: 'Completed' | 'Failed' | 'Stopped';
-  blocksTotal: number;
-  blocksRecovered: number;
-  blocksTransferred: number;
-  blocksRemaining: number;
-  blockSize: number;
-  isPartial: boolean;
-  startTime: string;
-  endTime: string;
-}
+/**
+ * One finished rebuild, with Mayastor's RebuildHistory record fields (REST camelCase): the
+ * io-engine's record, whose `state` REST names `rebuildJobState`.
+ */
+export type RebuildRecord = Omit<RebuildHistoryRecord, 'state'> & {
+  rebuildJobState: RebuildHistoryRecord['state'];
+};
 
 interface Running {
   srcUri: string;

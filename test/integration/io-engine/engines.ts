@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
+import { IoEngineClient, type Replica } from '../../../src/lib/io-engine/client.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -72,3 +73,52 @@ export async function startEngine(
     },
   };
 }
+
+/** Three io-engines, a pool on each, and a nexus on `a` over one local and two remote replicas. */
+export interface ThreeChildNexus {
+  a: RunningEngine; // nexus host, one local child
+  b: RunningEngine; // remote child r1
+  c: RunningEngine; // remote child r2
+  local: Replica;
+  r1: Replica;
+  r2: Replica;
+  nexusUuid: string;
+  infoKey: string;
+  /** The published target's URI. */
+  target: string;
+}
+
+/** Start the usual fault-test layout in `dir`: node-a..c with pools pa..pc, a published 3-child nexus. */
+export async function startThreeChildNexus(
+  dir: string,
+  size: number,
+  volumeId: string,
+): Promise<ThreeChildNexus> {
+  const [a, b, c] = await Promise.all([
+    startEngine(dir, 'node-a'),
+    startEngine(dir, 'node-b'),
+    startEngine(dir, 'node-c'),
+  ]);
+  const MiB = 1024 * 1024;
+  await a.client.createPool({ name: 'pa', capacity: 256 * MiB });
+  await b.client.createPool({ name: 'pb', capacity: 256 * MiB });
+  await c.client.createPool({ name: 'pc', capacity: 256 * MiB });
+  const local = await a.client.createReplica({ uuid: randomUUID(), pool: 'pa', size, thin: true });
+  const remote = (e: RunningEngine, pool: string) =>
+    e.client.createReplica({ uuid: randomUUID(), pool, size, thin: true, share: 'nbd' });
+  const r1 = await remote(b, 'pb');
+  const r2 = await remote(c, 'pc');
+  const nexusUuid = randomUUID();
+  const n = await a.client.createNexus({
+    uuid: nexusUuid,
+    size,
+    children: [local.uri, r1.uri, r2.uri],
+    volumeId,
+  });
+  const target = (await a.client.publishNexus(nexusUuid)).deviceUri;
+  return { a, b, c, local, r1, r2, nexusUuid, infoKey: n.nexusInfoKey, target };
+}
+
+/** A replica's file in its engine's pool directory. */
+export const replicaFile = (e: RunningEngine, pool: string, r: Replica) =>
+  join(e.poolDir, pool, 'replicas', `${r.uuid}.img`);

@@ -8,7 +8,7 @@ import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
-import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, type RunningEngine, replicaFile, startEngine, startThreeChildNexus } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -41,44 +41,12 @@ describe('faults: a child node dies, a child is rebuilt, the nexus node dies', (
   let infoKey: string;
   const volume = randomUUID();
 
-  const fileOf = (e: RunningEngine, pool: string, r: Replica) =>
-    join(e.poolDir, pool, 'replicas', `${r.uuid}.img`);
+  const fileOf = replicaFile;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'storctl-ioe-faults-'));
-    [a, b, c] = await Promise.all([
-      startEngine(dir, 'node-a'),
-      startEngine(dir, 'node-b'),
-      startEngine(dir, 'node-c'),
-    ]);
+    ({ a, b, c, local, r1, r2, nexusUuid, infoKey } = await startThreeChildNexus(dir, SIZE, volume));
     store = await openStore(`sqlite:${join(dir, 'store.db')}`);
-    await a.client.createPool({ name: 'pa', capacity: 256 * MiB });
-    await b.client.createPool({ name: 'pb', capacity: 256 * MiB });
-    await c.client.createPool({ name: 'pc', capacity: 256 * MiB });
-    local = await a.client.createReplica({ uuid: randomUUID(), pool: 'pa', size: SIZE, thin: true });
-    r1 = await b.client.createReplica({
-      uuid: randomUUID(),
-      pool: 'pb',
-      size: SIZE,
-      thin: true,
-      share: 'nbd',
-    });
-    r2 = await c.client.createReplica({
-      uuid: randomUUID(),
-      pool: 'pc',
-      size: SIZE,
-      thin: true,
-      share: 'nbd',
-    });
-    nexusUuid = randomUUID();
-    const n = await a.client.createNexus({
-      uuid: nexusUuid,
-      size: SIZE,
-      children: [local.uri, r1.uri, r2.uri],
-      volumeId: volume,
-    });
-    infoKey = n.nexusInfoKey;
-    await a.client.publishNexus(nexusUuid);
   });
 
   afterAll(async () => {

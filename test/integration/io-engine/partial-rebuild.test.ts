@@ -7,7 +7,7 @@ import type { Nexus, Replica } from '../../../src/lib/io-engine/client.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { fatal, waitFor } from '../../helpers/wait.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { type RunningEngine, replicaFile, startEngine, startThreeChildNexus } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
@@ -48,8 +48,7 @@ describe('partial rebuild: a child back from a short outage is rebuilt from the 
   let target: string;
   const volume = randomUUID();
 
-  const fileOf = (e: RunningEngine, pool: string, r: Replica) =>
-    join(e.poolDir, pool, 'replicas', `${r.uuid}.img`);
+  const fileOf = replicaFile;
   const hashes = async () =>
     new Set([
       sha(await readFile(fileOf(a, 'pa', local))),
@@ -74,39 +73,8 @@ describe('partial rebuild: a child back from a short outage is rebuilt from the 
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'storctl-ioe-partial-'));
-    [a, b, c] = await Promise.all([
-      startEngine(dir, 'node-a'),
-      startEngine(dir, 'node-b'),
-      startEngine(dir, 'node-c'),
-    ]);
+    ({ a, b, c, local, r1, r2, nexusUuid, infoKey, target } = await startThreeChildNexus(dir, SIZE, volume));
     store = await openStore(`sqlite:${join(dir, 'store.db')}`);
-    await a.client.createPool({ name: 'pa', capacity: 256 * MiB });
-    await b.client.createPool({ name: 'pb', capacity: 256 * MiB });
-    await c.client.createPool({ name: 'pc', capacity: 256 * MiB });
-    local = await a.client.createReplica({ uuid: randomUUID(), pool: 'pa', size: SIZE, thin: true });
-    r1 = await b.client.createReplica({
-      uuid: randomUUID(),
-      pool: 'pb',
-      size: SIZE,
-      thin: true,
-      share: 'nbd',
-    });
-    r2 = await c.client.createReplica({
-      uuid: randomUUID(),
-      pool: 'pc',
-      size: SIZE,
-      thin: true,
-      share: 'nbd',
-    });
-    nexusUuid = randomUUID();
-    const n = await a.client.createNexus({
-      uuid: nexusUuid,
-      size: SIZE,
-      children: [local.uri, r1.uri, r2.uri],
-      volumeId: volume,
-    });
-    infoKey = n.nexusInfoKey;
-    target = (await a.client.publishNexus(nexusUuid)).deviceUri;
     // every byte written once, so a stale region shows in the hashes
     await qemuIo(target, writes(0, SIZE, 1));
   });
