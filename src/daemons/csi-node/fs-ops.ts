@@ -38,7 +38,11 @@ export async function mkfs(device: string, fsType: FsType): Promise<void> {
 }
 
 export async function mountFs(device: string, path: string, fsType: string, flags: string[]): Promise<void> {
-  const opts = flags.length ? ['-o', flags.join(',')] : [];
+  // A clone carries its source's xfs UUID, and xfs refuses to mount a second filesystem with a UUID
+  // already mounted ("duplicate UUID"): a volume restored from a snapshot could not be staged on a
+  // node where its source is. nouuid skips only that check.
+  const all = fsType === 'xfs' && !flags.includes('nouuid') ? [...flags, 'nouuid'] : flags;
+  const opts = all.length ? ['-o', all.join(',')] : [];
   await run(['mount', '-t', fsType, ...opts, device, path]);
 }
 

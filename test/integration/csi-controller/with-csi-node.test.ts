@@ -136,7 +136,7 @@ describe('csi-controller with the csi-node', () => {
     expect(await node.leftovers()).toEqual([]);
   });
 
-  it('grows a pod-mounted volume online as the CO does: ControllerExpandVolume, then NodeExpandVolume', {
+  it('xfs: grows a pod-mounted volume online as the CO does (ControllerExpandVolume, then NodeExpandVolume); its clone stages beside it', {
     timeout: 120_000,
   }, async () => {
     await waitFor(() => cluster.rest.getAppNode('csi-node-1').catch(() => null), {
@@ -149,7 +149,11 @@ describe('csi-controller with the csi-node', () => {
     const id = (
       await ctl.controller<{ volume: CsiVolume }>(
         'CreateVolume',
-        createRequest(`pvc-${randomUUID()}`, { required: 320 * MiB, parameters: { repl: '2' }, caps: [cap] }),
+        createRequest(`pvc-${randomUUID()}`, {
+          required: 320 * MiB,
+          parameters: { repl: '2', thin: 'true' },
+          caps: [cap],
+        }),
       )
     ).volume.volume_id;
     const { publish_context } = await ctl.controller<{ publish_context: { uri: string } }>(
@@ -194,9 +198,52 @@ describe('csi-controller with the csi-node', () => {
     expect(after.blocks * after.bsize).toBeGreaterThan(before.blocks * before.bsize + 150 * MiB);
     expect(await readFile(join(target, 'data.txt'), 'utf8')).toBe(text);
 
+    // A clone of it staged beside it on the same node: the clone's xfs has its source's UUID.
+    const snapshot = (
+      await ctl.controller<{ snapshot: CsiSnapshot }>('CreateSnapshot', {
+        source_volume_id: id,
+        name: `snapshot-${randomUUID()}`,
+        parameters: { quiesceFs: 'freeze' },
+      })
+    ).snapshot;
+    const clone = (
+      await ctl.controller<{ volume: CsiVolume }>(
+        'CreateVolume',
+        createRequest(`pvc-${randomUUID()}`, {
+          source: { snapshot: { snapshot_id: snapshot.snapshot_id } },
+          parameters: { repl: '2', thin: 'true' },
+          caps: [cap],
+        }),
+      )
+    ).volume.volume_id;
+    const cloneCtx = await ctl.controller<{ publish_context: { uri: string } }>('ControllerPublishVolume', {
+      volume_id: clone,
+      node_id: 'csi-node-1',
+      volume_capability: cap,
+      readonly: false,
+    });
+    const cloneStaging = join(node.root, 'plugins', clone, 'globalmount');
+    await csiNode.node(
+      'NodeStageVolume',
+      stageRequest({
+        volumeId: clone,
+        staging: cloneStaging,
+        uri: cloneCtx.publish_context.uri,
+        fsType: 'xfs',
+      }),
+    );
+    expect(await readFile(join(cloneStaging, 'data.txt'), 'utf8')).toBe(text);
+
     await csiNode.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
-    await csiNode.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
-    await ctl.controller('ControllerUnpublishVolume', { volume_id: id, node_id: 'csi-node-1' });
+    for (const [v, path] of [
+      [clone, cloneStaging],
+      [id, staging],
+    ]) {
+      await csiNode.node('NodeUnstageVolume', { volume_id: v, staging_target_path: path });
+      await ctl.controller('ControllerUnpublishVolume', { volume_id: v, node_id: 'csi-node-1' });
+    }
+    await ctl.controller('DeleteVolume', { volume_id: clone });
+    await ctl.controller('DeleteSnapshot', { snapshot_id: snapshot.snapshot_id });
     await ctl.controller('DeleteVolume', { volume_id: id });
     expect(await node.leftovers()).toEqual([]);
   });
