@@ -151,25 +151,38 @@ export function isBusy(err: unknown): boolean {
  * several processes queue instead of failing.
  */
 export function openDatabase(path: string, endpoint: string, busyTimeoutMs: number): Database.Database {
-  try {
-    makeDirs(dirname(path));
-    closeSync(openSync(path, 'a', 0o600));
-    const db = new Database(path, { timeout: busyTimeoutMs });
-    db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-    db.pragma('journal_mode = WAL');
-    // NORMAL: commits are not fsynced inside SQLite (that would block the event loop); the store
-    // fsyncs the WAL off-thread before acknowledging a write (WalSync), so an acknowledged write
-    // still survives power loss, like etcd's fsync per commit. Checkpoints sync as before.
-    db.pragma('synchronous = NORMAL');
-    db.pragma('foreign_keys = OFF');
-    db.transaction(() => db.exec(SCHEMA)).immediate();
-    // From now on SQLite waits only briefly (that wait blocks the event loop); callers retry async.
-    db.pragma(`busy_timeout = ${SYNC_BUSY_MS}`);
-    return db;
-  } catch (err) {
-    throw mapSqliteError(err, endpoint, busyTimeoutMs);
+  const deadline = Date.now() + busyTimeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    let db: Database.Database | undefined;
+    try {
+      makeDirs(dirname(path));
+      closeSync(openSync(path, 'a', 0o600));
+      db = new Database(path, { timeout: busyTimeoutMs });
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      db.pragma('journal_mode = WAL');
+      // NORMAL: commits are not fsynced inside SQLite (that would block the event loop); the store
+      // fsyncs the WAL off-thread before acknowledging a write (WalSync), so an acknowledged write
+      // still survives power loss, like etcd's fsync per commit. Checkpoints sync as before.
+      db.pragma('synchronous = NORMAL');
+      db.pragma('foreign_keys = OFF');
+      const schema = db;
+      schema.transaction(() => schema.exec(SCHEMA)).immediate();
+      // From now on SQLite waits only briefly (that wait blocks the event loop); callers retry async.
+      db.pragma(`busy_timeout = ${SYNC_BUSY_MS}`);
+      return db;
+    } catch (err) {
+      db?.close();
+      // SQLite answers BUSY at once, without waiting out the busy timeout, when waiting could
+      // deadlock: processes opening a new database together each hold a read lock on it while
+      // switching it to WAL. Opening again resolves it; only a lock held past the timeout fails.
+      if (!isBusy(err) || Date.now() >= deadline) throw mapSqliteError(err, endpoint, busyTimeoutMs);
+      Atomics.wait(SLEEPER, 0, 0, Math.min(10 * attempt, 100));
+    }
   }
 }
+
+/** For a short synchronous pause between attempts to open (startup only). */
+const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
 
 /** SQLite failures as storctl errors: the file is locked, missing, unreadable or not a store. */
 export function mapSqliteError(err: unknown, endpoint: string, busyTimeoutMs: number): Error {

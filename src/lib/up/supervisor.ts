@@ -67,7 +67,7 @@ export class RoleProcess {
           const why = this.lastReason();
           reject(
             new Error(
-              `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? `: ${why}` : ''}; see ${logFile}`,
+              `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? ` (${why})` : ''}; see ${logFile}`,
             ),
           );
         });

@@ -29,7 +29,7 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     };
     for (const k of Object.keys(env)) if (env[k] === '') env[k] = undefined;
     upProc = new StorctlProcess(['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB'], env);
-    await waitFor(async () => upProc.output.includes('ready:') || (await upProc.failIfExited('storctl up')), {
+    await waitFor(async () => /^ready: /m.test(upProc.output) || (await upProc.failIfExited('storctl up')), {
       what: 'storctl up ready',
       timeoutMs: 45_000,
     });

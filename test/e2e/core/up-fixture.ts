@@ -24,7 +24,7 @@ export class UpHome {
       ['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB', ...extra],
       this.env,
     );
-    await waitFor(async () => up.output.includes('ready:') || (await up.failIfExited('storctl up')), {
+    await waitFor(async () => /^ready: /m.test(up.output) || (await up.failIfExited('storctl up')), {
       what: 'storctl up ready',
       timeoutMs: 60_000,
     });

@@ -23,7 +23,7 @@ describe("up's role supervisor", () => {
        process.exit(5);`,
     );
     await expect(r.ready).rejects.toThrow(
-      /^engine exited \(code 5\) before it was ready: the database stayed locked by another process for 5000 ms; see .*engine\.log$/,
+      /^engine exited \(code 5\) before it was ready \(the database stayed locked by another process for 5000 ms\); see .*engine\.log$/,
     );
     expect(readFileSync(join(dir, 'engine.log'), 'utf8')).toContain('"msg":"starting"');
   });
@@ -31,7 +31,7 @@ describe("up's role supervisor", () => {
   it('a plain stderr line is the reason when nothing else was said', async () => {
     const r = role('plain', `process.stderr.write('Error: cannot bind 127.0.0.1:1\\n'); process.exit(3);`);
     await expect(r.ready).rejects.toThrow(
-      /code 3\) before it was ready: Error: cannot bind 127\.0\.0\.1:1; see /,
+      /code 3\) before it was ready \(Error: cannot bind 127\.0\.0\.1:1\); see /,
     );
   });
 
@@ -79,7 +79,7 @@ describe("up's role supervisor", () => {
       await expect(r.start()).resolves.toMatchObject({ start: 2 });
       expect(said).toEqual([
         expect.stringMatching(
-          /^waits exited \(code 5\) before it was ready: store sqlite:x is unreachable: locked; see .*; starting it again in 1 s$/,
+          /^waits exited \(code 5\) before it was ready \(store sqlite:x is unreachable: locked\); see .*; starting it again in 1 s$/,
         ),
       ]);
     } finally {
