@@ -6,9 +6,9 @@ import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
 import { S3RVER_KEYS } from '../../helpers/s3.js';
-import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
+import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { BUCKET, cleanupRoot, type Env, makeEnv, targetPath } from '../mounter/fixture.js';
+import { BUCKET, cleanupRoot, type Env, makeEnv, mounterProcess, targetPath } from '../mounter/fixture.js';
 
 /*
  * `storctl dump` after an S3 publish with credentials: the mount is live (its credential file holds
@@ -57,27 +57,10 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
     dataDir = join(env.root, 'data');
     mkdirSync(join(dataDir, 'logs'), { recursive: true });
     storeUrl = `sqlite:${join(dataDir, 'store.db')}`;
-    mounter = new StorctlProcess(
-      [
-        'daemon',
-        'mounter',
-        '--endpoint',
-        `unix://${env.socket}`,
-        '--node-id',
-        'n1',
-        '--mounter',
-        'process',
-        '--fuse-binary',
-        's3fs',
-        '--s3-endpoint',
-        env.s3.endpoint,
-        '--state-dir',
-        join(dataDir, 'mounter'),
-        '--root',
-        env.root,
-      ],
-      { AWS_ACCESS_KEY_ID: driverKeyId, AWS_SECRET_ACCESS_KEY: driverSecret },
-    );
+    mounter = mounterProcess(env, ['--mounter', 'process'], {
+      stateDir: join(dataDir, 'mounter'),
+      credentials: { accessKeyId: driverKeyId, secretAccessKey: driverSecret },
+    });
     await waitFor(
       async () => mounter.output.includes('mounter listening') || (await mounter.failIfExited()),
       {

@@ -32,12 +32,15 @@ export async function listeningOn(proc: StorctlProcess, what: string): Promise<s
   );
 }
 
-/** `storctl daemon ha-cluster` against the cluster's core and store, on a free port. */
-export async function startHaCluster(
+/**
+ * `storctl daemon ha-cluster` against the cluster's core and store, on a free port, started (not yet
+ * listening nor elected): a 2 s leadership lease, retries every `retryDelay`, then `extra` flags.
+ */
+export function haClusterProcess(
   cluster: TestCluster,
-  extra: string[] = [],
-): Promise<{ proc: StorctlProcess; endpoint: string }> {
-  const proc = new StorctlProcess(
+  o: { retryDelay?: string; extra?: string[] } = {},
+): StorctlProcess {
+  return new StorctlProcess(
     [
       'daemon',
       'ha-cluster',
@@ -46,13 +49,21 @@ export async function startHaCluster(
       '--grpc',
       '127.0.0.1:0',
       '--retry-delay',
-      '200ms',
+      o.retryDelay ?? '200ms',
       '--lease-ttl',
       '2',
-      ...extra,
+      ...(o.extra ?? []),
     ],
     cluster.env,
   );
+}
+
+/** An ha-cluster (haClusterProcess) once it listens and is the elected, active one. */
+export async function startHaCluster(
+  cluster: TestCluster,
+  extra: string[] = [],
+): Promise<{ proc: StorctlProcess; endpoint: string }> {
+  const proc = haClusterProcess(cluster, { extra });
   const endpoint = await listeningOn(proc, 'ha-cluster');
   await waitFor(
     async () => proc.output.includes('"ha-cluster active"') || (await proc.failIfExited('ha-cluster')),

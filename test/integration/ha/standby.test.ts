@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HaClusterClient } from '../../../src/lib/ha/clients.js';
-import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
+import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { TestCluster } from '../core/cluster.js';
-import { listeningOn, startHaCluster } from './fixture.js';
+import { haClusterProcess, listeningOn, startHaCluster } from './fixture.js';
 
 /** One active ha-cluster (store election), a standby that takes over, and a switchover that ends Errored. */
 describe('ha-cluster: standby takeover and an Errored switchover (embedded store)', () => {
@@ -26,23 +26,7 @@ describe('ha-cluster: standby takeover and an Errored switchover (embedded store
   }, async () => {
     const active = await startHaCluster(cluster);
     procs.push(active.proc);
-    const standby = new StorctlProcess(
-      [
-        'daemon',
-        'ha-cluster',
-        '--rest',
-        cluster.restUrl,
-        '--grpc',
-        '127.0.0.1:0',
-        '--retry-delay',
-        '100ms',
-        '--max-retries',
-        '2',
-        '--lease-ttl',
-        '2',
-      ],
-      cluster.env,
-    );
+    const standby = haClusterProcess(cluster, { retryDelay: '100ms', extra: ['--max-retries', '2'] });
     procs.push(standby);
     const endpoint = await listeningOn(standby, 'ha-cluster');
     const client = new HaClusterClient(endpoint);

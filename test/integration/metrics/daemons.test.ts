@@ -3,12 +3,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NbdClient } from '../../../src/lib/nbd/client.js';
 import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
-import { S3RVER_KEYS } from '../../helpers/s3.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { TestCluster } from '../core/cluster.js';
 import { createRequest, mountCap, startController } from '../csi-controller/controller-process.js';
-import { BUCKET, cleanupRoot, type Env, makeEnv, targetPath } from '../mounter/fixture.js';
+import { BUCKET, cleanupRoot, type Env, makeEnv, mounterProcess, targetPath } from '../mounter/fixture.js';
 
 /*
  * Every daemon serves /metrics: each one is scraped over real HTTP before and after real work
@@ -262,29 +261,7 @@ describe('/metrics of every daemon (real processes, real HTTP)', () => {
   });
 
   it('mounter: mount operations and failures', async () => {
-    const proc = new StorctlProcess(
-      [
-        'daemon',
-        'mounter',
-        '--endpoint',
-        `unix://${env.socket}`,
-        '--node-id',
-        'n1',
-        '--mounter',
-        'process',
-        '--fuse-binary',
-        's3fs',
-        '--s3-endpoint',
-        env.s3.endpoint,
-        '--state-dir',
-        env.stateDir,
-        '--root',
-        env.root,
-        '--mount-timeout',
-        '15s',
-      ],
-      { AWS_ACCESS_KEY_ID: S3RVER_KEYS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3RVER_KEYS.secretAccessKey },
-    );
+    const proc = mounterProcess(env, ['--mounter', 'process', '--mount-timeout', '15s']);
     procs.push(proc);
     await waitFor(
       async () => proc.output.includes('mounter listening') || (await proc.failIfExited('mounter')),

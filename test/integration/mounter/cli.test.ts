@@ -3,8 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mountsAt, readMountTable } from '../../../src/lib/mount/mountinfo.js';
 import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
-import { S3RVER_KEYS } from '../../helpers/s3.js';
-import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
+import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import {
   BUCKET,
@@ -13,6 +12,7 @@ import {
   ensureBuilt,
   fuseProcessesBelow,
   makeEnv,
+  mounterProcess,
   targetPath,
 } from './fixture.js';
 
@@ -31,26 +31,7 @@ afterAll(async () => {
 });
 
 function daemon(extra: string[] = []) {
-  const p = new StorctlProcess(
-    [
-      'daemon',
-      'mounter',
-      '--endpoint',
-      `unix://${env.socket}`,
-      '--node-id',
-      'n1',
-      '--fuse-binary',
-      's3fs',
-      '--s3-endpoint',
-      env.s3.endpoint,
-      '--state-dir',
-      env.stateDir,
-      '--root',
-      env.root,
-      ...extra,
-    ],
-    { AWS_ACCESS_KEY_ID: S3RVER_KEYS.accessKeyId, AWS_SECRET_ACCESS_KEY: S3RVER_KEYS.secretAccessKey },
-  );
+  const p = mounterProcess(env, extra);
   procs.push(p);
   return p;
 }

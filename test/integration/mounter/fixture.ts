@@ -10,6 +10,7 @@ import { readMountTable } from '../../../src/lib/mount/mountinfo.js';
 import { listFuseProcesses } from '../../../src/lib/mount/processes.js';
 import { CsiClient } from '../../helpers/csi-client.js';
 import { S3RVER_KEYS, S3Server } from '../../helpers/s3.js';
+import { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 
 export const BUCKET = 'bucket1';
@@ -91,6 +92,39 @@ export async function startMounter(
     ...over,
   });
   return { daemon, csi: new CsiClient(daemon.socketPath) };
+}
+
+/**
+ * `storctl daemon mounter` (the built CLI) on `env`: node n1, s3fs against the env's S3 server, the
+ * env's root as its only root; `extra` flags after these (--mounter, --mount-timeout, …). Its
+ * driver credentials default to the S3 server's keys.
+ */
+export function mounterProcess(
+  env: Env,
+  extra: string[] = [],
+  o: { stateDir?: string; credentials?: { accessKeyId: string; secretAccessKey: string } } = {},
+): StorctlProcess {
+  const keys = o.credentials ?? S3RVER_KEYS;
+  return new StorctlProcess(
+    [
+      'daemon',
+      'mounter',
+      '--endpoint',
+      `unix://${env.socket}`,
+      '--node-id',
+      'n1',
+      '--fuse-binary',
+      's3fs',
+      '--s3-endpoint',
+      env.s3.endpoint,
+      '--state-dir',
+      o.stateDir ?? env.stateDir,
+      '--root',
+      env.root,
+      ...extra,
+    ],
+    { AWS_ACCESS_KEY_ID: keys.accessKeyId, AWS_SECRET_ACCESS_KEY: keys.secretAccessKey },
+  );
 }
 
 /** A process-mounter daemon shared by one test file; `restart` replaces `daemon` and `csi`. */
