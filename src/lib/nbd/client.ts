@@ -79,8 +79,6 @@ export class NbdClient implements BlockBackend {
   private nextId = 1;
   private waiter: { n: number; resolve: (b: Buffer) => void; reject: (e: Error) => void } | null = null;
   private reading: { p: Pending; remaining: number; filled: number } | null = null;
-  /** The reply `nextReadBuffer` handed its buffer to the socket for, if it did. */
-  private direct: { p: Pending; remaining: number; filled: number } | null = null;
   private closedError: BlockIoError | null = null;
   private corked = false;
   private timer: NodeJS.Timeout | null = null;
@@ -202,18 +200,16 @@ export class NbdClient implements BlockBackend {
    */
   private nextReadBuffer(): Buffer {
     const r = this.reading;
-    if (r && this.q.length === 0 && r.remaining >= DIRECT_READ_MIN) {
-      this.direct = r;
+    if (r && this.q.length === 0 && r.remaining >= DIRECT_READ_MIN)
       return r.p.readBuf!.subarray(r.filled, r.filled + r.remaining);
-    }
-    this.direct = null;
     return this.scratch;
   }
 
   private onRead(n: number, buf: Uint8Array): void {
-    const r = this.direct;
-    if (r && buf !== this.scratch) {
-      // The bytes are already where they belong.
+    if (buf !== this.scratch) {
+      // The bytes are already where they belong: nextReadBuffer handed out the rest of `reading`.
+      const r = this.reading;
+      if (!r) return; // failed meanwhile: nothing waits for them
       r.filled += n;
       r.remaining -= n;
       if (r.remaining > 0) return;
@@ -288,7 +284,6 @@ export class NbdClient implements BlockBackend {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
     this.reading = null;
-    this.direct = null;
     for (const l of this.closeListeners.splice(0)) l(err);
   }
 
