@@ -70,7 +70,8 @@ async function main() {
   const { proc, socket } = await startController(dir, cluster.restUrl, {
     ...cluster.env,
     STORCTL_LOG_LEVEL: 'warn',
-    ...(process.env.PROF ? { STORCTL_NODE_ARGS: '--cpu-prof --cpu-prof-dir=/tmp/prof' } : {}),
+    // PROF=1: the controller writes a V8 CPU profile into the bench's temp dir (kept, and named below).
+    ...(process.env.PROF ? { STORCTL_NODE_ARGS: `--cpu-prof --cpu-prof-dir=${join(dir, 'profile')}` } : {}),
   });
   // The client as a CO's would be set up for a local socket: no channelz bookkeeping, no retry
   // buffering (CSI sidecars retry whole operations themselves). Everything runs on this machine,
@@ -181,7 +182,8 @@ async function main() {
     csi.close();
     await proc.kill('SIGTERM');
     await cluster.stop();
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.PROF) console.error(`controller CPU profile: ${join(dir, 'profile')}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
