@@ -42,7 +42,7 @@ export abstract class StorctlCommand extends Command {
     output: Flags.custom<OutputSpec>({
       char: 'o',
       description:
-        "output format: table (default), wide, json, yaml; listings also take jsonpath=TEMPLATE (e.g. '{.items[*].uuid}') and custom-columns=HEADER:.path,…",
+        "output format: table (default), wide, json, yaml; listings also take jsonpath=TEMPLATE (e.g. '{.items[*].spec.uuid}') and custom-columns=HEADER:.path,…",
       helpValue: 'FORMAT',
       env: 'STORCTL_OUTPUT',
       parse: async (input) => parseOutput(input),

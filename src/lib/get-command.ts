@@ -2,6 +2,7 @@ import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
 import type { LiveKind } from './catalog/live.js';
+import { countSnapshots } from './catalog/snapshot-counts.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
@@ -64,8 +65,7 @@ export abstract class GetCommand extends StorctlCommand {
     const once = async (store: Store) => {
       // Tables print cells, never the stored text: it is not kept.
       const state = await readCluster(store, this.globals.keySpace, types, { keepRaw: !table });
-      // Tables only: -o json|yaml print the stored specs exactly as stored.
-      if (live.length && table) await this.joinLive(state, live);
+      if (live.length) await this.joinLive(state, live);
       this.print(build(state));
       return state;
     };
@@ -107,7 +107,7 @@ export abstract class GetCommand extends StorctlCommand {
 
   /**
    * A plain spec listing: tables go through `show` (they need every row for column widths and
-   * derived columns); json/yaml stream the specs one by one in constant memory.
+   * derived columns); json/yaml stream the stored specs one by one in constant memory.
    */
   protected async showSpecs<K extends SpecType, T>(
     type: K,
@@ -119,8 +119,32 @@ export abstract class GetCommand extends StorctlCommand {
     const format = this.globals.output;
     if (format !== 'json' && format !== 'yaml') return this.show(types, build, options);
     const errors = await withStore(this.globals, (store) =>
-      streamSpecs(store, this.globals.keySpace, type, format, writeStdout, filter),
+      streamSpecs(store, this.globals.keySpace, type, format, writeStdout, { filter }),
     );
+    this.reportDecodeErrors(errors);
+  }
+
+  /**
+   * All volumes: tables through `show`; json/yaml streamed as REST's volume objects — core's own,
+   * page by page, when it answers, else each stored spec in REST's shape without the state.
+   */
+  protected async showVolumes<T>(
+    types: readonly (SpecType | 'NodeLiveness')[],
+    build: (state: ClusterState) => Listing<T>,
+  ): Promise<void> {
+    const format = this.globals.output;
+    if (format !== 'json' && format !== 'yaml') return this.show(types, build, { live: ['volumes'] });
+    const { liveRestUrl, streamLiveVolumes } = await import('./catalog/live.js');
+    const url = liveRestUrl(this.globals.storeUrl);
+    if (url && (await streamLiveVolumes(url, format, writeStdout))) return;
+    this.noteCoreDown(url);
+    const errors = await withStore(this.globals, async (store) => {
+      const counted = await countSnapshots(store, this.globals.keySpace);
+      const listed = await streamSpecs(store, this.globals.keySpace, 'VolumeSpec', format, writeStdout, {
+        present: { snapshotCounts: counted.counts },
+      });
+      return [...counted.errors, ...listed];
+    });
     this.reportDecodeErrors(errors);
   }
 
@@ -154,10 +178,18 @@ export abstract class GetCommand extends StorctlCommand {
     const url = liveRestUrl(this.globals.storeUrl);
     const live = url ? await readLive(url, kinds) : null;
     if (live) state.live = live;
-    else
-      this.logToStderr(
-        `note: core is not reachable${url ? ` at ${url}` : ''}: showing stored specs only (capacity, usage and target URIs need a running core)`,
-      );
+    else this.noteCoreDown(url);
+  }
+
+  /**
+   * Said once, on stderr, when a table shows the store alone. Not for -o json|yaml|templates: there
+   * an object without `state` says it, and stderr stays for errors (one JSON object with -o json).
+   */
+  private noteCoreDown(url: string | null): void {
+    if (this.globals.output !== 'table' && this.globals.output !== 'wide') return;
+    this.logToStderr(
+      `note: core is not reachable${url ? ` at ${url}` : ''}: showing stored specs only (capacity, usage and target URIs need a running core)`,
+    );
   }
 
   private reportDecodeErrors(errors: DecodeError[]): void {

@@ -22,6 +22,6 @@ export default class GetNodes extends GetCommand {
     }
     const selector = parseSelector(flags.selector);
     const filter = (n: NodeSpec) => !selector || nodeMatches(n, selector);
-    await this.showSpecs('NodeSpec', filter, NODE_TYPES, (state) => nodeListing(state, filter));
+    await this.show(NODE_TYPES, (state) => nodeListing(state, filter));
   }
 }

@@ -31,8 +31,6 @@ export default class GetPools extends GetCommand {
     const selector = parseSelector(flags.selector);
     const filter = (p: PoolSpec) =>
       (!flags.node || p.node === flags.node) && (!selector || poolMatches(p, selector));
-    await this.showSpecs('PoolSpec', filter, POOL_TYPES, (state) => poolListing(state, filter), {
-      live: ['pools'],
-    });
+    await this.show(POOL_TYPES, (state) => poolListing(state, filter), { live: ['pools'] });
   }
 }

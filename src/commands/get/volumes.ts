@@ -7,7 +7,7 @@ export default class GetVolumes extends GetCommand {
   static override examples = [
     '<%= config.bin %> <%= command.id %>',
     '<%= config.bin %> <%= command.id %> -o wide',
-    "<%= config.bin %> <%= command.id %> -o jsonpath='{.items[*].uuid}'",
+    "<%= config.bin %> <%= command.id %> -o jsonpath='{.items[*].spec.uuid}'",
     '<%= config.bin %> <%= command.id %> -o json --store etcd://10.0.0.5:2379 --cluster-id 1013e263-e0ba-48b2-ae78-52d51b5da9c8 --namespace mayastor',
   ];
 
@@ -22,8 +22,6 @@ export default class GetVolumes extends GetCommand {
         live: ['volumes'],
       });
     }
-    await this.showSpecs('VolumeSpec', undefined, VOLUME_TYPES, (state) => volumeListing(state), {
-      live: ['volumes'],
-    });
+    await this.showVolumes(VOLUME_TYPES, (state) => volumeListing(state));
   }
 }

@@ -1,13 +1,15 @@
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
 import { RestClient } from '../rest/client.js';
 import { readEndpoints } from '../rest/endpoint.js';
+import type { Pool, Volume } from '../rest/types.js';
+import { streamObjects } from './stream.js';
 
-/** What core knows beyond the store, joined to `get` tables when core answers. */
+/** What core knows beyond the store, joined to `get` listings when core answers: its REST objects. */
 export interface LiveState {
-  /** Pool id → capacity and bytes used, as its io-engine last reported them. */
-  pools: Map<string, { capacity: number; used: number }>;
-  /** Volume id → health and the target URI clients connect to (absent when unpublished). */
-  volumes: Map<string, { status: string; targetUri: string | null }>;
+  /** Volume id → core's volume (its `state`: health, target URI, replica usage). */
+  volumes: Map<string, Volume>;
+  /** Pool id → core's pool (its `state`: capacity and bytes used, as its io-engine last reported them). */
+  pools: Map<string, Pool>;
   /** Target nexus id → the URI it is served at. */
   nexuses: Map<string, string>;
 }
@@ -42,19 +44,47 @@ export async function readLive(restUrl: string, kinds: readonly LiveKind[]): Pro
       if (v.state.target?.deviceUri) nexuses.set(v.state.target.uuid, v.state.target.deviceUri);
     return {
       nexuses,
-      pools: new Map(
-        pools.flatMap((p) => (p.state ? [[p.id, { capacity: p.state.capacity, used: p.state.used }]] : [])),
-      ),
-      volumes: new Map(
-        volumes.map((v) => [
-          v.spec.uuid,
-          { status: v.state.status, targetUri: v.state.target?.deviceUri || null },
-        ]),
-      ),
+      pools: new Map(pools.map((p) => [p.id, p])),
+      volumes: new Map(volumes.map((v) => [v.spec.uuid, v])),
     };
   } catch (err) {
     if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return null;
     throw err;
+  } finally {
+    await client.close();
+  }
+}
+
+/** Volumes asked of core per page of a streamed listing. */
+const LIVE_PAGE = 500;
+
+/**
+ * All of core's volumes, streamed page by page as `-o json|yaml` prints them; false (nothing
+ * printed) when core does not answer the first page within 2 s.
+ */
+export async function streamLiveVolumes(
+  restUrl: string,
+  format: 'json' | 'yaml',
+  write: (text: string) => Promise<void> | void,
+): Promise<boolean> {
+  const client = new RestClient(restUrl, { timeoutMs: 2_000 });
+  try {
+    let page: { entries: Volume[]; next_token?: number };
+    try {
+      page = await client.listVolumesPage(LIVE_PAGE);
+    } catch (err) {
+      if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return false;
+      throw err;
+    }
+    async function* pages() {
+      yield page.entries;
+      while (page.next_token !== undefined) {
+        page = await client.listVolumesPage(LIVE_PAGE, page.next_token);
+        yield page.entries;
+      }
+    }
+    await streamObjects(pages(), format, write);
+    return true;
   } finally {
     await client.close();
   }

@@ -2,21 +2,43 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DecodeError } from '../errors.js';
+import { storedVolume } from '../rest/present.js';
 import { decodeRecord } from '../specs/index.js';
+import { stringifyJson } from '../specs/json.js';
 import type { KeyValue } from '../store/types.js';
+
+/**
+ * Volumes printed as REST shows them when core does not answer (its spec half). Plain data: it is
+ * sent to the validation worker once.
+ */
+export interface VolumePresenter {
+  /** Volume id → how many snapshots have it as their source. */
+  snapshotCounts: Record<string, number>;
+}
 
 /** What validating one page found: indexes to leave out (not specs, or undecodable) and why. */
 export interface PageVerdict {
   skip: number[];
   errors: { key: string; field: string; detail: string }[];
+  /** With a presenter: the JSON text to print for each value (by index; skipped ones empty). */
+  texts?: string[];
 }
 
-/** Decode (validate) every value of a page; the decoded values are dropped. */
-export function validatePage(keys: string[], values: string[]): PageVerdict {
+/**
+ * Decode (validate) every value of a page; the decoded values are dropped, or, given `present`,
+ * turned into the JSON text of what a listing prints for them.
+ */
+export function validatePage(keys: string[], values: string[], present?: VolumePresenter): PageVerdict {
   const verdict: PageVerdict = { skip: [], errors: [] };
+  if (present) verdict.texts = [];
   for (let i = 0; i < keys.length; i++) {
     try {
-      if (!decodeRecord(keys[i], values[i])) verdict.skip.push(i);
+      const rec = decodeRecord(keys[i], values[i]);
+      if (!rec || (present && rec.type !== 'VolumeSpec')) verdict.skip.push(i);
+      else if (present && rec.type === 'VolumeSpec')
+        verdict.texts![i] = stringifyJson(
+          storedVolume(rec.value, present.snapshotCounts[rec.value.uuid] ?? 0),
+        );
     } catch (err) {
       if (!(err instanceof DecodeError)) throw err;
       verdict.skip.push(i);
@@ -40,6 +62,10 @@ const WORKER_FILE = new URL('./validate-worker.js', import.meta.url);
  */
 export class PageValidator {
   private worker: Worker | null = null;
+
+  /** `present`: also turn each value into the JSON text a listing prints (on the worker too). */
+  constructor(private readonly present?: VolumePresenter) {}
+
   private broken: Error | null = null;
   private readonly waiting: { resolve: (v: PageVerdict) => void; reject: (e: Error) => void }[] = [];
 
@@ -47,7 +73,7 @@ export class PageValidator {
     const keys = kvs.map((kv) => kv.key);
     const values = kvs.map((kv) => kv.value);
     const worker = this.start();
-    if (!worker) return Promise.resolve(validatePage(keys, values));
+    if (!worker) return Promise.resolve(validatePage(keys, values, this.present));
     if (this.broken) return Promise.reject(this.broken);
     return new Promise((resolve, reject) => {
       this.waiting.push({ resolve, reject });
@@ -65,6 +91,7 @@ export class PageValidator {
     if (this.worker || this.broken) return this.worker;
     if (!existsSync(fileURLToPath(WORKER_FILE))) return null;
     const worker = new Worker(WORKER_FILE);
+    if (this.present) worker.postMessage({ present: this.present });
     const fail = (err: Error) => {
       this.broken ??= err;
       for (const w of this.waiting.splice(0)) w.reject(err);

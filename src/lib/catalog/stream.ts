@@ -1,15 +1,56 @@
 import { type DecodeError, isStorctlError } from '../errors.js';
 import { toYaml } from '../output/yaml.js';
-import { codecFor, decodeRecord, type SpecType, type SpecTypes } from '../specs/index.js';
+import { storedVolume } from '../rest/present.js';
+import { codecFor, decodeRecord, type SpecType, type SpecTypes, type VolumeSpec } from '../specs/index.js';
+import { stringifyJson } from '../specs/json.js';
 import { type KeySpace, typePrefix } from '../store/keys.js';
 import type { KeyValue, Store } from '../store/types.js';
-import { PageValidator, type PageVerdict, validatePage, verdictErrors } from './page-validator.js';
+import {
+  PageValidator,
+  type PageVerdict,
+  type VolumePresenter,
+  validatePage,
+  verdictErrors,
+} from './page-validator.js';
 import { PAGE_LIMIT, readPrefix, readPrefixPages } from './pages.js';
 
 /**
+ * A json|yaml listing written as it is read: JSON is an array with one compact object per line,
+ * YAML a sequence; the text goes out in 64 KiB chunks, and a slow reader holds up the listing
+ * instead of filling memory.
+ */
+class ListingWriter {
+  private count = 0;
+  private chunk = '';
+
+  constructor(
+    private readonly format: 'json' | 'yaml',
+    private readonly write: (text: string) => Promise<void> | void,
+  ) {}
+
+  /** One item, given as its JSON text (json) or as the object (yaml). */
+  add(json: string | (() => string), object: () => unknown): Promise<void> | undefined {
+    if (this.format === 'json')
+      this.chunk += `${this.count === 0 ? '[\n' : ',\n'}${typeof json === 'string' ? json : json()}`;
+    else this.chunk += `${toYaml([object()]).trimEnd()}\n`;
+    this.count++;
+    if (this.chunk.length < 65536) return undefined;
+    const text = this.chunk;
+    this.chunk = '';
+    return Promise.resolve(this.write(text));
+  }
+
+  async end(): Promise<void> {
+    if (this.format === 'json') this.chunk += this.count === 0 ? '[]\n' : '\n]\n';
+    else if (this.count === 0) this.chunk += '[]\n';
+    if (this.chunk) await this.write(this.chunk);
+  }
+}
+
+/**
  * `-o json|yaml` of a plain spec listing, streamed: each stored value is decoded (validated),
- * printed and dropped, in key order, so listing 100k volumes needs the memory of one page. JSON is
- * an array with one compact object per line, each the stored value as is.
+ * printed and dropped, in key order, so listing 100k volumes needs the memory of one page. Each
+ * item is the stored value as is, or, given `present` (volumes), the object REST shows for it.
  */
 export async function streamSpecs<K extends SpecType>(
   store: Store,
@@ -17,31 +58,13 @@ export async function streamSpecs<K extends SpecType>(
   type: K,
   format: 'json' | 'yaml',
   write: (text: string) => Promise<void> | void,
-  filter?: (value: SpecTypes[K]) => boolean,
+  { filter, present }: { filter?: (value: SpecTypes[K]) => boolean; present?: VolumePresenter } = {},
 ): Promise<DecodeError[]> {
   const errors: DecodeError[] = [];
-  let count = 0;
-  let chunk = '';
-  const emit = (text: string) => {
-    chunk += text;
-  };
-  /**
-   * Hand a full chunk to `write`; the promise (when there is one) resolves once the reader took it,
-   * so a slow reader holds up the listing instead of filling memory.
-   */
-  const flush = (): Promise<void> | undefined => {
-    if (chunk.length < 65536) return undefined;
-    const text = chunk;
-    chunk = '';
-    return Promise.resolve(write(text));
-  };
+  const out = new ListingWriter(format, write);
   const prefix = typePrefix(space, type);
-  const print = (value: string) => {
-    emit(`${count === 0 ? '[\n' : ',\n'}${value}`);
-    count++;
-  };
   if (format === 'json' && !filter) {
-    errors.push(...(await printValidatedPages(store, prefix, print, flush)));
+    errors.push(...(await printValidatedPages(store, prefix, out, present)));
   } else {
     for await (const kv of readPrefix(store, prefix)) {
       let value: SpecTypes[K];
@@ -57,34 +80,48 @@ export async function streamSpecs<K extends SpecType>(
         throw err;
       }
       if (filter && !filter(value)) continue;
-      if (format === 'json') print(kv.value);
-      else {
-        emit(`${toYaml([codecFor(type).toJson(value)]).trimEnd()}\n`);
-        count++;
-      }
-      const flushed = flush();
-      if (flushed) await flushed;
+      const object = present
+        ? () => storedVolume(value as VolumeSpec, present.snapshotCounts[(value as VolumeSpec).uuid] ?? 0)
+        : () => codecFor(type).toJson(value);
+      const added = out.add(present ? () => stringifyJson(object()) : kv.value, object);
+      if (added) await added;
     }
   }
-  if (format === 'json') emit(count === 0 ? '[]\n' : '\n]\n');
-  else if (count === 0) emit('[]\n');
-  if (chunk) await write(chunk);
+  await out.end();
   return errors;
 }
 
+/** `-o json|yaml` of objects read page by page from elsewhere (core's REST pages), streamed. */
+export async function streamObjects(
+  pages: AsyncIterable<unknown[]>,
+  format: 'json' | 'yaml',
+  write: (text: string) => Promise<void> | void,
+): Promise<void> {
+  const out = new ListingWriter(format, write);
+  for await (const page of pages)
+    for (const object of page) {
+      const added = out.add(
+        () => stringifyJson(object, true),
+        () => object,
+      );
+      if (added) await added;
+    }
+  await out.end();
+}
+
 /**
- * JSON with nothing to filter: values need only validating, which a worker does page by page while
- * this thread reads the next pages and prints the validated ones, in key order. A first page short
- * of the limit is the whole listing and is validated here (not worth a thread).
+ * JSON with nothing to filter: values need only validating (and presenting), which a worker does
+ * page by page while this thread reads the next pages and prints the validated ones, in key order.
+ * A first page short of the limit is the whole listing and is validated here (not worth a thread).
  */
 async function printValidatedPages(
   store: Store,
   prefix: string,
-  print: (value: string) => void,
-  flush: () => Promise<void> | undefined,
+  out: ListingWriter,
+  present: VolumePresenter | undefined,
 ): Promise<DecodeError[]> {
   const errors: DecodeError[] = [];
-  const validator = new PageValidator();
+  const validator = new PageValidator(present);
   const queue: { kvs: KeyValue[]; verdict: Promise<PageVerdict> }[] = [];
   const printNext = async () => {
     const { kvs, verdict } = queue.shift()!;
@@ -93,9 +130,8 @@ async function printValidatedPages(
     errors.push(...verdictErrors(v));
     for (let i = 0; i < kvs.length; i++) {
       if (skip.has(i)) continue;
-      print(kvs[i].value);
-      const flushed = flush();
-      if (flushed) await flushed;
+      const added = out.add(v.texts?.[i] ?? kvs[i].value, () => undefined);
+      if (added) await added;
     }
   };
   try {
@@ -107,6 +143,7 @@ async function printValidatedPages(
               validatePage(
                 kvs.map((kv) => kv.key),
                 kvs.map((kv) => kv.value),
+                present,
               ),
             )
           : validator.check(kvs);

@@ -51,7 +51,7 @@ export function nodePage(
         table: {
           headers: ['ID', 'DISK', 'CAPACITY', 'ALLOCATED'],
           rows: pools.map((p) => {
-            const l = live?.pools.get(p.id);
+            const l = live?.pools.get(p.id)?.state;
             return [p.id, p.disks.join(', '), l && humanizeBytes(l.capacity), l && humanizeBytes(l.used)];
           }),
         },
@@ -62,7 +62,7 @@ export function nodePage(
           headers: ['VOLUME', 'NEXUS', 'STATUS', 'URI'],
           rows: targets.map((v) => {
             const l = live?.volumes.get(v.uuid);
-            return [v.uuid, v.target?.nexus, l?.status, l?.targetUri];
+            return [v.uuid, v.target?.nexus, l?.state.status, l?.state.target?.deviceUri];
           }),
         },
       },

@@ -16,7 +16,7 @@ export function poolPage(
   live: LiveState | null,
 ): Page {
   const replicas = [...(state.specs.ReplicaSpec?.values() ?? [])].filter((r) => replicaPoolName(r) === p.id);
-  const usage = live?.pools.get(p.id);
+  const usage = live?.pools.get(p.id)?.state;
   const committed = replicas.reduce((sum, r) => sum + r.size, 0);
   return {
     fields: [

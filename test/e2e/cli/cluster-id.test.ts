@@ -59,7 +59,8 @@ describe('storctl --cluster-id default', () => {
     return { code: code ?? -1, stdout, stderr };
   }
 
-  const volumeIds = (r: RunResult) => (JSON.parse(r.stdout) as { uuid: string }[]).map((v) => v.uuid).sort();
+  const volumeIds = (r: RunResult) =>
+    (JSON.parse(r.stdout) as { spec: { uuid: string } }[]).map((v) => v.spec.uuid).sort();
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'storctl-cluster-id-'));

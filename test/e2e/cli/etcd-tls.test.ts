@@ -68,7 +68,7 @@ describe('storctl against an etcd serving TLS with client certificates', () => {
     ]);
     expect(get.stderr).toBe('');
     expect(get.code).toBe(0);
-    const uuids = (JSON.parse(get.stdout) as { uuid: string }[]).map((v) => v.uuid).sort();
+    const uuids = (JSON.parse(get.stdout) as { spec: { uuid: string } }[]).map((v) => v.spec.uuid).sort();
     expect(uuids).toEqual([ids.vol1, ids.vol2].sort());
   });
 
@@ -84,7 +84,7 @@ describe('storctl against an etcd serving TLS with client certificates', () => {
     const get = await runStorctl(['get', 'volume', ids.vol1, '-o', 'json'], { env });
     expect(get.stderr).toBe('');
     expect(get.code).toBe(0);
-    expect(JSON.parse(get.stdout).uuid).toBe(ids.vol1);
+    expect(JSON.parse(get.stdout).spec.uuid).toBe(ids.vol1);
     // Without the environment the same URL is plain HTTP/2 to a TLS port: the store is unreachable.
     const plain = await runStorctl(['get', 'volume', ids.vol1], {
       env: { STORCTL_STORE: env.STORCTL_STORE, STORCTL_CLUSTER_ID: space.clusterId },

@@ -122,7 +122,17 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     const again = await cli('volume', 'publish', id);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout.trim()).toBe(uri);
-    const node = JSON.parse((await cli('volume', 'publish', id, '-o', 'json')).stdout).spec.target.node;
+    const published = JSON.parse((await cli('volume', 'publish', id, '-o', 'json')).stdout);
+    const node = published.spec.target.node;
+    // -o json of a volume is one object whichever command printed it: core's {spec, state}.
+    const got = await cli('get', 'volume', id, '-o', 'json');
+    expect(got.stderr).toBe('');
+    const fromGet = JSON.parse(got.stdout);
+    expect(Object.keys(fromGet).sort()).toEqual(['spec', 'state']);
+    expect(fromGet.spec).toEqual(published.spec);
+    expect(fromGet.state).toMatchObject({ uuid: id, status: 'Online', target: { deviceUri: uri } });
+    const listed = JSON.parse((await cli('get', 'volumes', '-o', 'json')).stdout);
+    expect(listed.find((v: { spec: { uuid: string } }) => v.spec.uuid === id)).toEqual(fromGet);
     // Elsewhere, it is an error from core: the REST kind, its message and a next step; exit 4.
     const elsewhere = await cli('volume', 'publish', id, '--node', node === 'node-1' ? 'node-2' : 'node-1');
     expect(elsewhere.code).toBe(4);
@@ -259,6 +269,12 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
 
   it('stops every role on Ctrl-C and withdraws its endpoints', async () => {
     const rest = JSON.parse(readFileSync(join(home, 'storctl', 'endpoints.json'), 'utf8')).rest;
+    const kept = JSON.parse((await cli('volume', 'create', '--size', '4Mi', '-o', 'json')).stdout);
+    expect((await cli('volume', 'publish', kept.spec.uuid)).code).toBe(0);
+    const bySpec = (list: { spec: { uuid: string } }[]) =>
+      list.map((v) => v.spec).sort((a, b) => a.uuid.localeCompare(b.uuid));
+    const live = JSON.parse((await cli('get', 'volumes', '-o', 'json')).stdout);
+    expect(live.every((v: { state?: unknown }) => v.state)).toBe(true);
     const code = await upProc.kill('SIGINT');
     expect(code).toBe(0);
     expect(upProc.output).toContain('stopped');
@@ -271,5 +287,15 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(stored.code).toBe(0);
     expect(stored.stdout).toMatch(/^\s*pool-node-1 /m);
     expect(stored.stderr).toContain('showing stored specs only');
+    // -o json from the store alone: the same specs core printed, without the state only core knows.
+    const fromStore = await cli('get', 'volumes', '-o', 'json');
+    expect(fromStore.code).toBe(0);
+    expect(fromStore.stderr).toBe('');
+    const down = JSON.parse(fromStore.stdout);
+    expect(down.some((v: { state?: unknown }) => v.state)).toBe(false);
+    expect(bySpec(down)).toEqual(bySpec(live));
+    expect(bySpec(down).find((v) => v.uuid === kept.spec.uuid)).toMatchObject({
+      target: { protocol: 'nbd' },
+    });
   });
 });

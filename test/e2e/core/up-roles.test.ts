@@ -60,7 +60,7 @@ describe('storctl up --roles (built CLI)', () => {
     expect(created.stdout).toMatch(/^[0-9a-f-]{36} 16777216\n$/);
     const [uuid] = created.stdout.split(' ');
     const listed = await runStorctl(
-      ['get', 'volumes', '-o', 'custom-columns=ID:.uuid,REPLICAS:.num_replicas'],
+      ['get', 'volumes', '-o', 'custom-columns=ID:.spec.uuid,REPLICAS:.spec.num_replicas'],
       {
         env: cluster.env,
       },

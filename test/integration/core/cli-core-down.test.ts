@@ -49,7 +49,9 @@ describe('storctl exit codes with one io-engine: drain timing out, core down', (
     // Every other get reads the store: still answers with core down.
     const volumes = await runStorctl(['get', 'volumes', '-o', 'json'], { env: cluster.env });
     expect(volumes.code).toBe(0);
-    expect((JSON.parse(volumes.stdout) as { uuid: string }[]).map((v) => v.uuid)).toEqual([volume]);
+    expect((JSON.parse(volumes.stdout) as { spec: { uuid: string } }[]).map((v) => v.spec.uuid)).toEqual([
+      volume,
+    ]);
     const nodes = await runStorctl(['get', 'nodes'], { env: cluster.env });
     expect(nodes.code).toBe(0);
     // Straight from the store (the io-engine's liveness key): online, though core is down.

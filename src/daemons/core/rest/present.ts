@@ -1,10 +1,8 @@
 import { localReplicaUri, replicaUuidOfUri } from '../../../lib/child-uri.js';
+import { poolSpecOut, volumeSpecOut } from '../../../lib/rest/present.js';
 import {
   childReplicaUuid,
-  isCordoned,
   type NexusSpec,
-  type NodeSpec,
-  operationName,
   type PoolSpec,
   poolRefName,
   type ReplicaSpec,
@@ -23,32 +21,6 @@ import {
 } from './present-schema.js';
 
 /** Stored specs + live state → REST v0 bodies (docs/mayastor-compat.md §2.1–2.2). */
-
-const op = (o: { operation: string | object; result: boolean | null } | null | undefined) =>
-  o ? { operation: operationName(o.operation), result: o.result ?? undefined } : undefined;
-
-function topologyOut(t: VolumeSpec['topology']) {
-  if (!t) return undefined;
-  const out: Record<string, unknown> = {};
-  if (t.node && 'Explicit' in t.node) out.node_topology = { explicit: t.node.Explicit };
-  else if (t.node && 'Labelled' in t.node)
-    out.node_topology = {
-      labelled: {
-        inclusion: t.node.Labelled.inclusion ?? {},
-        exclusion: t.node.Labelled.exclusion ?? {},
-        affinitykey: t.node.Labelled.creation_affinity_keys ?? [],
-      },
-    };
-  if (t.pool && 'Labelled' in t.pool)
-    out.pool_topology = {
-      labelled: {
-        inclusion: t.pool.Labelled.inclusion ?? {},
-        exclusion: t.pool.Labelled.exclusion ?? {},
-        affinitykey: t.pool.Labelled.creation_affinity_keys ?? [],
-      },
-    };
-  return out;
-}
 
 export function nexusOut(reg: Registry, spec: NexusSpec) {
   const st = nexusStateOf(reg, spec);
@@ -97,35 +69,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
     };
   }
   return {
-    spec: {
-      uuid: v.uuid,
-      size: v.size,
-      labels: v.labels ?? undefined,
-      num_replicas: v.num_replicas,
-      status: specStatusName(v.status),
-      operation: op(v.operation),
-      target:
-        v.target && v.target.active !== false
-          ? {
-              node: v.target.node,
-              protocol: v.target.protocol ?? undefined,
-              frontend_nodes: v.target.frontend?.host_acl.map((h) => ({
-                name: h.node_name,
-                nqn: h.node_nqn,
-              })),
-            }
-          : undefined,
-      policy: v.policy,
-      topology: topologyOut(v.topology),
-      thin: v.thin,
-      as_thin: v.thin || undefined,
-      affinity_group: v.affinity_group ?? undefined,
-      content_source: v.content_source
-        ? { snapshot: { snapshot: v.content_source.Snapshot[0], volume: v.content_source.Snapshot[1] } }
-        : undefined,
-      num_snapshots: [...reg.snapshots.values()].filter((s) => s.spec.source_id === v.uuid).length,
-      max_snapshots: v.max_snapshots,
-    },
+    spec: volumeSpecOut(v, [...reg.snapshots.values()].filter((s) => s.spec.source_id === v.uuid).length),
     state: {
       uuid: v.uuid,
       size: v.size,
@@ -163,13 +107,7 @@ export function poolOut(reg: Registry, p: PoolSpec) {
     .reduce((a, r) => a + r.size, 0);
   return {
     id: p.id,
-    spec: {
-      id: p.id,
-      node: p.node,
-      disks: p.disks,
-      labels: p.labels ?? undefined,
-      status: specStatusName(p.status),
-    },
+    spec: poolSpecOut(p),
     state:
       st && reg.isOnline(p.node)
         ? {
@@ -182,37 +120,6 @@ export function poolOut(reg: Registry, p: PoolSpec) {
             committed,
           }
         : undefined,
-  };
-}
-
-export function nodeOut(reg: Registry, id: string, spec: NodeSpec | undefined) {
-  const live = reg.nodeLive.get(id);
-  const cds = spec?.cordon_drain_state;
-  return {
-    id,
-    spec: spec
-      ? {
-          id,
-          grpcEndpoint: spec.endpoint,
-          labels: spec.labels ?? {},
-          cordondrainstate: cds
-            ? 'Cordoned' in cds
-              ? { cordonedstate: cds.Cordoned }
-              : 'Draining' in cds
-                ? { drainingstate: cds.Draining }
-                : { drainedstate: cds.Drained }
-            : undefined,
-          node_nqn: spec.node_nqn,
-          version: spec.version,
-        }
-      : undefined,
-    state: {
-      id,
-      grpcEndpoint: live?.grpcEndpoint ?? spec?.endpoint ?? '',
-      nbdEndpoint: live?.nbdEndpoint ?? undefined,
-      status: live?.online ? 'Online' : live || spec ? 'Offline' : 'Unknown',
-      cordoned: spec ? isCordoned(spec) : false,
-    },
   };
 }
 

@@ -1,3 +1,4 @@
+import { nodeOut } from '../../../lib/rest/present.js';
 import { poolRefName } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { labelPool, unlabelPool } from '../ops/pool-label.js';
@@ -11,7 +12,7 @@ import {
   unlabelNode,
 } from '../ops/pool-node.js';
 import { notFound } from '../svc-error.js';
-import { nexusOut, nodeOut, poolOut, replicaOut } from './present.js';
+import { nexusOut, poolOut, replicaOut } from './present.js';
 import { specsOut } from './present-schema.js';
 import type { Router } from './router.js';
 import { appNodeRoutes } from './routes-app-nodes.js';
@@ -29,7 +30,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
   const allNodeIds = () => [...new Set([...reg.nodes.keys(), ...reg.nodeLive.keys()])].sort();
   const node = (id: string) => {
     if (!reg.nodes.has(id) && !reg.nodeLive.has(id)) throw notFound('node', id);
-    return nodeOut(reg, id, reg.nodes.get(id));
+    return nodeOut(id, reg.nodes.get(id), reg.nodeLive.get(id));
   };
   const pool = (id: string, nodeId?: string) => {
     const p = reg.pools.get(id);

@@ -1,4 +1,5 @@
 import type { Listing } from '../../output/render.js';
+import { nodeOut } from '../../rest/present.js';
 import {
   cordonLabels,
   drainLabels,
@@ -6,7 +7,7 @@ import {
   type NodeSpec,
   nodeStatusText,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
+import { type ClusterState, specsOf } from '../cluster.js';
 import type { NodeLiveness } from '../liveness.js';
 import { labelsText } from './volumes.js';
 
@@ -36,7 +37,16 @@ export function nodeListing(state: ClusterState, filter?: (n: NodeSpec) => boole
       { header: 'DRAIN LABELS', get: (r) => drainLabels(r.spec).join(',') || null, wide: true },
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
-    object: (r) => specJson('NodeSpec', r.spec),
-    json: (r) => specText(state, 'NodeSpec', r.spec.id, r.spec),
+    // REST's node, whose state (liveness) the store holds: the same object core answers.
+    object: (r) =>
+      nodeOut(
+        r.spec.id,
+        r.spec,
+        r.live && {
+          online: true,
+          grpcEndpoint: r.live.grpcEndpoint ?? null,
+          nbdEndpoint: r.live.nbdEndpoint ?? null,
+        },
+      ),
   };
 }

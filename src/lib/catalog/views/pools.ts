@@ -1,5 +1,6 @@
 import { humanizeBytes } from '../../output/humanize.js';
 import type { Listing } from '../../output/render.js';
+import { poolSpecOut } from '../../rest/present.js';
 import {
   createdState,
   type PoolSpec,
@@ -7,7 +8,7 @@ import {
   replicaPoolName,
   specStatusName,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
+import { type ClusterState, specsOf } from '../cluster.js';
 import { labelsText } from './volumes.js';
 
 export const POOL_TYPES = ['PoolSpec', 'ReplicaSpec', 'NodeLiveness'] as const;
@@ -37,7 +38,7 @@ export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boole
         created === null ? specStatusName(spec.status) : state.liveness.has(spec.node) ? created : 'Unknown';
       return { spec, status, committed: committed.get(spec.id) ?? 0 };
     });
-  const live = (r: PoolRow) => state.live?.pools.get(r.spec.id);
+  const live = (r: PoolRow) => state.live?.pools.get(r.spec.id)?.state;
   const size = (n: number | undefined) => (n === undefined ? null : humanizeBytes(n));
   return {
     rows,
@@ -53,7 +54,7 @@ export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boole
       { header: 'COMMITTED', get: (r) => humanizeBytes(r.committed) },
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
-    object: (r) => specJson('PoolSpec', r.spec),
-    json: (r) => specText(state, 'PoolSpec', r.spec.id, r.spec),
+    // REST's pool: core's own when it answers (with capacity and usage), else the stored spec.
+    object: (r) => state.live?.pools.get(r.spec.id) ?? { id: r.spec.id, spec: poolSpecOut(r.spec) },
   };
 }

@@ -1,5 +1,6 @@
 import { humanizeBytes } from '../../output/humanize.js';
 import type { Listing } from '../../output/render.js';
+import { storedVolume } from '../../rest/present.js';
 import {
   createdState,
   healthInfoNexusId,
@@ -12,7 +13,7 @@ import {
   volumeTargetNode,
   volumeTargetProtocol,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
+import { type ClusterState, specsOf } from '../cluster.js';
 
 export const VOLUME_TYPES = ['VolumeSpec', 'VolumeSnapshot', 'NexusInfo'] as const;
 
@@ -59,7 +60,7 @@ export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => b
     .map((spec) => ({
       spec,
       // Core's view when it answers (it sees the nexus and its children), else the store's.
-      status: state.live?.volumes.get(spec.uuid)?.status ?? volumeStatus(state, spec),
+      status: state.live?.volumes.get(spec.uuid)?.state.status ?? volumeStatus(state, spec),
       snapshots: snapshotCounts.get(spec.uuid) ?? 0,
     }));
   return {
@@ -76,7 +77,11 @@ export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => b
       { header: 'SNAPSHOTS', get: (r) => r.snapshots },
       { header: 'SOURCE', get: (r) => (volumeContentSource(r.spec) ? 'Snapshot' : null) },
       { header: 'NEXUS', get: (r) => volumeNexusId(r.spec), wide: true },
-      { header: 'TARGET', get: (r) => state.live?.volumes.get(r.spec.uuid)?.targetUri, wide: true },
+      {
+        header: 'TARGET',
+        get: (r) => state.live?.volumes.get(r.spec.uuid)?.state.target?.deviceUri,
+        wide: true,
+      },
       {
         header: 'OPERATION',
         get: (r) => (r.spec.operation ? operationName(r.spec.operation.operation) : null),
@@ -84,7 +89,7 @@ export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => b
       },
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
-    object: (r) => specJson('VolumeSpec', r.spec),
-    json: (r) => specText(state, 'VolumeSpec', r.spec.uuid, r.spec),
+    // REST's volume: core's own when it answers, else the stored spec in its shape.
+    object: (r) => state.live?.volumes.get(r.spec.uuid) ?? storedVolume(r.spec, r.snapshots),
   };
 }
