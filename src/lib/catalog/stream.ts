@@ -30,10 +30,21 @@ class ListingWriter {
 
   /** One item, given as its JSON text (json) or as the object (yaml). */
   add(json: string | (() => string), object: () => unknown): Promise<void> | undefined {
-    if (this.format === 'json')
-      this.chunk += `${this.count === 0 ? '[\n' : ',\n'}${typeof json === 'string' ? json : json()}`;
-    else this.chunk += `${toYaml([object()]).trimEnd()}\n`;
+    if (this.format === 'json') return this.addJson(typeof json === 'string' ? json : json(), 1);
+    this.chunk += `${toYaml([object()]).trimEnd()}\n`;
     this.count++;
+    return this.flush();
+  }
+
+  /** `count` items (json), as their texts joined by `,\n`. */
+  addJson(joined: string, count: number): Promise<void> | undefined {
+    if (count === 0) return undefined;
+    this.chunk += `${this.count === 0 ? '[\n' : ',\n'}${joined}`;
+    this.count += count;
+    return this.flush();
+  }
+
+  private flush(): Promise<void> | undefined {
     if (this.chunk.length < 65536) return undefined;
     const text = this.chunk;
     this.chunk = '';
@@ -128,9 +139,14 @@ async function printValidatedPages(
     const v = await verdict;
     const skip = new Set(v.skip);
     errors.push(...verdictErrors(v));
+    if (v.text !== undefined) {
+      const added = out.addJson(v.text, kvs.length - skip.size);
+      if (added) await added;
+      return;
+    }
     for (let i = 0; i < kvs.length; i++) {
       if (skip.has(i)) continue;
-      const added = out.add(v.texts?.[i] ?? kvs[i].value, () => undefined);
+      const added = out.addJson(kvs[i].value, 1);
       if (added) await added;
     }
   };
