@@ -58,14 +58,22 @@ export abstract class GetCommand extends StorctlCommand {
   protected async show<T>(
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
-    { live = [] }: { live?: readonly LiveKind[] } = {},
+    {
+      live = [],
+      liveInTables = true,
+    }: {
+      /** What core's live state the listing joins when core answers. */
+      live?: readonly LiveKind[];
+      /** false: only -o json|yaml|templates print it (the table has no column for it). */
+      liveInTables?: boolean;
+    } = {},
   ): Promise<void> {
     // custom-columns and jsonpath read the objects -o json prints, not the table's cells.
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
       // Tables print cells, never the stored text: it is not kept.
       const state = await readCluster(store, this.globals.keySpace, types, { keepRaw: !table });
-      if (live.length) await this.joinLive(state, live);
+      if (live.length && (liveInTables || !table)) await this.joinLive(state, live);
       this.print(build(state));
       return state;
     };

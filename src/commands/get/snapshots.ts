@@ -1,7 +1,6 @@
 import { Flags } from '@oclif/core';
 import { SNAPSHOT_TYPES, snapshotListing } from '../../lib/catalog/views/snapshots.js';
 import { GetCommand } from '../../lib/get-command.js';
-import type { VolumeSnapshot } from '../../lib/specs/index.js';
 
 export default class GetSnapshots extends GetCommand {
   static override description = 'list volume snapshots with their sizes, source volume and restores';
@@ -13,9 +12,9 @@ export default class GetSnapshots extends GetCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(GetSnapshots);
-    const filter = flags.volume ? (s: VolumeSnapshot) => s.spec.source_id === flags.volume : undefined;
-    await this.showSpecs('VolumeSnapshot', filter, SNAPSHOT_TYPES, (state) =>
-      snapshotListing(state, flags.volume),
-    );
+    await this.show(SNAPSHOT_TYPES, (state) => snapshotListing(state, flags.volume), {
+      live: ['snapshots'],
+      liveInTables: false,
+    });
   }
 }

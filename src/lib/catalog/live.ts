@@ -1,7 +1,7 @@
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
 import { RestClient } from '../rest/client.js';
 import { readEndpoints } from '../rest/endpoint.js';
-import type { Pool, Volume } from '../rest/types.js';
+import type { Pool, Volume, VolumeSnapshot } from '../rest/types.js';
 import { streamObjects } from './stream.js';
 
 /** What core knows beyond the store, joined to `get` listings when core answers: its REST objects. */
@@ -10,6 +10,8 @@ export interface LiveState {
   volumes: Map<string, Volume>;
   /** Pool id → core's pool (its `state`: capacity and bytes used, as its io-engine last reported them). */
   pools: Map<string, Pool>;
+  /** Snapshot id → core's snapshot (its `state`: readiness and each replica snapshot's node). */
+  snapshots: Map<string, VolumeSnapshot>;
   /** Target nexus id → the URI it is served at. */
   nexuses: Map<string, string>;
 }
@@ -26,7 +28,7 @@ export function liveRestUrl(storeUrl: string): string | null {
 }
 
 /** What a view needs of core's live state: each kind is one listing asked of core. */
-export type LiveKind = 'pools' | 'volumes';
+export type LiveKind = 'pools' | 'volumes' | 'snapshots';
 
 /**
  * Core's live state of the kinds asked for (the others stay empty), or null when core does not
@@ -35,9 +37,10 @@ export type LiveKind = 'pools' | 'volumes';
 export async function readLive(restUrl: string, kinds: readonly LiveKind[]): Promise<LiveState | null> {
   const client = new RestClient(restUrl, { timeoutMs: 2_000 });
   try {
-    const [pools, volumes] = await Promise.all([
+    const [pools, volumes, snapshots] = await Promise.all([
       kinds.includes('pools') ? client.listPools() : [],
       kinds.includes('volumes') ? client.listVolumes() : [],
+      kinds.includes('snapshots') ? client.listSnapshotsPage({ maxEntries: 0 }).then((p) => p.entries) : [],
     ]);
     const nexuses = new Map<string, string>();
     for (const v of volumes)
@@ -46,6 +49,7 @@ export async function readLive(restUrl: string, kinds: readonly LiveKind[]): Pro
       nexuses,
       pools: new Map(pools.map((p) => [p.id, p])),
       volumes: new Map(volumes.map((v) => [v.spec.uuid, v])),
+      snapshots: new Map(snapshots.map((s) => [s.definition.spec.uuid, s])),
     };
   } catch (err) {
     if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return null;

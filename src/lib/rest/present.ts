@@ -4,6 +4,7 @@ import {
   operationName,
   type PoolSpec,
   specStatusName,
+  type VolumeSnapshot,
   type VolumeSpec,
 } from '../specs/index.js';
 
@@ -83,6 +84,38 @@ export function poolSpecOut(p: PoolSpec) {
     disks: p.disks,
     labels: p.labels ?? undefined,
     status: specStatusName(p.status),
+  };
+}
+
+/** REST `VolumeSnapshotMetadata.transactions`: each attempt's replica snapshots as REST `ReplicaSnapshot`. */
+function transactionsOut(s: VolumeSnapshot) {
+  return Object.fromEntries(
+    Object.entries(s.metadata.transactions).map(([txn, records]) => [
+      txn,
+      records.map((r) => ({
+        uuid: r.spec.uuid,
+        source_id: r.spec.source_id.replica_id,
+        status: specStatusName(r.status),
+      })),
+    ]),
+  );
+}
+
+/** REST `VolumeSnapshotDefinition`; `numRestores` counts the volumes created from this snapshot. */
+export function snapshotDefinitionOut(s: VolumeSnapshot, numRestores: number) {
+  return {
+    spec: { uuid: s.spec.uuid, source_volume: s.spec.source_id },
+    metadata: {
+      status: specStatusName(s.status),
+      timestamp: s.metadata.timestamp ?? undefined,
+      size: s.metadata.size,
+      spec_size: s.metadata.spec_size,
+      total_allocated_size: s.metadata.total_allocated_size,
+      txn_id: s.metadata.txn_id,
+      transactions: transactionsOut(s),
+      num_restores: numRestores,
+      num_snapshot_replicas: (s.metadata.transactions[s.metadata.txn_id] ?? []).length,
+    },
   };
 }
 

@@ -109,6 +109,20 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
         status: 'Online',
         nbdEndpoint: '127.0.0.1:10809',
       });
+      const snaps = JSON.parse((await storctl('get', 'snapshots', '-o', 'json')).stdout);
+      expect(snaps).toEqual([
+        {
+          definition: {
+            spec: { uuid: ids.snap, source_volume: ids.vol2 },
+            metadata: expect.objectContaining({
+              status: 'Created',
+              txn_id: '1',
+              num_restores: 0,
+              num_snapshot_replicas: 0,
+            }),
+          },
+        },
+      ]);
       // kubectl habits: the plural with an id, and short names, print the same object.
       expect((await storctl('get', 'volumes', ids.vol1, '-o', 'json')).stdout).toBe(r.stdout);
       expect((await storctl('get', 'vol', ids.vol1, '-o', 'json')).stdout).toBe(r.stdout);

@@ -129,20 +129,6 @@ export function specsOut(reg: Registry) {
   };
 }
 
-/** REST `VolumeSnapshotMetadata.transactions`: each attempt's replica snapshots as REST `ReplicaSnapshot`. */
-export function transactionsOut(s: VolumeSnapshot) {
-  return Object.fromEntries(
-    Object.entries(s.metadata.transactions).map(([txn, records]) => [
-      txn,
-      records.map((r) => ({
-        uuid: r.spec.uuid,
-        source_id: r.spec.source_id.replica_id,
-        status: specStatusName(r.status),
-      })),
-    ]),
-  );
-}
-
 /**
  * REST `ReplicaSnapshotState` of each replica snapshot of the current attempt: `online` while the
  * replica's node is up, `offline` otherwise. The predecessors are the earlier snapshots of the same

@@ -1,5 +1,5 @@
 import { localReplicaUri, replicaUuidOfUri } from '../../../lib/child-uri.js';
-import { poolSpecOut, volumeSpecOut } from '../../../lib/rest/present.js';
+import { poolSpecOut, snapshotDefinitionOut, volumeSpecOut } from '../../../lib/rest/present.js';
 import {
   childReplicaUuid,
   type NexusSpec,
@@ -12,13 +12,7 @@ import {
 } from '../../../lib/specs/index.js';
 import { nexusStateOf, replicaOnline, volumeStatus } from '../health.js';
 import type { Registry } from '../registry.js';
-import {
-  replicaSnapshotsOut,
-  replicaSpace,
-  replicaUsage,
-  transactionsOut,
-  volumeUsage,
-} from './present-schema.js';
+import { replicaSnapshotsOut, replicaSpace, replicaUsage, volumeUsage } from './present-schema.js';
 
 /** Stored specs + live state → REST v0 bodies (docs/mayastor-compat.md §2.1–2.2). */
 
@@ -124,23 +118,11 @@ export function poolOut(reg: Registry, p: PoolSpec) {
 }
 
 export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
-  const txn = s.metadata.transactions[s.metadata.txn_id] ?? [];
   return {
-    definition: {
-      spec: { uuid: s.spec.uuid, source_volume: s.spec.source_id },
-      metadata: {
-        status: specStatusName(s.status),
-        timestamp: s.metadata.timestamp ?? undefined,
-        size: s.metadata.size,
-        spec_size: s.metadata.spec_size,
-        total_allocated_size: s.metadata.total_allocated_size,
-        txn_id: s.metadata.txn_id,
-        transactions: transactionsOut(s),
-        num_restores: [...reg.volumes.values()].filter((v) => v.content_source?.Snapshot[0] === s.spec.uuid)
-          .length,
-        num_snapshot_replicas: txn.length,
-      },
-    },
+    definition: snapshotDefinitionOut(
+      s,
+      [...reg.volumes.values()].filter((v) => v.content_source?.Snapshot[0] === s.spec.uuid).length,
+    ),
     state: {
       uuid: s.spec.uuid,
       source_volume: s.spec.source_id,

@@ -1,12 +1,13 @@
 import { humanizeBytes } from '../../output/humanize.js';
 import type { Listing } from '../../output/render.js';
+import { snapshotDefinitionOut } from '../../rest/present.js';
 import {
   currentReplicaSnapshots,
   snapshotOperationName,
   type VolumeSnapshot,
   volumeContentSource,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
+import { type ClusterState, specsOf } from '../cluster.js';
 
 export const SNAPSHOT_TYPES = ['VolumeSnapshot', 'VolumeSpec'] as const;
 
@@ -37,7 +38,10 @@ export function snapshotListing(state: ClusterState, volumeId?: string): Listing
       { header: 'SNAPSHOT_REPLICAS', get: (r) => currentReplicaSnapshots(r.spec).length },
       { header: 'OPERATION', get: (r) => snapshotOperationName(r.spec), wide: true },
     ],
-    object: (r) => specJson('VolumeSnapshot', r.spec),
-    json: (r) => specText(state, 'VolumeSnapshot', r.spec.spec.uuid, r.spec),
+    // REST's snapshot: core's own when it answers, else the stored definition in its shape.
+    object: (r) =>
+      state.live?.snapshots.get(r.spec.spec.uuid) ?? {
+        definition: snapshotDefinitionOut(r.spec, r.restores),
+      },
   };
 }
