@@ -155,12 +155,12 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
 
     const snap = await cli('snapshot', 'create', id, '-o', 'json');
     expect(snap.code, snap.stderr).toBe(0);
-    const created = JSON.parse(snap.stdout);
-    const snapId = created.definition.spec.uuid;
+    const snapshot = JSON.parse(snap.stdout);
+    const snapId = snapshot.definition.spec.uuid;
     // The snapshot get prints is the one snapshot create printed: REST's {definition, state}.
     const snaps = JSON.parse((await cli('get', 'snapshots', '--volume', id, '-o', 'json')).stdout);
     expect(snaps).toHaveLength(1);
-    expect(snaps[0].definition).toEqual(created.definition);
+    expect(snaps[0].definition).toEqual(snapshot.definition);
     expect(snaps[0].state).toMatchObject({ uuid: snapId, source_volume: id, ready_as_source: true });
     expect((await cli('snapshot', 'delete', snapId)).code).toBe(0);
 
