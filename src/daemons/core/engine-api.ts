@@ -33,6 +33,8 @@ export interface ChildState {
   rebuildPartial?: boolean;
   /** Bytes copied by the current or last rebuild. */
   rebuiltBytes?: number;
+  /** While Faulted: when the io-engine faulted it (ms since the epoch). */
+  faultedAt?: number | null;
 }
 
 export interface NexusState {

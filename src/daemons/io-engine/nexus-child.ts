@@ -15,6 +15,8 @@ export interface ChildConnection {
 export class NexusChild {
   state: ChildState;
   reason = '';
+  /** When the child last went Faulted (ms since the epoch): core's faulted-child wait counts from it. */
+  faultedAt = 0;
   /** While fully rebuilding: bytes [0, cursor) hold the source's content and receive every write. */
   rebuildCursor = 0;
   rebuildStartedAt: number | null = null;
@@ -44,6 +46,7 @@ export class NexusChild {
     state: ChildState,
   ) {
     this.state = state;
+    if (state === 'Faulted') this.faultedAt = Date.now();
   }
 
   /** Serve from `next` from now on; the caller detaches the previous connection. */

@@ -169,6 +169,7 @@ export class Nexus implements BlockBackend {
     const was = child.state;
     child.state = 'Faulted';
     child.reason = reason;
+    if (was !== 'Faulted') child.faultedAt = Date.now();
     if (child.rebuildMap) return;
     const map = new RebuildMap(this.size);
     if (was === 'Degraded') map.mark(child.rebuildCursor, this.size - child.rebuildCursor);

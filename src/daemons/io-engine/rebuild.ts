@@ -45,11 +45,11 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
   child.rebuildCursor = 0;
   child.rebuildTotal = partial ? child.rebuildMap!.dirtyBytes : nexus.size;
   const srcUri = nexus.children.find((c) => c.state === 'Online')?.uri ?? '';
-  try {
-    result = partial ? await copyDirty(nexus, child, log) : await copyAll(nexus, child, log);
-  } finally {
-    rebuildsActive.dec();
-    rebuilds.inc({ result });
+  let recorded = false;
+  /** The history record, kept the moment the result is known: a completed child is Online only with it. */
+  const record = (outcome: Result) => {
+    if (recorded) return;
+    recorded = true;
     const total = nexus.size;
     const remaining = partial
       ? (child.rebuildMap?.dirtyBytes ?? 0)
@@ -57,16 +57,25 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
     nexus.rebuildHistory.push({
       childUri: child.uri,
       srcUri,
-      state: result === 'completed' ? 'Completed' : result === 'stopped' ? 'Stopped' : 'Failed',
+      state: outcome === 'completed' ? 'Completed' : outcome === 'stopped' ? 'Stopped' : 'Failed',
       partial,
       totalBytes: total,
-      recoveredBytes: result === 'completed' ? total : total - remaining,
+      recoveredBytes: outcome === 'completed' ? total : total - remaining,
       transferredBytes: child.rebuildCopied,
       startTime,
       endTime: new Date(),
     });
     if (nexus.rebuildHistory.length > MAX_HISTORY)
       nexus.rebuildHistory.splice(0, nexus.rebuildHistory.length - MAX_HISTORY);
+  };
+  try {
+    result = partial
+      ? await copyDirty(nexus, child, log, () => record('completed'))
+      : await copyAll(nexus, child, log, () => record('completed'));
+  } finally {
+    rebuildsActive.dec();
+    rebuilds.inc({ result });
+    record(result);
   }
 }
 
@@ -118,6 +127,7 @@ async function complete(
   log: Logger,
   started: number,
   ready: () => boolean,
+  online: () => void,
 ): Promise<Result | null> {
   try {
     await child.backend.flush();
@@ -131,6 +141,7 @@ async function complete(
   child.state = 'Online';
   child.reason = '';
   child.rebuildMap = null;
+  online();
   await nexus.persist();
   log.info(
     {
@@ -145,7 +156,7 @@ async function complete(
   return 'completed';
 }
 
-async function copyAll(nexus: Nexus, child: NexusChild, log: Logger): Promise<Result> {
+async function copyAll(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
   const started = Date.now();
   child.rebuildStartedAt = started;
   const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
@@ -161,10 +172,10 @@ async function copyAll(nexus: Nexus, child: NexusChild, log: Logger): Promise<Re
     });
     if (!ok) return 'failed';
   }
-  return (await complete(nexus, child, log, started, () => true)) ?? 'failed';
+  return (await complete(nexus, child, log, started, () => true, online)) ?? 'failed';
 }
 
-async function copyDirty(nexus: Nexus, child: NexusChild, log: Logger): Promise<Result> {
+async function copyDirty(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
   const started = Date.now();
   child.rebuildStartedAt = started;
   const map = child.rebuildMap!;
@@ -193,7 +204,7 @@ async function copyDirty(nexus: Nexus, child: NexusChild, log: Logger): Promise<
       child.rebuildTotal = Math.max(child.rebuildTotal, child.rebuildCopied + map.dirtyBytes);
       seg = e;
     }
-    const done = await complete(nexus, child, log, started, () => map.count === 0);
+    const done = await complete(nexus, child, log, started, () => map.count === 0, online);
     if (done) return done;
   }
 }

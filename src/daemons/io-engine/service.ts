@@ -85,6 +85,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
             : Math.floor((c.rebuildCursor * 100) / n.size),
       rebuilt_bytes: String(c.rebuildCopied),
       rebuild_partial: c.rebuildPartial,
+      faulted_at_ms: String(c.state === 'Faulted' ? c.faultedAt : 0),
     })),
     share: n.exportedAs ? 'nbd' : 'none',
     device_uri: engine.targetUri(n),

@@ -81,6 +81,7 @@ const toNexus = (n: Raw): Nexus => ({
     rebuildProgress: c.rebuild_progress,
     rebuiltBytes: num(c.rebuilt_bytes),
     rebuildPartial: c.rebuild_partial === true,
+    faultedAt: num(c.faulted_at_ms) || null,
   })),
   share: n.share,
   deviceUri: n.device_uri,

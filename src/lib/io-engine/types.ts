@@ -59,6 +59,8 @@ export interface NexusChild {
   rebuiltBytes: number;
   /** The current or last rebuild copied only the regions written while the child was away. */
   rebuildPartial: boolean;
+  /** While Faulted: when it was faulted (ms since the epoch, the io-engine's clock). */
+  faultedAt: number | null;
 }
 
 /** Mayastor's RebuildHistoryRecord as the io-engine reports it (blocks of blockSize bytes). */

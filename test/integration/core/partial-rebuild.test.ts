@@ -219,6 +219,51 @@ describe('core waits for a faulted child and brings the same replica back (parti
     expect(events).toContain('"Healing"');
   }, 120_000);
 
+  it('a restarted core times the wait from the io-engine’s fault time, not from its own start', async () => {
+    // The first core would wait an hour; the second waits 2 s, counted from the fault.
+    cluster = await TestCluster.start({
+      engines: 4,
+      coreFlags: flagsWith({ '--faulted-child-wait-period': '1h', '--node-deadline': '600s' }),
+    });
+    const c = cluster;
+    const { id, v: published } = await publishedVolume(c);
+    const gone = Object.values(published.state.replica_topology)
+      .map((r) => r.node!)
+      .find((n) => n !== 'node-1')!;
+    const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === gone)!;
+    const engine = c.engine(gone);
+    engine.proc.child.kill('SIGKILL');
+    await engine.proc.wait();
+    await waitFor(async () => childOf(await c.rest.getVolume(id), victim)?.state === 'Faulted', {
+      what: 'the child of the killed io-engine Faulted',
+      timeoutMs: 15_000,
+    });
+    // The nexus's io-engine reports when it faulted the child.
+    const nexusEngine = new IoEngineClient(c.engine('node-1').grpc);
+    const nexusId = published.state.target!.uuid;
+    const faultedAt = (await nexusEngine.getNexus(nexusId)).children.find((ch) => ch.uri.includes(victim))!
+      .faultedAt!;
+    nexusEngine.close();
+    expect(faultedAt).toBeGreaterThan(0);
+    expect(faultedAt).toBeLessThanOrEqual(Date.now());
+    // Still waited for an hour by the first core: the replica is kept.
+    expect(replicaIds(await c.rest.getVolume(id))).toContain(victim);
+
+    expect(await c.cores[0].kill('SIGTERM')).toBe(0);
+    await c.startCore(flagsWith({ '--faulted-child-wait-period': '2s', '--node-deadline': '600s' }));
+    await waitFor(async () => !replicaIds(await c.rest.getVolume(id)).includes(victim), {
+      what: 'the faulted replica replaced by the restarted core',
+      timeoutMs: 30_000,
+    });
+    // Its event names the io-engine's fault time, which predates this core.
+    const events = (await c.events()).join('\n');
+    expect(events).toMatch(
+      new RegExp(
+        `"id":"${victim}","action":"Removed".*faulted at ${new Date(faultedAt).toISOString()} and not back within the faulted-child wait period`,
+      ),
+    );
+  }, 120_000);
+
   it('a child that keeps faulting is added back a bounded number of times, then replaced', async () => {
     const flags = flagsWith({ '--faulted-child-wait-period': '60s', '--node-deadline': '600s' });
     cluster = await TestCluster.start({ engines: 3, coreFlags: flags });

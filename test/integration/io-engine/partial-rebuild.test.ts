@@ -125,8 +125,12 @@ describe('partial rebuild: a child back from a short outage is rebuilt from the 
 
   it('a dropped connection, then writes during the partial rebuild: every child ends byte-identical', async () => {
     // drops the NBD connection to node-c: the child is Faulted and its log starts
+    const before = Date.now();
     await a.client.faultNexusChild(nexusUuid, r2.uri);
-    await waitChild(r2, 'Faulted');
+    // with the time of the fault, which core's faulted-child wait counts from
+    const faultedAt = childOf(await waitChild(r2, 'Faulted'), r2).faultedAt;
+    expect(faultedAt).toBeGreaterThanOrEqual(before);
+    expect(faultedAt).toBeLessThanOrEqual(Date.now());
     await qemuIo(target, writes(8 * MiB, 24 * MiB, 30));
     let writesDone = false;
     // overlapping the dirty region and beyond it, for longer than the rebuild
@@ -137,6 +141,7 @@ describe('partial rebuild: a child back from a short outage is rebuilt from the 
     expect(writesDone).toBe(false);
     expect(childOf(added, r2)).toMatchObject({ state: 'Degraded', rebuildPartial: true });
     const done = await waitChild(r2, 'Online');
+    expect(childOf(done, r2).faultedAt).toBeNull();
     await writing;
     const copied = childOf(done, r2).rebuiltBytes;
     expect(copied).toBeGreaterThanOrEqual(24 * MiB);

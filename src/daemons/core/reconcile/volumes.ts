@@ -80,7 +80,7 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
  * §3.7), a Faulted child is first waited for instead: once its io-engine answers and lists the
  * replica again, the same replica is added back to the nexus, which rebuilds it from its log of the
  * writes it missed (partial rebuild; in full when the nexus no longer has the log). It is replaced
- * only when the period since core first saw it Faulted ends, when its pool is back without it, or
+ * only when the period since it was faulted ends, when its pool is back without it, or
  * after MAX_RETURNS returns within one period (a child that keeps failing).
  */
 export async function healVolumes(ctx: CoreContext): Promise<boolean> {
@@ -103,12 +103,13 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         if (lost.length) {
           await removeReplicas(ctx, volume, lost, 'replica lost (node offline past the deadline)');
         }
-        if (expired.length) {
+        for (const r of expired) {
+          const since = watches(ctx).get(r.uuid)?.since;
           await removeReplicas(
             ctx,
             registry.volume(id),
-            expired,
-            'nexus child faulted and not back within the faulted-child wait period; replacing it',
+            [r],
+            `nexus child faulted${since ? ` at ${new Date(since).toISOString()}` : ''} and not back within the faulted-child wait period; replacing it`,
           );
         }
         if (gone.length) {
@@ -178,13 +179,19 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
 /** Times a faulted child is added back within one wait period before it is replaced instead. */
 export const MAX_RETURNS = 3;
 
-/** A Faulted child waited for: since when (core's first sighting), and how often it was added back. */
+/**
+ * A Faulted child waited for: since when (its io-engine's fault time, else core's first sighting),
+ * and how often it was added back.
+ */
 interface FaultWatch {
   since: number;
   returns: number;
 }
 
-/** Per core (its registry), per replica uuid. In memory: a restarted core waits a whole period again. */
+/**
+ * Per core (its registry), per replica uuid. In memory: a restarted core takes the period's start
+ * from the io-engine again, but counts returns from zero.
+ */
 const watchesOf = new WeakMap<object, Map<string, FaultWatch>>();
 
 function watches(ctx: CoreContext): Map<string, FaultWatch> {
@@ -319,7 +326,10 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
     if (state === 'Faulted' && wait > 0) {
       let w = watched.get(r.uuid);
       if (!w) {
-        w = { since: now, returns: 0 };
+        // From the io-engine's fault time where it reports one, so a restarted core does not wait a
+        // whole period again (never later than now: the clocks of two machines differ).
+        const faultedAt = childOf(r.uuid)?.faultedAt;
+        w = { since: faultedAt ? Math.min(faultedAt, now) : now, returns: 0 };
         watched.set(r.uuid, w);
       }
       if (now - w.since >= wait || w.returns >= MAX_RETURNS) expired.push(r);
