@@ -246,8 +246,20 @@ describe('core waits for a faulted child and brings the same replica back (parti
     nexusEngine.close();
     expect(faultedAt).toBeGreaterThan(0);
     expect(faultedAt).toBeLessThanOrEqual(Date.now());
-    // Still waited for an hour by the first core: the replica is kept.
+    // Still waited for an hour by the first core: the replica is kept, and an event says until when.
     expect(replicaIds(await c.rest.getVolume(id))).toContain(victim);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    await waitFor(
+      async () =>
+        (await c.events()).some(
+          (e) =>
+            e.includes('"WaitingForChild"') &&
+            e.includes(
+              `replica ${victim} on ${gone}: its nexus child faulted at ${iso(faultedAt)}; waiting until ${iso(faultedAt + 3_600_000)}`,
+            ),
+        ),
+      { what: 'an event saying the faulted child is waited for, and until when' },
+    );
 
     expect(await c.cores[0].kill('SIGTERM')).toBe(0);
     await c.startCore(flagsWith({ '--faulted-child-wait-period': '2s', '--node-deadline': '600s' }));

@@ -96,6 +96,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         const plan = healPlan(ctx, id, true);
         if (!plan) return;
         const { volume, nexus, lost, missingChildren, expired } = plan;
+        if (plan.unannounced.length) await announceWaits(ctx, id, plan.unannounced);
         const { back, gone } = nexus ? await returning(ctx, plan.returning) : { back: [], gone: [] };
         // Without a wait period, a faulted child is replaced at once only if its io-engine answers;
         // an unreachable one is left to the node deadline (its node may be restarting).
@@ -186,6 +187,8 @@ export const MAX_RETURNS = 3;
 interface FaultWatch {
   since: number;
   returns: number;
+  /** The wait was announced in an event (so a Degraded volume says what it waits for). */
+  announced: boolean;
 }
 
 /**
@@ -235,6 +238,27 @@ async function returning(
     else gone.push(r);
   }
   return { back, gone };
+}
+
+/** Say in an event, once per fault, which faulted children core waits for and until when. */
+async function announceWaits(ctx: CoreContext, volumeId: string, replicas: ReplicaSpec[]): Promise<void> {
+  const w = watches(ctx);
+  const until = (since: number) => new Date(since + waitPeriod(ctx)).toISOString();
+  await ctx.registry.persist({
+    events: replicas.map((r) => {
+      const since = w.get(r.uuid)!.since;
+      return makeEvent(
+        'volume',
+        volumeId,
+        'WaitingForChild',
+        `replica ${r.uuid} on ${ctx.registry.replicaNode(r) ?? 'an unknown node'}: its nexus child faulted at ${new Date(since).toISOString()}; waiting until ${until(since)} for it to come back (partial rebuild) before replacing it`,
+      );
+    }),
+  });
+  for (const r of replicas) {
+    const watch = w.get(r.uuid);
+    if (watch) watch.announced = true;
+  }
 }
 
 /** Add faulted replicas that are back to the nexus again: the io-engine rebuilds them (partially). */
@@ -320,6 +344,8 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   const returning: ReplicaSpec[] = [];
   /** Faulted, within the period, node offline: nothing to do yet. */
   const waiting: ReplicaSpec[] = [];
+  /** Waited for, and not yet said so in an event. */
+  const unannounced: ReplicaSpec[] = [];
   for (const r of replicas) {
     const node = registry.replicaNode(r) ?? '';
     const state = childOf(r.uuid)?.state;
@@ -329,12 +355,15 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
         // From the io-engine's fault time where it reports one, so a restarted core does not wait a
         // whole period again (never later than now: the clocks of two machines differ).
         const faultedAt = childOf(r.uuid)?.faultedAt;
-        w = { since: faultedAt ? Math.min(faultedAt, now) : now, returns: 0 };
+        w = { since: faultedAt ? Math.min(faultedAt, now) : now, returns: 0, announced: false };
         watched.set(r.uuid, w);
       }
       if (now - w.since >= wait || w.returns >= MAX_RETURNS) expired.push(r);
-      else if (registry.isOnline(node)) returning.push(r);
-      else waiting.push(r);
+      else {
+        if (registry.isOnline(node)) returning.push(r);
+        else waiting.push(r);
+        if (!w.announced) unannounced.push(r);
+      }
       continue;
     }
     // Healthy again for a whole period since its fault: a later fault starts a new period.
@@ -354,6 +383,7 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
     faulted.length === 0 &&
     expired.length === 0 &&
     returning.length === 0 &&
+    unannounced.length === 0 &&
     want <= 0 &&
     missingChildren.length === 0
   )
@@ -361,5 +391,5 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   // Nothing to rebuild from (no healthy child left): manual intervention.
   if (live.length === 0) return null;
   if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
-  return { volume, nexus, lost, faulted, expired, returning, waiting, missingChildren };
+  return { volume, nexus, lost, faulted, expired, returning, waiting, unannounced, missingChildren };
 }
