@@ -145,7 +145,6 @@ export abstract class GetCommand extends StorctlCommand {
     const { liveRestUrl, streamLiveVolumes } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
     if (url && (await streamLiveVolumes(url, format, writeStdout))) return;
-    this.noteCoreDown(url);
     const errors = await withStore(this.globals, async (store) => {
       const counted = await countSnapshots(store, this.globals.keySpace);
       const listed = await streamSpecs(store, this.globals.keySpace, 'VolumeSpec', format, writeStdout, {
