@@ -7,7 +7,10 @@
  * One round trip = create a volume (thin, 1 replica, 4 MiB) and delete it again. Measured at 1 and
  * 32 in flight, through the CSI socket (CreateVolume + DeleteVolume on `storctl daemon
  * csi-controller`) and through core's REST API directly (PUT + DELETE /v0/volumes/{id}) on the
- * same cluster in the same run, batches alternating REST / CSI so drift hits both alike. The rate
+ * same cluster in the same run, batches alternating REST / CSI so drift hits both alike. Both paths
+ * create the same volume: the REST body carries the request-digest label the controller puts on a
+ * CSI-made volume (read back from a volume made through CSI before measuring, and the two specs
+ * compared), so core does the same work for each; only the CSI hop differs. The rate
  * compared is the median over adjacent REST/CSI batch pairs of their rate ratio (each pair sees the
  * same machine; the order within a pair alternates); p50/p99 are over every round trip of a path
  * and width. At 1 in flight the batches are a quarter as long and twice as many.
@@ -20,6 +23,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { CreateVolumeRequest, Volume } from '../src/lib/rest/types.js';
 import { CsiClient } from '../test/helpers/csi-client.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { createRequest, startController } from '../test/integration/csi-controller/controller-process.js';
@@ -64,6 +68,42 @@ async function pool(n: number, width: number, fn: () => Promise<void>): Promise<
   return ms;
 }
 
+/** The fields of a volume's spec a create request decides (all but its id and progress). */
+const requestedSpec = (v: Volume) => {
+  const { uuid, status, operation, ...rest } = v.spec;
+  return JSON.stringify(Object.entries(rest).sort(([a], [b]) => a.localeCompare(b)));
+};
+
+/**
+ * The REST body that makes the volume CSI CreateVolume makes from `req`: its labels are the ones the
+ * controller put on a volume made through CSI (the request digest, the same for every request
+ * here). Fails unless the two volumes' specs are the same.
+ */
+async function restBodyLikeCsi(
+  csi: CsiClient,
+  cluster: TestCluster,
+  req: ReturnType<typeof createRequest>,
+): Promise<CreateVolumeRequest> {
+  const { volume } = await csi.controller<{ volume: { volume_id: string } }>('CreateVolume', req);
+  const viaCsi = await cluster.rest.getVolume(volume.volume_id);
+  await csi.controller('DeleteVolume', { volume_id: volume.volume_id });
+  const body = {
+    size: SIZE,
+    replicas: 1,
+    thin: true,
+    policy: { self_heal: true },
+    labels: viaCsi.spec.labels,
+  };
+  const id = randomUUID();
+  const viaRest = await cluster.rest.createVolume(id, body);
+  await cluster.rest.deleteVolume(id);
+  if (requestedSpec(viaRest) !== requestedSpec(viaCsi))
+    throw new Error(
+      `the REST body makes another volume than CSI CreateVolume: ${requestedSpec(viaRest)} vs ${requestedSpec(viaCsi)}`,
+    );
+  return body;
+}
+
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'storctl-bench-csi-'));
   const cluster = await TestCluster.start({ poolCapacity: 64 * 1024 * 1024 * 1024 });
@@ -78,22 +118,20 @@ async function main() {
   // so the client's CPU is part of what the CSI path costs here.
   const csi = new CsiClient(socket, { 'grpc.enable_channelz': 0, 'grpc.enable_retries': 0 });
   try {
+    const csiRequest = () =>
+      createRequest(`pvc-${randomUUID()}`, { required: SIZE, parameters: { repl: '1', thin: 'true' } });
+    // Both paths make the same volume: core does the same work for each, only the CSI hop differs.
+    const restBody = await restBodyLikeCsi(csi, cluster, csiRequest());
     const viaRest = async () => {
       const id = randomUUID();
-      await cluster.rest.createVolume(id, {
-        size: SIZE,
-        replicas: 1,
-        thin: true,
-        policy: { self_heal: true },
-      });
+      await cluster.rest.createVolume(id, restBody);
       await cluster.rest.deleteVolume(id);
     };
     const viaCsi = async () => {
-      const req = createRequest(`pvc-${randomUUID()}`, {
-        required: SIZE,
-        parameters: { repl: '1', thin: 'true' },
-      });
-      const { volume } = await csi.controller<{ volume: { volume_id: string } }>('CreateVolume', req);
+      const { volume } = await csi.controller<{ volume: { volume_id: string } }>(
+        'CreateVolume',
+        csiRequest(),
+      );
       await csi.controller('DeleteVolume', { volume_id: volume.volume_id });
     };
     // Warm-up: connections, JIT, the store's first pages.
@@ -168,7 +206,8 @@ async function main() {
         {
           benchmark: 'csi-controller CreateVolume+DeleteVolume round trips vs the same through core REST',
           machine: { cpus: cpus().length, node: process.version, load_average_at_end: loadavg().map(round1) },
-          volume: { size_bytes: SIZE, replicas: 1, thin: true },
+          volume: { size_bytes: SIZE, replicas: 1, thin: true, labels: restBody.labels },
+          rest_body: 'the same volume spec as CSI CreateVolume makes, its request-digest label included',
           ...results,
           bar: `csi_over_rest >= ${BAR} at every width`,
           pass,
