@@ -182,7 +182,9 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
     ])
       expect(names, part).toContain(part);
     expect(names.some((n) => n.includes('credentials'))).toBe(false);
-    expect(JSON.parse(tree.get('get/volumes.json')!).map((v: { uuid: string }) => v.uuid)).toEqual([volume]);
+    expect(
+      JSON.parse(tree.get('get/volumes.json')!).map((v: { spec: { uuid: string } }) => v.spec.uuid),
+    ).toEqual([volume]);
     expect(tree.get('store/dump.jsonl')).toContain(`VolumeSpec/${volume}`);
     // The volume written above has no replica: the doctor's report in the bundle says so.
     expect(JSON.parse(tree.get('doctor/store.json')!).findings).toMatchObject([
