@@ -6,6 +6,7 @@ import { StorctlCommand } from './command.js';
 import { type Page, pageLines, pageObject } from './describe/page.js';
 import { prettyJson } from './output/render.js';
 import { toYaml } from './output/yaml.js';
+import { clusterHeaderValue } from './rest/endpoint.js';
 import type { SpecType } from './specs/index.js';
 
 /** Events read for a page: enough history for one object's recent ones. */
@@ -30,7 +31,11 @@ export abstract class DescribeCommand extends StorctlCommand {
       events: (await listEvents(store, this.globals.keySpace, { limit: EVENTS_READ })).events,
     }));
     const restUrl = liveRestUrl(this.globals.storeUrl);
-    const live = restUrl && liveKinds.length ? await readLive(restUrl, liveKinds) : null;
+    const answer =
+      restUrl && liveKinds.length
+        ? await readLive(restUrl, liveKinds, clusterHeaderValue(this.globals.keySpace))
+        : null;
+    const live = answer && 'live' in answer ? answer.live : null;
     return { state, events, live, restUrl };
   }
 

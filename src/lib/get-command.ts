@@ -8,6 +8,7 @@ import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
 import { type DecodeError, ExitCode, NotFoundError, UsageError } from './errors.js';
 import type { Listing } from './output/render.js';
+import { clusterHeaderValue } from './rest/endpoint.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
 import { clusterPrefix } from './store/keys.js';
 import type { Store } from './store/types.js';
@@ -144,7 +145,16 @@ export abstract class GetCommand extends StorctlCommand {
     if (format !== 'json' && format !== 'yaml') return this.show(types, build, { live: ['volumes'] });
     const { liveRestUrl, streamLiveVolumes } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
-    if (url && (await streamLiveVolumes(url, format, writeStdout))) return;
+    if (url) {
+      const missing = await streamLiveVolumes(
+        url,
+        clusterHeaderValue(this.globals.keySpace),
+        format,
+        writeStdout,
+      );
+      if (!missing) return;
+      this.noteNoLive(missing.unavailable);
+    }
     const errors = await withStore(this.globals, async (store) => {
       const counted = await countSnapshots(store, this.globals.keySpace);
       const listed = await streamSpecs(store, this.globals.keySpace, 'VolumeSpec', format, writeStdout, {
@@ -183,19 +193,23 @@ export abstract class GetCommand extends StorctlCommand {
     // Loaded here: json/yaml listings never ask core, and need not load the REST client (undici).
     const { liveRestUrl, readLive } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
-    const live = url ? await readLive(url, kinds) : null;
-    if (live) state.live = live;
-    else this.noteCoreDown(url);
+    const answer = url
+      ? await readLive(url, kinds, clusterHeaderValue(this.globals.keySpace))
+      : { unavailable: 'core is not reachable' };
+    if ('live' in answer) state.live = answer.live;
+    else this.noteNoLive(answer.unavailable);
   }
 
   /**
-   * Said once, on stderr, when a table shows the store alone. Not for -o json|yaml|templates: there
-   * an object without `state` says it, and stderr stays for errors (one JSON object with -o json).
+   * Said once, on stderr, when a listing shows the store alone. A table always says it; -o
+   * json|yaml|templates only when core answered for another cluster (a setting to fix): an object
+   * without `state` says the rest, and stderr stays for errors (one JSON object with -o json).
    */
-  private noteCoreDown(url: string | null): void {
-    if (this.globals.output !== 'table' && this.globals.output !== 'wide') return;
+  private noteNoLive(reason: string): void {
+    const table = this.globals.output === 'table' || this.globals.output === 'wide';
+    if (!table && !reason.includes(' serves cluster ')) return;
     this.logToStderr(
-      `note: core is not reachable${url ? ` at ${url}` : ''}: showing stored specs only (capacity, usage and target URIs need a running core)`,
+      `note: ${reason}: showing stored specs only (${table ? 'capacity, usage and target URIs need' : 'state needs'} a running core of this cluster)`,
     );
   }
 

@@ -1,6 +1,7 @@
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { addStateSource } from '../../lib/metrics/catalog.js';
 import { meterStore } from '../../lib/metrics/store.js';
+import { clusterHeaderValue } from '../../lib/rest/endpoint.js';
 import { createdState, specStatusName } from '../../lib/specs/index.js';
 import { openStore } from '../../lib/store/open.js';
 import type { Store } from '../../lib/store/types.js';
@@ -110,7 +111,7 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
     await watches.load();
     watchRoutes(router, ctx, watches);
     openApiRoutes(router);
-    rest = await startRestServer(router, config.restHost, config.restPort, log);
+    rest = await startRestServer(router, config.restHost, config.restPort, log, clusterHeaderValue(space));
     timings = { lease: tLease, loaded: tLoaded, recovered: tRecovered, reconciled: tReconciled };
   } catch (err) {
     // A core that cannot start must not sit on the lease: the next one would wait a whole TTL.

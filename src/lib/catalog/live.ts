@@ -30,11 +30,27 @@ export function liveRestUrl(storeUrl: string): string | null {
 /** What a view needs of core's live state: each kind is one listing asked of core. */
 export type LiveKind = 'pools' | 'volumes' | 'snapshots';
 
+/** Core's live state, or why there is none to join (said on stderr). */
+export type LiveAnswer = { live: LiveState } | { unavailable: string };
+
+const unreachable = (restUrl: string) => ({ unavailable: `core is not reachable at ${restUrl}` });
+
+/** Core answered for another key space than the one `get` reads: its state is not this cluster's. */
+function otherCluster(restUrl: string, client: RestClient, cluster: string): { unavailable: string } | null {
+  return client.cluster === cluster
+    ? null
+    : { unavailable: `core at ${restUrl} serves cluster ${client.cluster ?? '(unnamed)'}, not ${cluster}` };
+}
+
 /**
- * Core's live state of the kinds asked for (the others stay empty), or null when core does not
- * answer within 2 s.
+ * Core's live state of the kinds asked for (the others stay empty), from a core that serves
+ * `cluster` (`<cluster-id>/<namespace>`) and answers within 2 s.
  */
-export async function readLive(restUrl: string, kinds: readonly LiveKind[]): Promise<LiveState | null> {
+export async function readLive(
+  restUrl: string,
+  kinds: readonly LiveKind[],
+  cluster: string,
+): Promise<LiveAnswer> {
   const client = new RestClient(restUrl, { timeoutMs: 2_000 });
   try {
     const [pools, volumes, snapshots] = await Promise.all([
@@ -42,17 +58,21 @@ export async function readLive(restUrl: string, kinds: readonly LiveKind[]): Pro
       kinds.includes('volumes') ? client.listVolumes() : [],
       kinds.includes('snapshots') ? client.listSnapshotsPage({ maxEntries: 0 }).then((p) => p.entries) : [],
     ]);
+    const refused = otherCluster(restUrl, client, cluster);
+    if (refused) return refused;
     const nexuses = new Map<string, string>();
     for (const v of volumes)
       if (v.state.target?.deviceUri) nexuses.set(v.state.target.uuid, v.state.target.deviceUri);
     return {
-      nexuses,
-      pools: new Map(pools.map((p) => [p.id, p])),
-      volumes: new Map(volumes.map((v) => [v.spec.uuid, v])),
-      snapshots: new Map(snapshots.map((s) => [s.definition.spec.uuid, s])),
+      live: {
+        nexuses,
+        pools: new Map(pools.map((p) => [p.id, p])),
+        volumes: new Map(volumes.map((v) => [v.spec.uuid, v])),
+        snapshots: new Map(snapshots.map((s) => [s.definition.spec.uuid, s])),
+      },
     };
   } catch (err) {
-    if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return null;
+    if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return unreachable(restUrl);
     throw err;
   } finally {
     await client.close();
@@ -63,23 +83,27 @@ export async function readLive(restUrl: string, kinds: readonly LiveKind[]): Pro
 const LIVE_PAGE = 500;
 
 /**
- * All of core's volumes, streamed page by page as `-o json|yaml` prints them; false (nothing
- * printed) when core does not answer the first page within 2 s.
+ * All of core's volumes, streamed page by page as `-o json|yaml` prints them; null once printed,
+ * or (nothing printed) why not: core did not answer the first page within 2 s, or serves another
+ * cluster than `cluster`.
  */
 export async function streamLiveVolumes(
   restUrl: string,
+  cluster: string,
   format: 'json' | 'yaml',
   write: (text: string) => Promise<void> | void,
-): Promise<boolean> {
+): Promise<{ unavailable: string } | null> {
   const client = new RestClient(restUrl, { timeoutMs: 2_000 });
   try {
     let page: { entries: Volume[]; next_token?: number };
     try {
       page = await client.listVolumesPage(LIVE_PAGE);
     } catch (err) {
-      if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return false;
+      if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return unreachable(restUrl);
       throw err;
     }
+    const refused = otherCluster(restUrl, client, cluster);
+    if (refused) return refused;
     async function* pages() {
       yield page.entries;
       while (page.next_token !== undefined) {
@@ -88,7 +112,7 @@ export async function streamLiveVolumes(
       }
     }
     await streamObjects(pages(), format, write);
-    return true;
+    return null;
   } finally {
     await client.close();
   }

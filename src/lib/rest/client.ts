@@ -1,5 +1,6 @@
 import { Agent, request } from 'undici';
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
+import { CLUSTER_HEADER } from './endpoint.js';
 import { nextStep, RestError } from './errors.js';
 import type {
   CreateVolumeRequest,
@@ -29,6 +30,8 @@ export interface RestClientOptions {
 export class RestClient {
   private readonly agent: Agent;
   private readonly timeoutMs: number;
+  /** The key space the last response said core serves (CLUSTER_HEADER), once one said it. */
+  cluster: string | undefined;
   private readonly onResponse: RestClientOptions['onResponse'];
 
   constructor(
@@ -78,6 +81,8 @@ export class RestClient {
         ],
       });
     }
+    const cluster = res.headers[CLUSTER_HEADER];
+    if (typeof cluster === 'string') this.cluster = cluster;
     const text = await res.body.text();
     if (this.onResponse) {
       let parsed: unknown = text === '' ? undefined : text;

@@ -6,6 +6,16 @@ import { defaultDataDir } from '../paths.js';
 /** Mayastor's api-rest HTTP port; the REST URL when nothing else says where core is. */
 export const DEFAULT_REST_URL = 'http://127.0.0.1:8081';
 
+/**
+ * Response header naming the key space core serves (`<cluster-id>/<namespace>`): `get` joins core's
+ * live state only from a core of the cluster it reads (a STORCTL_REST left pointing elsewhere would
+ * otherwise mix two clusters).
+ */
+export const CLUSTER_HEADER = 'x-storctl-cluster';
+
+export const clusterHeaderValue = (space: { clusterId: string; namespace: string }) =>
+  `${space.clusterId}/${space.namespace}`;
+
 /** What `storctl up` publishes for flagless operator commands: `<data-dir>/endpoints.json`. */
 export interface ClusterEndpoints {
   /** Core's REST URL; absent when `up --roles` runs no core. */

@@ -132,6 +132,11 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(fromGet.spec).toEqual(published.spec);
     expect(fromGet.state).toMatchObject({ uuid: id, status: 'Online', target: { deviceUri: uri } });
     const listed = JSON.parse((await cli('get', 'volumes', '-o', 'json')).stdout);
+    // Another key space of the same store: core does not serve it, so none of its objects are shown.
+    const other = await cli('get', 'volumes', '-o', 'json', '--cluster-id', 'another-cluster');
+    expect(other.code, other.stderr).toBe(0);
+    expect(JSON.parse(other.stdout)).toEqual([]);
+    expect(other.stderr).toMatch(/^note: core at \S+ serves cluster \S+, not another-cluster\/default: /);
     // The listing is core's too (its state read a moment later: usage may have moved on).
     const inList = listed.find((v: { spec: { uuid: string } }) => v.spec.uuid === id);
     expect(inList.spec).toEqual(fromGet.spec);

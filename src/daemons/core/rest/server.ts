@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../../../lib/logger.js';
 import { restDuration, restRequests } from '../../../lib/metrics/catalog.js';
+import { CLUSTER_HEADER } from '../../../lib/rest/endpoint.js';
 import { stringifyJson } from '../../../lib/specs/index.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import type { Router } from './router.js';
@@ -71,8 +72,11 @@ export async function startRestServer(
   host: string,
   port: number,
   log: Logger,
+  /** The key space core serves, named on every response (CLUSTER_HEADER). */
+  cluster: string,
 ): Promise<RestServer> {
   const server = createServer((req, res) => {
+    res.setHeader(CLUSTER_HEADER, cluster);
     const started = Date.now();
     const t0 = performance.now();
     const url = new URL(req.url ?? '/', 'http://localhost');
