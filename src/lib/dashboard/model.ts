@@ -87,8 +87,14 @@ export class DashboardModel {
       this.update({ mounts: await readMountSlot(dir) });
       // The mounter keeps its records in a file, not the store: re-read it when it changes (stat polling).
       this.mountFile = mountStateFile(dir);
+      // Reads may finish out of order (one started on the file half written, the next on the whole
+      // of it): only the latest one's answer is kept.
+      let reads = 0;
       watchFile(this.mountFile, { interval: this.options.mountPollMs ?? 2_000 }, () => {
-        void readMountSlot(dir).then((mounts) => this.update({ mounts }));
+        const read = ++reads;
+        void readMountSlot(dir).then((mounts) => {
+          if (read === reads) this.update({ mounts });
+        });
       });
     }
   }
