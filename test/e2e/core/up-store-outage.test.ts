@@ -130,12 +130,18 @@ describe('storctl up through a store outage (etcd paused, then killed and restar
   /** After the outage: the volume sent into it is fully created or gone, and nothing is pending. */
   async function settled(id: string): Promise<string> {
     let state = '';
+    /** What kept it from settling at the last look (printed if it never does). */
+    let holding = 'no answer from core yet';
     await waitFor(
       async () => {
         const rest = new RestClient(endpoints().rest);
         try {
           const all = await rest.listVolumes();
-          if (all.some((v) => v.spec.operation)) return false;
+          const busy = all.filter((v) => v.spec.operation);
+          holding = busy
+            .map((v) => `${v.spec.uuid}: ${JSON.stringify(v.spec.operation)} ${v.state.status}`)
+            .join('; ');
+          if (busy.length) return false;
           const v = all.find((x) => x.spec.uuid === id);
           state = v ? JSON.stringify(v.spec.status) : 'gone';
           // Finished (Created, Online) or rolled back (Deleting, the garbage collector ends it, or gone).
@@ -144,14 +150,19 @@ describe('storctl up through a store outage (etcd paused, then killed and restar
             v.spec.status === 'Deleting' ||
             (typeof v.spec.status === 'object' && v.state.status === 'Online')
           );
-        } catch {
+        } catch (err) {
+          holding = `core: ${(err as Error).message}`;
           return false;
         } finally {
           await rest.close();
         }
       },
-      { what: `the volume created into the outage settled (${state})`, timeoutMs: 60_000, intervalMs: 500 },
-    );
+      { what: 'the volume created into the outage settled', timeoutMs: 60_000, intervalMs: 500 },
+    ).catch((err: Error) => {
+      throw new Error(
+        `${err.message}; last seen: ${holding || `nothing pending, the volume ${state}`}; up said:\n${up.output.split('\n').slice(-30).join('\n')}`,
+      );
+    });
     return state;
   }
 
