@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { type ClusterState, readCluster } from './catalog/cluster.js';
-import type { LiveKind } from './catalog/live.js';
+import type { LiveKind, LiveUnavailable } from './catalog/live.js';
 import { countSnapshots } from './catalog/snapshot-counts.js';
 import { streamSpecs } from './catalog/stream.js';
 import { withStore } from './catalog/with-store.js';
@@ -153,7 +153,7 @@ export abstract class GetCommand extends StorctlCommand {
         writeStdout,
       );
       if (!missing) return;
-      this.noteNoLive(missing.unavailable);
+      this.noteNoLive(missing);
     }
     const errors = await withStore(this.globals, async (store) => {
       const counted = await countSnapshots(store, this.globals.keySpace);
@@ -188,16 +188,16 @@ export abstract class GetCommand extends StorctlCommand {
     );
   }
 
-  /** Join core's live state to a table; without core, say once that the table shows stored specs. */
+  /** Join core's live state to a listing; without it, say why (noteNoLive). */
   private async joinLive(state: ClusterState, kinds: readonly LiveKind[]): Promise<void> {
-    // Loaded here: json/yaml listings never ask core, and need not load the REST client (undici).
+    // Loaded here: listings that need no live state need not load the REST client (undici).
     const { liveRestUrl, readLive } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
     const answer = url
       ? await readLive(url, kinds, clusterHeaderValue(this.globals.keySpace))
       : { unavailable: 'core is not reachable' };
     if ('live' in answer) state.live = answer.live;
-    else this.noteNoLive(answer.unavailable);
+    else this.noteNoLive(answer);
   }
 
   /**
@@ -205,11 +205,11 @@ export abstract class GetCommand extends StorctlCommand {
    * json|yaml|templates only when core answered for another cluster (a setting to fix): an object
    * without `state` says the rest, and stderr stays for errors (one JSON object with -o json).
    */
-  private noteNoLive(reason: string): void {
+  private noteNoLive(why: LiveUnavailable): void {
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
-    if (!table && !reason.includes(' serves cluster ')) return;
+    if (!table && !why.otherCluster) return;
     this.logToStderr(
-      `note: ${reason}: showing stored specs only (${table ? 'capacity, usage and target URIs need' : 'state needs'} a running core of this cluster)`,
+      `note: ${why.unavailable}: showing stored specs only (${table ? 'capacity, usage and target URIs need' : 'state needs'} a running core of this cluster)`,
     );
   }
 

@@ -30,16 +30,25 @@ export function liveRestUrl(storeUrl: string): string | null {
 /** What a view needs of core's live state: each kind is one listing asked of core. */
 export type LiveKind = 'pools' | 'volumes' | 'snapshots';
 
-/** Core's live state, or why there is none to join (said on stderr). */
-export type LiveAnswer = { live: LiveState } | { unavailable: string };
+/** Why core's live state is not joined (said on stderr); `otherCluster`: a setting to fix. */
+export interface LiveUnavailable {
+  unavailable: string;
+  otherCluster?: boolean;
+}
+
+/** Core's live state, or why there is none to join. */
+export type LiveAnswer = { live: LiveState } | LiveUnavailable;
 
 const unreachable = (restUrl: string) => ({ unavailable: `core is not reachable at ${restUrl}` });
 
 /** Core answered for another key space than the one `get` reads: its state is not this cluster's. */
-function otherCluster(restUrl: string, client: RestClient, cluster: string): { unavailable: string } | null {
+function otherCluster(restUrl: string, client: RestClient, cluster: string): LiveUnavailable | null {
   return client.cluster === cluster
     ? null
-    : { unavailable: `core at ${restUrl} serves cluster ${client.cluster ?? '(unnamed)'}, not ${cluster}` };
+    : {
+        unavailable: `core at ${restUrl} serves cluster ${client.cluster ?? '(unnamed)'}, not ${cluster}`,
+        otherCluster: true,
+      };
 }
 
 /**
@@ -92,7 +101,7 @@ export async function streamLiveVolumes(
   cluster: string,
   format: 'json' | 'yaml',
   write: (text: string) => Promise<void> | void,
-): Promise<{ unavailable: string } | null> {
+): Promise<LiveUnavailable | null> {
   const client = new RestClient(restUrl, { timeoutMs: 2_000 });
   try {
     let page: { entries: Volume[]; next_token?: number };
