@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RestClient } from '../../../src/lib/rest/client.js';
 import type { RestError } from '../../../src/lib/rest/errors.js';
+import type { Volume } from '../../../src/lib/rest/types.js';
 import { eventsPrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
@@ -204,6 +205,25 @@ export class TestCluster {
     } finally {
       await store.close();
     }
+  }
+
+  /**
+   * Volume `id` once `pick` accepts it (waitFor's options); on a timeout the volume and the last 20
+   * events are printed first, to show what it waited on.
+   */
+  async volumeWhere(
+    id: string,
+    pick: (v: Volume) => boolean,
+    opts: { what: string; timeoutMs?: number; intervalMs?: number },
+  ): Promise<Volume> {
+    return waitFor(async () => {
+      const v = await this.rest.getVolume(id);
+      return pick(v) ? v : null;
+    }, opts).catch(async (err) => {
+      console.log(JSON.stringify(await this.rest.getVolume(id), null, 1));
+      console.log((await this.events()).slice(-20).join('\n'));
+      throw err;
+    });
   }
 
   /** A thin volume of `size` bytes with `replicas` replicas, published over NBD on `node`. */

@@ -55,24 +55,20 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
 
       // The bound is this wait's patience (60 s), a tenth of the 600 s node deadline: healed in time,
       // it was healed by the faulted-child path (and the events below say so), never by the node's.
-      const healed = await waitFor(
-        async () => {
-          const v = await c.rest.getVolume(id);
+      const healed = await c.volumeWhere(
+        id,
+        (v) => {
           const ids = replicaIds(v);
-          return v.state.status === 'Online' &&
+          return (
+            v.state.status === 'Online' &&
             ids.length === 3 &&
             !ids.includes(victim) &&
             v.state.target?.children.length === 3 &&
             v.state.target.children.every((ch) => ch.state === 'Online')
-            ? v
-            : null;
+          );
         },
         { what: 'volume Online with the faulted replica replaced', timeoutMs: 60_000, intervalMs: 250 },
-      ).catch(async (err) => {
-        console.log(JSON.stringify(await c.rest.getVolume(id), null, 1));
-        console.log((await c.events()).slice(-20).join('\n'));
-        throw err;
-      });
+      );
       // Three engines, three replicas: the best (only) place for the replacement is the same node.
       const replacement = replicaIds(healed).find((r) => !replicaIds(published).includes(r))!;
       expect(replicaNodeOf(healed, replacement)).toBe('node-2');

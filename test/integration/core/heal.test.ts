@@ -49,17 +49,11 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       await qemuIo(uri, 'write -P 0x22 8M 8M', 'read -P 0x11 0 8M');
 
       // After the node deadline a replacement replica is built on the spare node and rebuilt.
-      const healed = await waitFor(
-        async () => {
-          const v = await c.rest.getVolume(id);
-          return v.state.status === 'Online' && replicaNodes(v).includes(spare) ? v : null;
-        },
+      const healed = await c.volumeWhere(
+        id,
+        (v) => v.state.status === 'Online' && replicaNodes(v).includes(spare),
         { what: 'volume Online with a replica on the spare node', timeoutMs: 45_000, intervalMs: 250 },
-      ).catch(async (err) => {
-        console.log(JSON.stringify(await c.rest.getVolume(id), null, 1));
-        console.log((await c.events()).slice(-15).join('\n'));
-        throw err;
-      });
+      );
       expect(replicaNodes(healed).sort()).toEqual([holders[0], holders[1], spare].sort());
       expect(healed.state.target!.children.every((ch) => ch.state === 'Online')).toBe(true);
       await qemuIo(uri, 'read -P 0x11 0 8M', 'read -P 0x22 8M 8M');

@@ -82,6 +82,21 @@ function backgroundWriter(uri: string) {
   };
 }
 
+/** kill -9 of the io-engine of a replica away from the target's node-1: that node and its replica. */
+async function killRemoteHolder(
+  c: TestCluster,
+  published: Volume,
+): Promise<{ gone: string; victim: string }> {
+  const gone = Object.values(published.state.replica_topology)
+    .map((r) => r.node!)
+    .find((n) => n !== 'node-1')!;
+  const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === gone)!;
+  const engine = c.engine(gone);
+  engine.proc.child.kill('SIGKILL');
+  await engine.proc.wait();
+  return { gone, victim };
+}
+
 describe('core waits for a faulted child and brings the same replica back (partial rebuild)', () => {
   let cluster: TestCluster | undefined;
   afterEach(async () => {
@@ -129,21 +144,14 @@ describe('core waits for a faulted child and brings the same replica back (parti
       expect(replicaIds(await c.rest.getVolume(id))).toEqual(replicaIds(published));
 
       await c.startEngine('node-2', { grpc: engine.grpc, nbd: engine.nbd });
-      await waitFor(
-        async () => {
-          const v = await c.rest.getVolume(id);
-          return v.state.status === 'Online' &&
-            v.state.target?.children.length === 3 &&
-            v.state.target.children.every((ch) => ch.state === 'Online')
-            ? v
-            : null;
-        },
+      await c.volumeWhere(
+        id,
+        (v) =>
+          v.state.status === 'Online' &&
+          v.state.target?.children.length === 3 &&
+          v.state.target.children.every((ch) => ch.state === 'Online'),
         { what: 'volume Online with its three children', timeoutMs: 45_000, intervalMs: 200 },
-      ).catch(async (err) => {
-        console.log(JSON.stringify(await c.rest.getVolume(id), null, 1));
-        console.log((await c.events()).slice(-20).join('\n'));
-        throw err;
-      });
+      );
     } finally {
       await writer.stop();
     }
@@ -185,29 +193,18 @@ describe('core waits for a faulted child and brings the same replica back (parti
     const { id, v: published, uri } = await publishedVolume(c);
     const holders = Object.values(published.state.replica_topology).map((r) => r.node!);
     const spare = c.engines.map((e) => e.node).find((n) => !holders.includes(n))!;
-    const gone = holders.find((n) => n !== 'node-1')!;
-    const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === gone)!;
-    const engine = c.engine(gone);
-    engine.proc.child.kill('SIGKILL');
-    await engine.proc.wait();
+    const { victim } = await killRemoteHolder(c, published);
     await qemuIo(uri, 'write -P 0x22 0 4M');
 
-    const healed = await waitFor(
-      async () => {
-        const v = await c.rest.getVolume(id);
-        return v.state.status === 'Online' &&
-          !replicaIds(v).includes(victim) &&
-          replicaIds(v).length === 3 &&
-          v.state.target?.children.every((ch) => ch.state === 'Online')
-          ? v
-          : null;
-      },
+    const healed = await c.volumeWhere(
+      id,
+      (v) =>
+        v.state.status === 'Online' &&
+        !replicaIds(v).includes(victim) &&
+        replicaIds(v).length === 3 &&
+        v.state.target?.children.every((ch) => ch.state === 'Online') === true,
       { what: 'volume Online with the faulted replica replaced', timeoutMs: 45_000, intervalMs: 250 },
-    ).catch(async (err) => {
-      console.log(JSON.stringify(await c.rest.getVolume(id), null, 1));
-      console.log((await c.events()).slice(-20).join('\n'));
-      throw err;
-    });
+    );
     const replacement = replicaIds(healed).find((r) => !replicaIds(published).includes(r))!;
     expect(replicaNodeOf(healed, replacement)).toBe(spare);
     await qemuIo(uri, 'read -P 0x22 0 4M', `read -P 0x11 4M ${SIZE - 4 * MiB}`);
@@ -227,13 +224,7 @@ describe('core waits for a faulted child and brings the same replica back (parti
     });
     const c = cluster;
     const { id, v: published } = await publishedVolume(c);
-    const gone = Object.values(published.state.replica_topology)
-      .map((r) => r.node!)
-      .find((n) => n !== 'node-1')!;
-    const victim = replicaIds(published).find((r) => replicaNodeOf(published, r) === gone)!;
-    const engine = c.engine(gone);
-    engine.proc.child.kill('SIGKILL');
-    await engine.proc.wait();
+    const { gone, victim } = await killRemoteHolder(c, published);
     await waitFor(async () => childOf(await c.rest.getVolume(id), victim)?.state === 'Faulted', {
       what: 'the child of the killed io-engine Faulted',
       timeoutMs: 15_000,
@@ -271,7 +262,7 @@ describe('core waits for a faulted child and brings the same replica back (parti
     const events = (await c.events()).join('\n');
     expect(events).toMatch(
       new RegExp(
-        `"id":"${victim}","action":"Removed".*faulted at ${new Date(faultedAt).toISOString()} and not back within the faulted-child wait period`,
+        `"id":"${victim}","action":"Removed".*faulted at ${iso(faultedAt)} and not back within the faulted-child wait period`,
       ),
     );
   }, 120_000);

@@ -41,6 +41,10 @@ describe('csi-controller with the csi-node', () => {
     ctl = new CsiClient(started.socket);
     node = new CsiNodeFixture(cluster.restUrl);
     await node.start();
+    // Both cases begin where a CO would: the node has registered itself with core.
+    await waitFor(() => cluster.rest.getAppNode('csi-node-1').catch(() => null), {
+      what: 'csi-node registered as an app node',
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -54,9 +58,6 @@ describe('csi-controller with the csi-node', () => {
   it('publish → stage → pod publish → write → snapshot with freeze → clone → stage the clone and read it back; nothing left', {
     timeout: 120_000,
   }, async () => {
-    await waitFor(() => cluster.rest.getAppNode('csi-node-1').catch(() => null), {
-      what: 'csi-node registered as an app node',
-    });
     const csiNode = node.csi!;
     const create = (req: unknown) => ctl.controller<{ volume: CsiVolume }>('CreateVolume', req);
     const publish = (id: string) =>
@@ -139,9 +140,6 @@ describe('csi-controller with the csi-node', () => {
   it('xfs: grows a pod-mounted volume online as the CO does (ControllerExpandVolume, then NodeExpandVolume); its clone stages beside it', {
     timeout: 120_000,
   }, async () => {
-    await waitFor(() => cluster.rest.getAppNode('csi-node-1').catch(() => null), {
-      what: 'csi-node registered as an app node',
-    });
     const csiNode = node.csi!;
     // xfs: ext4 grows online only with CAP_SYS_RESOURCE, which root here lacks (csi-node then
     // answers FAILED_PRECONDITION and grows it at the next stage).
