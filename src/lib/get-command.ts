@@ -72,8 +72,7 @@ export abstract class GetCommand extends StorctlCommand {
     // custom-columns and jsonpath read the objects -o json prints, not the table's cells.
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
-      // Tables print cells, never the stored text: it is not kept.
-      const state = await readCluster(store, this.globals.keySpace, types, { keepRaw: !table });
+      const state = await readCluster(store, this.globals.keySpace, types);
       if (live.length && (liveInTables || !table)) await this.joinLive(state, live);
       this.print(build(state));
       return state;

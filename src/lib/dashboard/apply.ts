@@ -48,15 +48,11 @@ export function applyWatchEvent(
   const map = specMap(state, parsed.type);
   if (ev.type === 'delete') {
     map.delete(parsed.id);
-    state.raw.delete(`${parsed.type}/${parsed.id}`);
     return 'spec';
   }
   const rec = decode(state, key, ev.kv.value);
   if (!rec) map.delete(parsed.id);
-  else {
-    map.set(rec.id, rec.value);
-    state.raw.set(`${parsed.type}/${rec.id}`, ev.kv.value);
-  }
+  else map.set(rec.id, rec.value);
   return 'spec';
 }
 

@@ -68,7 +68,7 @@ export class DashboardModel {
     this.eventsKept = options.eventsKept ?? 500;
     this.snapshot = {
       version: 0,
-      state: { specs: {}, nexusInfo: new Map(), liveness: new Map(), errors: [], raw: new Map() },
+      state: { specs: {}, nexusInfo: new Map(), liveness: new Map(), errors: [] },
       events: [],
       live: null,
       mounts: null,

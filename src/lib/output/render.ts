@@ -19,11 +19,6 @@ export interface Listing<T> {
   columns: Column<T>[];
   /** What json/yaml print for each row (default: the row itself). */
   object?: (row: T) => unknown;
-  /**
-   * The row's JSON text, when it is at hand already (a stored value the codec validated): printed
-   * as is, which saves re-encoding every object of a large listing.
-   */
-  json?: (row: T) => string;
   /** Print a single object (not an array) for json/yaml, for `get volume ID` style commands. */
   single?: boolean;
 }
@@ -59,11 +54,11 @@ export function renderTable(headers: string[], rows: string[][]): string {
 
 /** JSON text of one row, lossless for u64 values. */
 function rowJson<T>(listing: Listing<T>, row: T): string {
-  return listing.json ? listing.json(row) : stringifyJson(listing.object ? listing.object(row) : row);
+  return stringifyJson(rowObject(listing, row));
 }
 
 function rowObject<T>(listing: Listing<T>, row: T): unknown {
-  return listing.object ? listing.object(row) : listing.json ? parseJson(listing.json(row)) : row;
+  return listing.object ? listing.object(row) : row;
 }
 
 /**

@@ -30,7 +30,6 @@ function snapshot(volumes: string[], switchovers: SwitchOverSpec[] = []): StoreS
     nexusInfo: new Map(),
     liveness: new Map(),
     errors: [],
-    raw: new Map(),
   };
   return {
     nexusInfo: [],

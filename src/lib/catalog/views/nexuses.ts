@@ -1,7 +1,7 @@
 import { humanizeBytes } from '../../output/humanize.js';
 import type { Listing } from '../../output/render.js';
 import { childUri, createdState, type NexusSpec, specStatusName, variantName } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
+import { type ClusterState, specJson, specsOf } from '../cluster.js';
 
 export const NEXUS_TYPES = ['NexusSpec'] as const;
 
@@ -25,6 +25,5 @@ export function nexusListing(state: ClusterState): Listing<NexusSpec> {
       },
     ],
     object: (n) => specJson('NexusSpec', n),
-    json: (n) => specText(state, 'NexusSpec', n.uuid, n),
   };
 }

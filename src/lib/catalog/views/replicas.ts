@@ -10,7 +10,7 @@ import {
   specStatusName,
   variantName,
 } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
+import { type ClusterState, specJson, specsOf } from '../cluster.js';
 
 export const REPLICA_TYPES = ['ReplicaSpec', 'PoolSpec', 'VolumeSpec', 'NexusInfo'] as const;
 
@@ -73,7 +73,6 @@ export function replicaListing(state: ClusterState): Listing<ReplicaRow> {
       },
     ],
     object: (r) => specJson('ReplicaSpec', r.spec),
-    json: (r) => specText(state, 'ReplicaSpec', r.spec.uuid, r.spec),
   };
 }
 

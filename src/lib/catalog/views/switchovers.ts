@@ -1,6 +1,6 @@
 import type { Listing } from '../../output/render.js';
 import { type SwitchOverSpec, switchOverError, switchOverStageName } from '../../specs/index.js';
-import { type ClusterState, specJson, specsOf, specText } from '../cluster.js';
+import { type ClusterState, specJson, specsOf } from '../cluster.js';
 
 export const SWITCHOVER_TYPES = ['SwitchOver'] as const;
 
@@ -20,7 +20,6 @@ export function switchOverListing(state: ClusterState): Listing<SwitchOverSpec> 
       { header: 'TIMESTAMP', get: (s) => s.timestamp, wide: true },
     ],
     object: (s) => specJson('SwitchOver', s),
-    json: (s) => specText(state, 'SwitchOver', s.volume, s),
   };
 }
 
