@@ -1,6 +1,7 @@
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
 import { RestClient } from '../rest/client.js';
 import { readEndpoints } from '../rest/endpoint.js';
+import { OtherClusterError } from '../rest/errors.js';
 import type { Pool, Volume, VolumeSnapshot } from '../rest/types.js';
 import { streamObjects } from './stream.js';
 
@@ -39,16 +40,12 @@ export interface LiveUnavailable {
 /** Core's live state, or why there is none to join. */
 export type LiveAnswer = { live: LiveState } | LiveUnavailable;
 
-const unreachable = (restUrl: string) => ({ unavailable: `core is not reachable at ${restUrl}` });
-
-/** Core answered for another key space than the one `get` reads: its state is not this cluster's. */
-function otherCluster(restUrl: string, client: RestClient, cluster: string): LiveUnavailable | null {
-  return client.cluster === cluster
-    ? null
-    : {
-        unavailable: `core at ${restUrl} serves cluster ${client.cluster ?? '(unnamed)'}, not ${cluster}`,
-        otherCluster: true,
-      };
+/** Why core's answer is not joined: unreachable or slow, or a core of another cluster. */
+function unavailable(restUrl: string, err: unknown): LiveUnavailable {
+  if (err instanceof OtherClusterError) return { unavailable: err.message, otherCluster: true };
+  if (err instanceof ServiceUnavailableError || err instanceof TimeoutError)
+    return { unavailable: `core is not reachable at ${restUrl}` };
+  throw err;
 }
 
 /**
@@ -60,15 +57,13 @@ export async function readLive(
   kinds: readonly LiveKind[],
   cluster: string,
 ): Promise<LiveAnswer> {
-  const client = new RestClient(restUrl, { timeoutMs: 2_000 });
+  const client = new RestClient(restUrl, { timeoutMs: 2_000, cluster });
   try {
     const [pools, volumes, snapshots] = await Promise.all([
       kinds.includes('pools') ? client.listPools() : [],
       kinds.includes('volumes') ? client.listVolumes() : [],
       kinds.includes('snapshots') ? client.listSnapshotsPage({ maxEntries: 0 }).then((p) => p.entries) : [],
     ]);
-    const refused = otherCluster(restUrl, client, cluster);
-    if (refused) return refused;
     const nexuses = new Map<string, string>();
     for (const v of volumes)
       if (v.state.target?.deviceUri) nexuses.set(v.state.target.uuid, v.state.target.deviceUri);
@@ -81,8 +76,7 @@ export async function readLive(
       },
     };
   } catch (err) {
-    if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return unreachable(restUrl);
-    throw err;
+    return unavailable(restUrl, err);
   } finally {
     await client.close();
   }
@@ -102,17 +96,14 @@ export async function streamLiveVolumes(
   format: 'json' | 'yaml',
   write: (text: string) => Promise<void> | void,
 ): Promise<LiveUnavailable | null> {
-  const client = new RestClient(restUrl, { timeoutMs: 2_000 });
+  const client = new RestClient(restUrl, { timeoutMs: 2_000, cluster });
   try {
     let page: { entries: Volume[]; next_token?: number };
     try {
       page = await client.listVolumesPage(LIVE_PAGE);
     } catch (err) {
-      if (err instanceof ServiceUnavailableError || err instanceof TimeoutError) return unreachable(restUrl);
-      throw err;
+      return unavailable(restUrl, err);
     }
-    const refused = otherCluster(restUrl, client, cluster);
-    if (refused) return refused;
     async function* pages() {
       yield page.entries;
       while (page.next_token !== undefined) {

@@ -20,10 +20,12 @@ export class LivePoller {
 
   constructor(
     restUrl: string,
+    /** The key space shown (`<cluster-id>/<namespace>`): a core serving another one is not asked. */
+    cluster: string,
     private readonly onChange: (live: CoreLive | null) => void,
     private readonly periodMs = 3_000,
   ) {
-    this.client = new RestClient(restUrl, { timeoutMs: 2_000 });
+    this.client = new RestClient(restUrl, { timeoutMs: 2_000, cluster });
   }
 
   start(): void {

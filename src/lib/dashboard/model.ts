@@ -1,6 +1,7 @@
 import { unwatchFile, watchFile } from 'node:fs';
 import { type ClusterState, readCluster } from '../catalog/cluster.js';
 import { type CoreEvent, listEvents } from '../catalog/events.js';
+import { clusterHeaderValue } from '../rest/endpoint.js';
 import type { SpecType } from '../specs/index.js';
 import { clusterPrefix, type KeySpace } from '../store/keys.js';
 import type { Store, Watch } from '../store/types.js';
@@ -79,7 +80,9 @@ export class DashboardModel {
   async start(): Promise<void> {
     await this.follow();
     if (this.options.restUrl) {
-      this.poller = new LivePoller(this.options.restUrl, (live) => this.update({ live }));
+      this.poller = new LivePoller(this.options.restUrl, clusterHeaderValue(this.options.space), (live) =>
+        this.update({ live }),
+      );
       this.poller.start();
     }
     const dir = this.options.mounterStateDir;

@@ -1,7 +1,7 @@
 import { Agent, request } from 'undici';
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
 import { CLUSTER_HEADER } from './endpoint.js';
-import { nextStep, RestError } from './errors.js';
+import { nextStep, OtherClusterError, RestError } from './errors.js';
 import type {
   CreateVolumeRequest,
   Node,
@@ -20,6 +20,11 @@ export interface RestClientOptions {
    * suites check each against the OpenAPI document with it. A throw fails the call.
    */
   onResponse?: (r: { method: string; path: string; status: number; body: unknown }) => void;
+  /**
+   * The key space (`<cluster-id>/<namespace>`) core must serve: an answer naming another one
+   * (CLUSTER_HEADER) is an OtherClusterError, for readers that join core's state to a store's.
+   */
+  cluster?: string;
 }
 
 /**
@@ -30,9 +35,8 @@ export interface RestClientOptions {
 export class RestClient {
   private readonly agent: Agent;
   private readonly timeoutMs: number;
-  /** The key space the last response said core serves (CLUSTER_HEADER), once one said it. */
-  cluster: string | undefined;
   private readonly onResponse: RestClientOptions['onResponse'];
+  private readonly cluster: string | undefined;
 
   constructor(
     readonly baseUrl: string,
@@ -40,6 +44,7 @@ export class RestClient {
   ) {
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.onResponse = options.onResponse;
+    this.cluster = options.cluster;
     this.agent = new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 4_000 });
   }
 
@@ -81,8 +86,15 @@ export class RestClient {
         ],
       });
     }
-    const cluster = res.headers[CLUSTER_HEADER];
-    if (typeof cluster === 'string') this.cluster = cluster;
+    const served = res.headers[CLUSTER_HEADER];
+    if (this.cluster !== undefined && served !== this.cluster) {
+      await res.body.dump();
+      throw new OtherClusterError(
+        this.baseUrl,
+        typeof served === 'string' ? served : undefined,
+        this.cluster,
+      );
+    }
     const text = await res.body.text();
     if (this.onResponse) {
       let parsed: unknown = text === '' ? undefined : text;

@@ -1,5 +1,20 @@
 import { ExitCode, type ExitCodeValue, StorctlError } from '../errors.js';
 
+/**
+ * Core answered for another key space than the client expects (CLUSTER_HEADER): whatever it said
+ * is not about the cluster being read.
+ */
+export class OtherClusterError extends Error {
+  constructor(
+    readonly baseUrl: string,
+    readonly served: string | undefined,
+    readonly expected: string,
+  ) {
+    super(`core at ${baseUrl} serves cluster ${served ?? '(unnamed)'}, not ${expected}`);
+    this.name = 'OtherClusterError';
+  }
+}
+
 /** An error answered by core's REST API: its kind, message and HTTP status, with a next step. */
 export class RestError extends StorctlError {
   constructor(
