@@ -1,4 +1,4 @@
-import { unwatchFile, watchFile } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { type ClusterState, readCluster } from '../catalog/cluster.js';
 import { type CoreEvent, listEvents } from '../catalog/events.js';
 import { clusterHeaderValue } from '../rest/endpoint.js';
@@ -61,7 +61,7 @@ export class DashboardModel {
   private lastEmit = 0;
   private readonly coalesceMs: number;
   private readonly eventsKept: number;
-  private mountFile: string | null = null;
+  private mountPoll: NodeJS.Timeout | null = null;
   private stopped = false;
 
   constructor(private readonly options: DashboardModelOptions) {
@@ -86,20 +86,7 @@ export class DashboardModel {
       this.poller.start();
     }
     const dir = this.options.mounterStateDir;
-    if (dir) {
-      this.update({ mounts: await readMountSlot(dir) });
-      // The mounter keeps its records in a file, not the store: re-read it when it changes (stat polling).
-      this.mountFile = mountStateFile(dir);
-      // Reads may finish out of order (one started on the file half written, the next on the whole
-      // of it): only the latest one's answer is kept.
-      let reads = 0;
-      watchFile(this.mountFile, { interval: this.options.mountPollMs ?? 2_000 }, () => {
-        const read = ++reads;
-        void readMountSlot(dir).then((mounts) => {
-          if (read === reads) this.update({ mounts });
-        });
-      });
-    }
+    if (dir) await this.pollMounts(dir, '');
   }
 
   /** Read the cluster once, then watch it from that read's revision; again after a compaction. */
@@ -160,9 +147,24 @@ export class DashboardModel {
     }, wait);
   }
 
+  /**
+   * The mounter keeps its records in a file, not the store: read it, then stat it every
+   * `mountPollMs` and read it again when it changed since the read. The baseline is what this
+   * read saw (fs.watchFile's own first stat could already include a file written meanwhile, and
+   * that change was then never seen); one poll at a time, so reads cannot finish out of order.
+   */
+  private async pollMounts(dir: string, seen: string): Promise<void> {
+    const file = mountStateFile(dir);
+    const st = await stat(file).catch(() => null);
+    const now = st ? `${st.ino}:${st.size}:${st.mtimeMs}` : 'none';
+    if (now !== seen) this.update({ mounts: await readMountSlot(dir) });
+    if (this.stopped) return;
+    this.mountPoll = setTimeout(() => void this.pollMounts(dir, now), this.options.mountPollMs ?? 2_000);
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.mountFile) unwatchFile(this.mountFile);
+    if (this.mountPoll) clearTimeout(this.mountPoll);
     if (this.pending) clearTimeout(this.pending);
     this.pending = null;
     this.listeners.clear();
