@@ -63,14 +63,20 @@ export class RoleProcess {
         // so the reason the role gave is in the message, not only in its log file.
         const drained = once(this.child, 'close');
         const wait = new Promise((r) => setTimeout(r, 1000).unref());
-        void Promise.race([drained, wait]).then(() => {
-          const why = this.lastReason();
-          reject(
-            new Error(
-              `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? ` (${why})` : ''}; see ${logFile}`,
-            ),
-          );
-        });
+        void Promise.race([drained, wait])
+          // ...and written to the log file the message names (a write's callback comes after every
+          // write queued before it; a log stop() ended has been written already).
+          .then(
+            () => new Promise<void>((r) => (this.log.writableEnded ? r() : this.log.write('', () => r()))),
+          )
+          .then(() => {
+            const why = this.lastReason();
+            reject(
+              new Error(
+                `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? ` (${why})` : ''}; see ${logFile}`,
+              ),
+            );
+          });
       });
     });
     this.ready.catch(() => {});
