@@ -47,6 +47,16 @@ describe('csi-controller with the csi-node', () => {
     });
   }, 120_000);
 
+  /** CreateSnapshot with quiesceFs=freeze: the controller freezes the staged filesystem through the node. */
+  const frozenSnapshot = async (volumeId: string) =>
+    (
+      await ctl.controller<{ snapshot: CsiSnapshot }>('CreateSnapshot', {
+        source_volume_id: volumeId,
+        name: `snapshot-${randomUUID()}`,
+        parameters: { quiesceFs: 'freeze' },
+      })
+    ).snapshot;
+
   afterAll(async () => {
     ctl?.close();
     await proc?.kill('SIGTERM');
@@ -92,13 +102,7 @@ describe('csi-controller with the csi-node', () => {
     const text = `written at ${new Date().toISOString()}, never synced\n`;
     await writeFile(join(target, 'data.txt'), text);
 
-    const snapshot = (
-      await ctl.controller<{ snapshot: CsiSnapshot }>('CreateSnapshot', {
-        source_volume_id: id,
-        name: `snapshot-${randomUUID()}`,
-        parameters: { quiesceFs: 'freeze' },
-      })
-    ).snapshot;
+    const snapshot = await frozenSnapshot(id);
     expect(snapshot.ready_to_use).toBe(true);
     // The node froze and thawed the filesystem: its own log says so, for this volume.
     await waitFor(() => /"frozen"/.test(node.proc!.output) && /"thawed"/.test(node.proc!.output), {
@@ -197,13 +201,7 @@ describe('csi-controller with the csi-node', () => {
     expect(await readFile(join(target, 'data.txt'), 'utf8')).toBe(text);
 
     // A clone of it staged beside it on the same node: the clone's xfs has its source's UUID.
-    const snapshot = (
-      await ctl.controller<{ snapshot: CsiSnapshot }>('CreateSnapshot', {
-        source_volume_id: id,
-        name: `snapshot-${randomUUID()}`,
-        parameters: { quiesceFs: 'freeze' },
-      })
-    ).snapshot;
+    const snapshot = await frozenSnapshot(id);
     const clone = (
       await ctl.controller<{ volume: CsiVolume }>(
         'CreateVolume',
