@@ -89,7 +89,8 @@ describe('csi-controller --orphan-gc (recorded Kubernetes API fixture)', () => {
     await waitFor(async () => !(await cluster.rest.listVolumes()).some((v) => v.spec.uuid === unclaimed), {
       what: 'the unclaimed volume deleted',
     });
-    expect(proc.output).toContain('orphaned volume deleted');
+    // Core answers the delete before the daemon logs it: wait for the line, don't race it.
+    await waitFor(() => proc.output.includes('orphaned volume deleted'), { what: 'the deletion logged' });
     expect((await cluster.rest.listVolumes()).map((v) => v.spec.uuid)).toEqual([claimed]);
     await proc.kill('SIGTERM');
     await cluster.rest.deleteVolume(claimed);
