@@ -54,7 +54,14 @@ export class StorctlProcess {
     this.child.stderr?.on('data', (d) => {
       this.output += d;
     });
-    this.exited = once(this.child, 'exit').then(([code]) => code as number | null);
+    // Resolve once the output is complete too: 'exit' can come before the last stdout/stderr data,
+    // and tests read `output` right after `wait()`. A grandchild still holding the pipes (a FUSE
+    // daemon the mounter started) must not hold the wait, hence the bound.
+    const closed = once(this.child, 'close').catch(() => undefined);
+    this.exited = once(this.child, 'exit').then(async ([code]) => {
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 5000).unref())]);
+      return code as number | null;
+    });
   }
 
   get pid(): number {
