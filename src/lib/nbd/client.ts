@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import { type BlockBackend, BlockIoError } from './backend.js';
+import { type BlockBackend, BlockIoError, type ReadProgress } from './backend.js';
 import { ByteQueue } from './byte-queue.js';
 import {
   Cmd,
@@ -57,6 +57,8 @@ interface Pending {
   resolve: () => void;
   reject: (err: Error) => void;
   readBuf: Buffer | null;
+  /** Told how much of readBuf has arrived, as it does. */
+  progress?: ReadProgress;
   startedAt: number;
 }
 
@@ -212,6 +214,7 @@ export class NbdClient implements BlockBackend {
       if (!r) return; // failed meanwhile: nothing waits for them
       r.filled += n;
       r.remaining -= n;
+      r.p.progress?.(r.filled);
       if (r.remaining > 0) return;
       this.reading = null;
       r.p.resolve();
@@ -244,6 +247,7 @@ export class NbdClient implements BlockBackend {
         this.q.takeInto(r.p.readBuf!, r.filled, n);
         r.filled += n;
         r.remaining -= n;
+        r.p.progress?.(r.filled);
         if (r.remaining > 0) return;
         this.reading = null;
         r.p.resolve();
@@ -281,9 +285,11 @@ export class NbdClient implements BlockBackend {
       this.waiter = null;
       w.reject(err);
     }
+    // The reply being received has left `pending` already: it fails too, or it would wait forever.
+    this.reading?.p.reject(err);
+    this.reading = null;
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
-    this.reading = null;
     for (const l of this.closeListeners.splice(0)) l(err);
   }
 
@@ -294,6 +300,7 @@ export class NbdClient implements BlockBackend {
     length: number,
     payload: Buffer | null,
     readBuf: Buffer | null,
+    progress?: ReadProgress,
   ): Promise<void> {
     if (this.closedError) return Promise.reject(this.closedError);
     const id = this.nextId;
@@ -307,7 +314,7 @@ export class NbdClient implements BlockBackend {
     h.writeBigUInt64BE(BigInt(offset), 16);
     h.writeUInt32BE(length, 24);
     return new Promise<void>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, readBuf, startedAt: Date.now() });
+      this.pending.set(id, { resolve, reject, readBuf, progress, startedAt: Date.now() });
       if (!this.corked) {
         this.corked = true;
         this.socket.cork();
@@ -321,10 +328,12 @@ export class NbdClient implements BlockBackend {
     });
   }
 
-  async read(buf: Buffer, offset: number): Promise<void> {
+  async read(buf: Buffer, offset: number, progress?: ReadProgress): Promise<void> {
     for (let done = 0; done < buf.length; done += MAX_REQUEST_SIZE) {
       const n = Math.min(MAX_REQUEST_SIZE, buf.length - done);
-      await this.request(Cmd.READ, 0, offset + done, n, null, buf.subarray(done, done + n));
+      const base = done;
+      const part = progress && ((filled: number) => progress(base + filled));
+      await this.request(Cmd.READ, 0, offset + done, n, null, buf.subarray(done, done + n), part);
     }
   }
 
@@ -369,8 +378,10 @@ export class NbdClient implements BlockBackend {
     const d = Buffer.alloc(REQUEST_HEADER_SIZE);
     d.writeUInt32BE(REQUEST_MAGIC, 0);
     d.writeUInt16BE(Cmd.DISC, 6);
+    // Every request still to be answered, the one whose reply is arriving included.
+    const unanswered = [...(this.reading ? [this.reading.p] : []), ...this.pending.values()];
     await Promise.allSettled(
-      [...this.pending.values()].map(
+      unanswered.map(
         (p) =>
           new Promise<void>((r) => {
             const { resolve, reject } = p;

@@ -99,6 +99,20 @@ describe('NBD client', () => {
     await c.close();
   });
 
+  it('a connection lost while a read reply is arriving fails that read (it had left the pending set)', async () => {
+    const own = new NbdServer();
+    own.addExport('disk', backend);
+    await own.listen('127.0.0.1', 0);
+    const c = await NbdClient.connect(own.uri('disk'));
+    let progressed = 0;
+    // 16 MiB in one reply: the first bytes are in while most are still on their way; then the server goes.
+    const read = c.read(Buffer.alloc(16 * 1024 * 1024), 0, () => {
+      if (progressed++ === 0) void own.close();
+    });
+    await expect(read).rejects.toThrow(/connection closed|ECONNRESET/);
+    expect(progressed).toBeGreaterThan(0);
+  });
+
   it('interoperates with nbdkit and fails pending I/O when the server dies', async () => {
     // A port below the ephemeral range, again on a new one when nbdkit cannot bind it.
     const { kit, c } = await withUnusedPorts(1, async ([port]) => {
