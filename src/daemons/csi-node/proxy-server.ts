@@ -1,6 +1,6 @@
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
-import { type BlockBackend, BlockIoError } from '../../lib/nbd/backend.js';
+import { type BlockBackend, BlockIoError, type ReadProgress } from '../../lib/nbd/backend.js';
 import { BufferPool } from '../../lib/nbd/buffer-pool.js';
 import { NbdClient } from '../../lib/nbd/client.js';
 import { Errno, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from '../../lib/nbd/protocol.js';
@@ -220,10 +220,14 @@ export class PathProxy implements BlockBackend {
     }
   }
 
-  async read(buf: Buffer, offset: number): Promise<void> {
+  /**
+   * A read retried on the next path reports its progress from 0 again; what the first path
+   * delivered was already final, so the server only forwards what goes beyond it.
+   */
+  async read(buf: Buffer, offset: number, progress?: ReadProgress): Promise<void> {
     const inVolume = Math.max(0, Math.min(buf.length, this.volumeSize - offset));
     if (inVolume < buf.length) buf.fill(0, inVolume);
-    if (inVolume > 0) await this.onPath((c) => c.read(buf.subarray(0, inVolume), offset));
+    if (inVolume > 0) await this.onPath((c) => c.read(buf.subarray(0, inVolume), offset, progress));
   }
 
   private checkWrite(offset: number, length: number): void {

@@ -8,8 +8,12 @@ export interface BlockBackend {
   /** Size in bytes. */
   readonly size: number;
   readonly readOnly?: boolean;
-  /** Fill `buf` completely with the bytes at `offset`. */
-  read(buf: Buffer, offset: number): Promise<void>;
+  /**
+   * Fill `buf` completely with the bytes at `offset`. A backend whose bytes arrive in pieces (a
+   * remote export) may call `progress(filled)` as they do, `buf[0, filled)` being final, so a server
+   * can start the reply before the last byte is in.
+   */
+  read(buf: Buffer, offset: number, progress?: ReadProgress): Promise<void>;
   /** Write all of `buf` at `offset`; with `fua` the bytes are durable when the promise resolves. */
   write(buf: Buffer, offset: number, fua: boolean): Promise<void>;
   flush(): Promise<void>;
@@ -18,6 +22,9 @@ export interface BlockBackend {
   /** Afterwards the range reads as zeroes. */
   writeZeroes(offset: number, length: number, fua: boolean): Promise<void>;
 }
+
+/** How much of a read's buffer is filled so far, from its start. */
+export type ReadProgress = (filled: number) => void;
 
 /** An I/O error with the errno an NBD reply carries. */
 export class BlockIoError extends Error {

@@ -24,6 +24,13 @@ type Phase = 'clientFlags' | 'optionHeader' | 'optionData' | 'requestHeader' | '
 const MAX_INFLIGHT = 128;
 const MAX_PENDING_OUTPUT = 64 * 1024 * 1024;
 
+/** A read reply being forwarded while its bytes arrive: `out` is header + data, `sent` data bytes are out. */
+interface CutThrough {
+  out: Buffer;
+  handle: Buffer;
+  sent: number;
+}
+
 /**
  * One client of the NBD server: fixed-newstyle negotiation, then pipelined transmission. Requests run
  * concurrently; each simple reply carries its request's handle, so completion order is free.
@@ -43,6 +50,13 @@ export class NbdServerConnection {
   private paused = false;
   private corked = false;
   private drainWaiters: (() => void)[] = [];
+  /**
+   * The read reply on the wire while its bytes still arrive from a remote backend (the path proxy's
+   * target), so forwarding overlaps receiving instead of following it. Replies must not interleave:
+   * others completed meanwhile wait in `held`, and only one read streams at a time.
+   */
+  private streaming: CutThrough | null = null;
+  private held: (() => void)[] = [];
   private stats: NbdTargetStats | null = null;
 
   constructor(
@@ -208,15 +222,20 @@ export class NbdServerConnection {
             work = Promise.reject(Object.assign(new Error('read too big'), { nbdErrno: Errno.EINVAL }));
             break;
           }
-          // Reply header and data in one buffer: one allocation, one socket write.
+          // Reply header and data in one buffer: one allocation, one socket write (or, for a backend
+          // that reports progress, writes as the bytes arrive).
           const out = this.pool.get(SIMPLE_REPLY_SIZE + length);
-          work = backend.read(out.subarray(SIMPLE_REPLY_SIZE), offset).then(
-            () => out,
-            (err) => {
-              this.pool.put(out);
-              throw err;
-            },
-          );
+          const cut: CutThrough = { out, handle, sent: -1 };
+          work = backend
+            .read(out.subarray(SIMPLE_REPLY_SIZE), offset, (filled) => this.forward(cut, filled))
+            .then(
+              () => out,
+              (err) => {
+                if (cut.sent >= 0) return this.abortStream(err);
+                this.pool.put(out);
+                throw err;
+              },
+            );
           break;
         }
         case Cmd.WRITE:
@@ -262,13 +281,53 @@ export class NbdServerConnection {
     );
   }
 
+  /** Start or continue the cut-through reply of a read whose first `filled` bytes are in. */
+  private forward(cut: CutThrough, filled: number): void {
+    // The last bytes go with the reply itself, which also returns the buffer to the pool.
+    if (filled >= cut.out.length - SIMPLE_REPLY_SIZE || this.socket.destroyed) return;
+    if (cut.sent < 0) {
+      if (this.streaming) return; // another read has the wire: this one replies whole
+      this.streaming = cut;
+      writeReplyHeader(cut.out, 0, cut.handle);
+      this.socket.write(cut.out.subarray(0, SIMPLE_REPLY_SIZE + filled));
+    } else if (filled > cut.sent) {
+      this.socket.write(cut.out.subarray(SIMPLE_REPLY_SIZE + cut.sent, SIMPLE_REPLY_SIZE + filled));
+    } else return;
+    cut.sent = filled;
+  }
+
+  /**
+   * A read failed after its reply started: the header said success and no error can follow it, so
+   * the connection is closed — the client sees its I/O fail instead of wrong bytes.
+   */
+  private abortStream(err: unknown): never {
+    this.onError(new Error(`read failed after its reply started: ${(err as Error).message}`));
+    this.socket.destroy();
+    this.streaming = null;
+    for (const r of this.held.splice(0)) r();
+    throw err;
+  }
+
   private reply(handle: Buffer, error: number, out: Buffer | null): void {
+    const s = this.streaming;
+    if (s && s.handle === handle && out) {
+      // The streamed read is complete: its remaining bytes, then the replies that waited.
+      this.streaming = null;
+      this.inflight--;
+      if (!this.socket.destroyed)
+        this.socket.write(out.subarray(SIMPLE_REPLY_SIZE + s.sent), () => this.pool.put(out));
+      for (const r of this.held.splice(0)) r();
+      this.afterReply();
+      return;
+    }
+    if (s) {
+      this.held.push(() => this.reply(handle, error, out));
+      return;
+    }
     this.inflight--;
     if (!this.socket.destroyed && this.socket.writable) {
       const b = out && error === 0 ? out : Buffer.allocUnsafe(SIMPLE_REPLY_SIZE);
-      b.writeUInt32BE(SIMPLE_REPLY_MAGIC, 0);
-      b.writeUInt32BE(error, 4);
-      handle.copy(b, 8);
+      writeReplyHeader(b, error, handle);
       if (!this.corked) {
         // Batch every reply completed in this turn of the event loop (all the file reads and
         // writes that finished together) into one socket write: one syscall for many replies.
@@ -284,6 +343,10 @@ export class NbdServerConnection {
     } else if (out) {
       this.pool.put(out);
     }
+    this.afterReply();
+  }
+
+  private afterReply(): void {
     this.tryResume();
     if (this.inflight === 0) for (const w of this.drainWaiters.splice(0)) w();
   }
@@ -313,4 +376,10 @@ export class NbdServerConnection {
     this.phase = 'closing';
     this.socket.destroy();
   }
+}
+
+function writeReplyHeader(b: Buffer, error: number, handle: Buffer): void {
+  b.writeUInt32BE(SIMPLE_REPLY_MAGIC, 0);
+  b.writeUInt32BE(error, 4);
+  handle.copy(b, 8);
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,9 +13,9 @@ import { waitFor } from '../../helpers/wait.js';
 const MiB = 1 << 20;
 
 /** One NBD target: a file served by our NBD server on a loopback port. */
-async function target(dir: string, name: string, fill: number, port = 0) {
+async function target(dir: string, name: string, fill: number | Buffer, port = 0) {
   const file = join(dir, `${name}.img`);
-  await writeFile(file, Buffer.alloc(4 * MiB, fill));
+  await writeFile(file, typeof fill === 'number' ? Buffer.alloc(4 * MiB, fill) : fill);
   const backend = await FileBackend.open(file);
   const server = new NbdServer();
   const addr = await server.listen('127.0.0.1', port);
@@ -34,17 +35,19 @@ describe('csi-node path proxy', () => {
     for (const c of cleanup.splice(0).reverse()) await c().catch(() => {});
   });
 
-  async function proxyTo(uri: string, advertisedSize?: number) {
+  async function proxyTo(uri: string, advertisedSize?: number, pathTimeoutMs = 10_000) {
+    const logged: string[] = [];
     const proxy = new PathProxy({
       socketPath: join(dir, 'nbd.sock'),
       controlPath: join(dir, 'ctl.sock'),
       target: uri,
       advertisedSize,
-      pathTimeoutMs: 10_000,
+      pathTimeoutMs,
+      log: (msg, fields) => logged.push(`${msg} ${JSON.stringify(fields ?? {})}`),
     });
     await proxy.start();
     cleanup.push(() => proxy.close());
-    return { proxy };
+    return { proxy, logged };
   }
 
   it('re-points a live client to another target and reconnects a lost path while requests wait', async () => {
@@ -97,6 +100,44 @@ describe('csi-node path proxy', () => {
     a.backend.size = 8 * MiB;
     expect((await proxy.refresh()).size).toBe(8 * MiB);
     await local.write(Buffer.alloc(4096, 0x22), 8 * MiB - 4096, true);
+  });
+
+  it('forwards reads as their bytes arrive, many at once on one connection, each reply whole and its own', async () => {
+    const data = randomBytes(40 * MiB);
+    const a = await target(dir, 'cut', data);
+    cleanup.push(() => a.server.close());
+    await proxyTo(a.uri);
+    const local = await connectUnix(join(dir, 'nbd.sock'));
+    cleanup.push(() => local.close());
+    // Large reads (forwarded while they arrive, one at a time on the wire) mixed with small ones
+    // (whole replies that wait their turn), all in flight together; every byte must be its own.
+    const reads = Array.from({ length: 24 }, (_, i) => {
+      const length = i % 3 === 2 ? 4096 : (1 + (i % 4)) * MiB + 512 * (i % 5);
+      const offset = (i * 1_638_400 + 4096 * i) % (data.length - length);
+      return { offset, buf: Buffer.alloc(length) };
+    });
+    await Promise.all(reads.map((r) => local.read(r.buf, r.offset)));
+    for (const r of reads) expect(r.buf.equals(data.subarray(r.offset, r.offset + r.buf.length))).toBe(true);
+  });
+
+  it('a read whose path fails after its reply started closes the connection instead of answering wrong bytes', async () => {
+    const a = await target(dir, 'cut-fail', randomBytes(33 * MiB));
+    cleanup.push(() => a.server.close());
+    const { logged } = await proxyTo(a.uri, undefined, 300);
+    const local = await connectUnix(join(dir, 'nbd.sock'));
+    cleanup.push(() => local.close());
+    let targetClosed = false;
+    // The first bytes are here, so the proxy has sent the reply's success header: the target
+    // goes away for good before the rest has left it.
+    const read = local.read(Buffer.alloc(32 * MiB), 0, () => {
+      if (!targetClosed) {
+        targetClosed = true;
+        void a.server.close();
+      }
+    });
+    await expect(read).rejects.toThrow(/connection closed/);
+    expect(targetClosed).toBe(true);
+    expect(logged.join('\n')).toContain('read failed after its reply started');
   });
 
   afterAll(async () => {
