@@ -120,6 +120,31 @@ describe('csi-node path proxy', () => {
     for (const r of reads) expect(r.buf.equals(data.subarray(r.offset, r.offset + r.buf.length))).toBe(true);
   });
 
+  it('a read whose path is lost mid-reply continues where it stopped once the path is back', async () => {
+    const data = randomBytes(33 * MiB);
+    const a = await target(dir, 'cut-resume', data);
+    cleanup.push(() => a.server.close());
+    await proxyTo(a.uri);
+    const local = await connectUnix(join(dir, 'nbd.sock'));
+    cleanup.push(() => local.close());
+    let cut = false;
+    const buf = Buffer.alloc(32 * MiB);
+    const read = local.read(buf, MiB, () => {
+      if (cut) return;
+      cut = true;
+      // The target goes away mid-reply and comes back on the same port.
+      void a.server.close().then(async () => {
+        const back = new NbdServer();
+        await back.listen('127.0.0.1', a.port);
+        back.addExport('cut-resume', a.backend);
+        cleanup.push(() => back.close());
+      });
+    });
+    await read;
+    expect(cut).toBe(true);
+    expect(buf.equals(data.subarray(MiB, 33 * MiB))).toBe(true);
+  });
+
   it('a read whose path fails after its reply started closes the connection instead of answering wrong bytes', async () => {
     const a = await target(dir, 'cut-fail', randomBytes(33 * MiB));
     cleanup.push(() => a.server.close());
