@@ -50,6 +50,20 @@ describe('csi-node path proxy', () => {
     return { proxy, logged };
   }
 
+  /** A target serving `data`, the proxy in front of it, and an NBD client on the proxy's socket. */
+  async function proxied(
+    name: string,
+    data: number | Buffer,
+    o: { advertisedSize?: number; pathTimeoutMs?: number } = {},
+  ) {
+    const a = await target(dir, name, data);
+    cleanup.push(() => a.server.close());
+    const { proxy, logged } = await proxyTo(a.uri, o.advertisedSize, o.pathTimeoutMs);
+    const local = await connectUnix(join(dir, 'nbd.sock'));
+    cleanup.push(() => local.close());
+    return { a, proxy, logged, local };
+  }
+
   it('re-points a live client to another target and reconnects a lost path while requests wait', async () => {
     const a = await target(dir, 'a', 0xaa);
     const b = await target(dir, 'b', 0xbb);
@@ -84,11 +98,7 @@ describe('csi-node path proxy', () => {
   });
 
   it('advertises a larger size: the tail past the volume reads as zeroes and refuses writes', async () => {
-    const a = await target(dir, 'tail', 0xcc);
-    cleanup.push(() => a.server.close());
-    const { proxy } = await proxyTo(a.uri, 64 * MiB);
-    const local = await connectUnix(join(dir, 'nbd.sock'));
-    cleanup.push(() => local.close());
+    const { a, proxy, local } = await proxied('tail', 0xcc, { advertisedSize: 64 * MiB });
     expect(local.size).toBe(64 * MiB);
     const buf = Buffer.alloc(8192, 0xff);
     await local.read(buf, 4 * MiB - 4096); // half in the volume, half past it
@@ -104,11 +114,7 @@ describe('csi-node path proxy', () => {
 
   it('forwards reads as their bytes arrive, many at once on one connection, each reply whole and its own', async () => {
     const data = randomBytes(40 * MiB);
-    const a = await target(dir, 'cut', data);
-    cleanup.push(() => a.server.close());
-    await proxyTo(a.uri);
-    const local = await connectUnix(join(dir, 'nbd.sock'));
-    cleanup.push(() => local.close());
+    const { local } = await proxied('cut', data);
     // Large reads (forwarded while they arrive, one at a time on the wire) mixed with small ones
     // (whole replies that wait their turn), all in flight together; every byte must be its own.
     const reads = Array.from({ length: 24 }, (_, i) => {
@@ -122,11 +128,7 @@ describe('csi-node path proxy', () => {
 
   it('a read whose path is lost mid-reply continues where it stopped once the path is back', async () => {
     const data = randomBytes(33 * MiB);
-    const a = await target(dir, 'cut-resume', data);
-    cleanup.push(() => a.server.close());
-    await proxyTo(a.uri);
-    const local = await connectUnix(join(dir, 'nbd.sock'));
-    cleanup.push(() => local.close());
+    const { a, local } = await proxied('cut-resume', data);
     let cut = false;
     const buf = Buffer.alloc(32 * MiB);
     const read = local.read(buf, MiB, () => {
@@ -146,11 +148,7 @@ describe('csi-node path proxy', () => {
   });
 
   it('a read whose path fails after its reply started closes the connection instead of answering wrong bytes', async () => {
-    const a = await target(dir, 'cut-fail', randomBytes(33 * MiB));
-    cleanup.push(() => a.server.close());
-    const { logged } = await proxyTo(a.uri, undefined, 300);
-    const local = await connectUnix(join(dir, 'nbd.sock'));
-    cleanup.push(() => local.close());
+    const { a, logged, local } = await proxied('cut-fail', randomBytes(33 * MiB), { pathTimeoutMs: 300 });
     let targetClosed = false;
     // The first bytes are here, so the proxy has sent the reply's success header: the target
     // goes away for good before the rest has left it.
