@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { failIfExited } from './wait.js';
+import { failIfExited, outputClosed } from './wait.js';
 
 /** The built CLI (`npm run build` first); tests run it exactly as a user does. */
 export const STORCTL_BIN = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
@@ -54,12 +54,9 @@ export class StorctlProcess {
     this.child.stderr?.on('data', (d) => {
       this.output += d;
     });
-    // Resolve once the output is complete too: 'exit' can come before the last stdout/stderr data,
-    // and tests read `output` right after `wait()`. A grandchild still holding the pipes (a FUSE
-    // daemon the mounter started) must not hold the wait, hence the bound.
-    const closed = once(this.child, 'close').catch(() => undefined);
+    // Resolve once the output is complete too: tests read `output` right after `wait()`.
     this.exited = once(this.child, 'exit').then(async ([code]) => {
-      await Promise.race([closed, new Promise((r) => setTimeout(r, 5000).unref())]);
+      await outputClosed(this.child, 5000);
       return code as number | null;
     });
   }

@@ -26,11 +26,22 @@ export function tail(log: string, lines = 40): string {
  */
 export async function failIfExited(child: ChildProcess, what: string, log: () => string): Promise<null> {
   if (child.exitCode === null && child.signalCode === null) return null;
-  // 'close' follows 'exit' once stdout/stderr have ended; it may already have been emitted.
-  if ([child.stdout, child.stderr].some((s) => s && !s.closed))
-    await Promise.race([once(child, 'close'), new Promise((r) => setTimeout(r, 1000))]);
+  await outputClosed(child, 1000);
   const status = child.signalCode ? `signal ${child.signalCode}` : `code ${child.exitCode}`;
   fatal(`${what} exited (${status}); last output:\n${tail(log())}`);
+}
+
+/**
+ * After `child` has exited: wait until its stdout/stderr have ended ('exit' can come before the last
+ * data), at most `boundMs`: a grandchild still holding the pipes must not hold the wait.
+ */
+export async function outputClosed(child: ChildProcess, boundMs: number): Promise<void> {
+  // 'close' follows 'exit' once stdout/stderr have ended; it may already have been emitted.
+  if (![child.stdout, child.stderr].some((s) => s && !s.closed)) return;
+  await Promise.race([
+    once(child, 'close').catch(() => undefined),
+    new Promise((r) => setTimeout(r, boundMs).unref()),
+  ]);
 }
 
 /**
