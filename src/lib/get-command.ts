@@ -1,9 +1,11 @@
 import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
-import { type ClusterState, readCluster } from './catalog/cluster.js';
-import type { LiveKind, LiveUnavailable } from './catalog/live.js';
+import { byId, type ClusterState, readCluster } from './catalog/cluster.js';
+import type { LiveAnswer, LiveKind, LiveUnavailable } from './catalog/live.js';
+import { volumeTableColumns } from './catalog/page-validator.js';
 import { countSnapshots } from './catalog/snapshot-counts.js';
-import { streamSpecs } from './catalog/stream.js';
+import { streamSpecs, volumeTableRows } from './catalog/stream.js';
+import { snapshotCounts } from './catalog/views/volumes.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
 import { type DecodeError, ExitCode, NotFoundError, UsageError } from './errors.js';
@@ -62,18 +64,21 @@ export abstract class GetCommand extends StorctlCommand {
     {
       live = [],
       liveInTables = true,
+      answer,
     }: {
       /** What core's live state the listing joins when core answers. */
       live?: readonly LiveKind[];
       /** false: only -o json|yaml|templates print it (the table has no column for it). */
       liveInTables?: boolean;
+      /** Core's answer when the caller already asked (the state is not read twice). */
+      answer?: LiveAnswer;
     } = {},
   ): Promise<void> {
     // custom-columns and jsonpath read the objects -o json prints, not the table's cells.
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
       const state = await readCluster(store, this.globals.keySpace, types);
-      if (live.length && (liveInTables || !table)) await this.joinLive(state, live);
+      if (live.length && (liveInTables || !table)) await this.joinLive(state, live, answer);
       this.print(build(state));
       return state;
     };
@@ -133,14 +138,21 @@ export abstract class GetCommand extends StorctlCommand {
   }
 
   /**
-   * All volumes: tables through `show`; json/yaml streamed as REST's volume objects — core's own,
-   * page by page, when it answers, else each stored spec in REST's shape without the state.
+   * All volumes: tables through `show` when core answers (joined to its state), else made from the
+   * store on the validation worker; json/yaml streamed as REST's volume objects — core's own, page
+   * by page, when it answers, else each stored spec in REST's shape without the state.
    */
   protected async showVolumes<T>(
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
   ): Promise<void> {
     const format = this.globals.output;
+    if ((format === 'table' || format === 'wide') && !this.watchFlag) {
+      const answer = await this.liveAnswer(['volumes']);
+      if ('live' in answer) return this.show(types, build, { live: ['volumes'], answer });
+      this.noteNoLive(answer);
+      return this.showStoredVolumeTable(format === 'wide');
+    }
     if (format !== 'json' && format !== 'yaml') return this.show(types, build, { live: ['volumes'] });
     const { liveRestUrl, streamLiveVolumes } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
@@ -160,6 +172,27 @@ export abstract class GetCommand extends StorctlCommand {
         present: { snapshotCounts: counted.counts },
       });
       return [...counted.errors, ...listed];
+    });
+    this.reportDecodeErrors(errors);
+  }
+
+  /**
+   * `get volumes` as a table when core does not answer: the volumes are decoded and turned into
+   * their rows on the validation worker while this thread reads on (volumeTableRows).
+   */
+  private async showStoredVolumeTable(wide: boolean): Promise<void> {
+    const errors = await withStore(this.globals, async (store) => {
+      const state = await readCluster(store, this.globals.keySpace, ['VolumeSnapshot', 'NexusInfo']);
+      const { rows, errors } = await volumeTableRows(store, this.globals.keySpace, {
+        snapshotCounts: snapshotCounts(state),
+        table: { wide, nexusInfo: state.nexusInfo },
+      });
+      // Key order is the listings' id order for canonical uuids; any other id is sorted as they are.
+      if (rows.some((r, i) => i > 0 && byId.compare(rows[i - 1][0], r[0]) > 0))
+        rows.sort((a, b) => byId.compare(a[0], b[0]));
+      const headers = volumeTableColumns(state, wide).map((c) => c.header);
+      this.print({ rows, columns: headers.map((header, i) => ({ header, get: (r: string[]) => r[i] })) });
+      return [...state.errors, ...errors];
     });
     this.reportDecodeErrors(errors);
   }
@@ -187,14 +220,19 @@ export abstract class GetCommand extends StorctlCommand {
     );
   }
 
-  /** Join core's live state to a listing; without it, say why (noteNoLive). */
-  private async joinLive(state: ClusterState, kinds: readonly LiveKind[]): Promise<void> {
+  /** Core's live state of these kinds, or why there is none. */
+  private async liveAnswer(kinds: readonly LiveKind[]): Promise<LiveAnswer> {
     // Loaded here: listings that need no live state need not load the REST client (undici).
     const { liveRestUrl, readLive } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
-    const answer = url
+    return url
       ? await readLive(url, kinds, clusterHeaderValue(this.globals.keySpace))
       : { unavailable: 'core is not reachable' };
+  }
+
+  /** Join core's live state (read now, unless given) to a listing; without it, say why (noteNoLive). */
+  private async joinLive(state: ClusterState, kinds: readonly LiveKind[], given?: LiveAnswer): Promise<void> {
+    const answer = given ?? (await this.liveAnswer(kinds));
     if ('live' in answer) state.live = answer.live;
     else this.noteNoLive(answer);
   }

@@ -78,7 +78,7 @@ function decodeOrCollect(state: ClusterState, key: string, value: string) {
 }
 
 /** `localeCompare`'s order, one collator for every comparison. */
-const byId = new Intl.Collator();
+export const byId = new Intl.Collator();
 
 /** The decoded specs of one type as an array sorted by id (empty when not read). */
 export function specsOf<K extends SpecType>(state: ClusterState, type: K): SpecTypes[K][] {

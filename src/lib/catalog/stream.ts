@@ -123,7 +123,6 @@ export async function streamObjects(
 /**
  * JSON with nothing to filter: values need only validating (and presenting), which a worker does
  * page by page while this thread reads the next pages and prints the validated ones, in key order.
- * A first page short of the limit is the whole listing and is validated here (not worth a thread).
  */
 async function printValidatedPages(
   store: Store,
@@ -132,23 +131,57 @@ async function printValidatedPages(
   present: VolumePresenter | undefined,
 ): Promise<DecodeError[]> {
   const errors: DecodeError[] = [];
-  const validator = new PageValidator(present);
-  const queue: { kvs: KeyValue[]; verdict: Promise<PageVerdict> }[] = [];
-  const printNext = async () => {
-    const { kvs, verdict } = queue.shift()!;
-    const v = await verdict;
-    const skip = new Set(v.skip);
-    errors.push(...verdictErrors(v));
-    if (v.text !== undefined) {
-      const added = out.addJson(v.text, kvs.length - skip.size);
+  for await (const { kvs, verdict } of validatedPages(store, prefix, present)) {
+    const skip = new Set(verdict.skip);
+    errors.push(...verdictErrors(verdict));
+    if (verdict.text !== undefined) {
+      const added = out.addJson(verdict.text, kvs.length - skip.size);
       if (added) await added;
-      return;
+      continue;
     }
     for (let i = 0; i < kvs.length; i++) {
       if (skip.has(i)) continue;
       const added = out.addJson(kvs[i].value, 1);
       if (added) await added;
     }
+  }
+  return errors;
+}
+
+/**
+ * The cells of `get volumes`' table from the store alone, every volume decoded and turned into its
+ * row on the validation worker while this thread reads the next pages (100k volumes: the decoding
+ * no longer adds to the reading). Rows come in key order.
+ */
+export async function volumeTableRows(
+  store: Store,
+  space: KeySpace,
+  present: VolumePresenter & { table: NonNullable<VolumePresenter['table']> },
+): Promise<{ rows: string[][]; errors: DecodeError[] }> {
+  const rows: string[][] = [];
+  const errors: DecodeError[] = [];
+  for await (const { verdict } of validatedPages(store, typePrefix(space, 'VolumeSpec'), present)) {
+    errors.push(...verdictErrors(verdict));
+    for (const row of verdict.rows ?? []) rows.push(row);
+  }
+  return { rows, errors };
+}
+
+/**
+ * Pages of a prefix with their verdicts, in key order: a worker validates each page while this
+ * thread reads the next ones (two pages ahead). A first page short of the limit is the whole
+ * listing and is validated here (not worth a thread).
+ */
+async function* validatedPages(
+  store: Store,
+  prefix: string,
+  present: VolumePresenter | undefined,
+): AsyncGenerator<{ kvs: KeyValue[]; verdict: PageVerdict }> {
+  const validator = new PageValidator(present);
+  const queue: { kvs: KeyValue[]; verdict: Promise<PageVerdict> }[] = [];
+  const next = async () => {
+    const { kvs, verdict } = queue.shift()!;
+    return { kvs, verdict: await verdict };
   };
   try {
     let first = true;
@@ -163,14 +196,13 @@ async function printValidatedPages(
               ),
             )
           : validator.check(kvs);
-      verdict.catch(() => {}); // awaited in order by printNext
+      verdict.catch(() => {}); // awaited in order by next()
       queue.push({ kvs, verdict });
       first = false;
-      if (queue.length > 2) await printNext();
+      if (queue.length > 2) yield await next();
     }
-    while (queue.length > 0) await printNext();
+    while (queue.length > 0) yield await next();
   } finally {
     await validator.close();
   }
-  return errors;
 }

@@ -23,7 +23,7 @@ export interface Listing<T> {
   single?: boolean;
 }
 
-const cell = (v: string | number | boolean | null | undefined): string =>
+export const cell = (v: string | number | boolean | null | undefined): string =>
   v === null || v === undefined || v === '' ? NONE : String(v);
 
 /**

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { objectKey } from '../../../src/lib/store/keys.js';
+import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Lease, Store } from '../../../src/lib/store/types.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
@@ -297,6 +297,53 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       expect(listed).toEqual(uuids.filter((u) => !bad.has(u)));
       for (const u of bad)
         expect(r.stderr).toContain(`cannot decode ${objectKey(big, 'VolumeSpec', u)}: field 'uuid'`);
+
+      // The table's rows are made on the validation worker from the same pages: one row per good
+      // value in key order, the status refined by a NexusInfo and the snapshot count, on late pages.
+      const [degraded, snapped] = [uuids[2500], uuids[4000]];
+      await store.put(
+        nexusInfoKey(big, ids.nexus, degraded),
+        records.find(([k]) => k === nexusInfoKey(space, ids.nexus, ids.vol1))![1],
+      );
+      await store.put(
+        objectKey(big, 'VolumeSnapshot', ids.snap),
+        records
+          .find(([k]) => k === objectKey(space, 'VolumeSnapshot', ids.snap))![1]
+          .replace(ids.vol2, snapped),
+      );
+      for (const wide of [false, true]) {
+        const t = await runStorctl([
+          'get',
+          'volumes',
+          ...(wide ? ['-o', 'wide'] : []),
+          '--store',
+          url,
+          '--cluster-id',
+          big.clusterId,
+        ]);
+        expect(t.code).toBe(8);
+        const [header, ...rows] = t.stdout.trimEnd().split('\n');
+        expect(header.trim().split(/\s+/).slice(-1)[0]).toBe(wide ? 'LABELS' : 'SOURCE');
+        const cells = rows.map((l) => l.trim().split(/\s+/));
+        expect(cells.map((c) => c[0])).toEqual(listed);
+        const row = (u: string) => cells.find((c) => c[0] === u)!;
+        expect(row(degraded).slice(1, 10)).toEqual([
+          '2',
+          'node-1',
+          'nbd',
+          'Degraded',
+          '1GiB',
+          'false',
+          '<none>',
+          '0',
+          '<none>',
+        ]);
+        expect(row(snapped)[4]).toBe('Online');
+        expect(row(snapped)[8]).toBe('1');
+        if (wide) expect(row(uuids[0])[10]).toBe(ids.nexus);
+        for (const u of bad)
+          expect(t.stderr).toContain(`cannot decode ${objectKey(big, 'VolumeSpec', u)}: field 'uuid'`);
+      }
       await store.deletePrefix(`/openebs.io/mayastor/apis/v0/clusters/${big.clusterId}/`);
     });
 

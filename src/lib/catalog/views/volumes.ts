@@ -1,5 +1,5 @@
 import { humanizeBytes } from '../../output/humanize.js';
-import type { Listing } from '../../output/render.js';
+import type { Column, Listing } from '../../output/render.js';
 import { storedVolume } from '../../rest/present.js';
 import {
   createdState,
@@ -51,44 +51,57 @@ const labelsText = (labels: Record<string, string> | null | undefined) =>
 
 export { labelsText };
 
-export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => boolean): Listing<VolumeRow> {
-  const snapshotCounts = new Map<string, number>();
+/** How many snapshots have each volume as their source (REST's `num_snapshots`). */
+export function snapshotCounts(state: ClusterState): Record<string, number> {
+  const counts: Record<string, number> = {};
   for (const s of specsOf(state, 'VolumeSnapshot'))
-    snapshotCounts.set(s.spec.source_id, (snapshotCounts.get(s.spec.source_id) ?? 0) + 1);
-  const rows = specsOf(state, 'VolumeSpec')
-    .filter((v) => !filter || filter(v))
-    .map((spec) => ({
-      spec,
-      // Core's view when it answers (it sees the nexus and its children), else the store's.
-      status: state.live?.volumes.get(spec.uuid)?.state.status ?? volumeStatus(state, spec),
-      snapshots: snapshotCounts.get(spec.uuid) ?? 0,
-    }));
+    counts[s.spec.source_id] = (counts[s.spec.source_id] ?? 0) + 1;
+  return counts;
+}
+
+export function volumeRow(state: ClusterState, spec: VolumeSpec, counts: Record<string, number>): VolumeRow {
   return {
-    rows,
-    columns: [
-      { header: 'ID', get: (r) => r.spec.uuid },
-      { header: 'REPLICAS', get: (r) => r.spec.num_replicas },
-      { header: 'TARGET-NODE', get: (r) => volumeTargetNode(r.spec) },
-      { header: 'ACCESSIBILITY', get: (r) => volumeTargetProtocol(r.spec) },
-      { header: 'STATUS', get: (r) => r.status },
-      { header: 'SIZE', get: (r) => humanizeBytes(r.spec.size) },
-      { header: 'THIN-PROVISIONED', get: (r) => thinText(r.spec) },
-      { header: 'ALLOCATED', get: () => null },
-      { header: 'SNAPSHOTS', get: (r) => r.snapshots },
-      { header: 'SOURCE', get: (r) => (volumeContentSource(r.spec) ? 'Snapshot' : null) },
-      { header: 'NEXUS', get: (r) => volumeNexusId(r.spec), wide: true },
-      {
-        header: 'TARGET',
-        get: (r) => state.live?.volumes.get(r.spec.uuid)?.state.target?.deviceUri,
-        wide: true,
-      },
-      {
-        header: 'OPERATION',
-        get: (r) => (r.spec.operation ? operationName(r.spec.operation.operation) : null),
-        wide: true,
-      },
-      { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
-    ],
+    spec,
+    // Core's view when it answers (it sees the nexus and its children), else the store's.
+    status: state.live?.volumes.get(spec.uuid)?.state.status ?? volumeStatus(state, spec),
+    snapshots: counts[spec.uuid] ?? 0,
+  };
+}
+
+export function volumeColumns(state: ClusterState): Column<VolumeRow>[] {
+  return [
+    { header: 'ID', get: (r) => r.spec.uuid },
+    { header: 'REPLICAS', get: (r) => r.spec.num_replicas },
+    { header: 'TARGET-NODE', get: (r) => volumeTargetNode(r.spec) },
+    { header: 'ACCESSIBILITY', get: (r) => volumeTargetProtocol(r.spec) },
+    { header: 'STATUS', get: (r) => r.status },
+    { header: 'SIZE', get: (r) => humanizeBytes(r.spec.size) },
+    { header: 'THIN-PROVISIONED', get: (r) => thinText(r.spec) },
+    { header: 'ALLOCATED', get: () => null },
+    { header: 'SNAPSHOTS', get: (r) => r.snapshots },
+    { header: 'SOURCE', get: (r) => (volumeContentSource(r.spec) ? 'Snapshot' : null) },
+    { header: 'NEXUS', get: (r) => volumeNexusId(r.spec), wide: true },
+    {
+      header: 'TARGET',
+      get: (r) => state.live?.volumes.get(r.spec.uuid)?.state.target?.deviceUri,
+      wide: true,
+    },
+    {
+      header: 'OPERATION',
+      get: (r) => (r.spec.operation ? operationName(r.spec.operation.operation) : null),
+      wide: true,
+    },
+    { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
+  ];
+}
+
+export function volumeListing(state: ClusterState, filter?: (v: VolumeSpec) => boolean): Listing<VolumeRow> {
+  const counts = snapshotCounts(state);
+  return {
+    rows: specsOf(state, 'VolumeSpec')
+      .filter((v) => !filter || filter(v))
+      .map((spec) => volumeRow(state, spec, counts)),
+    columns: volumeColumns(state),
     // REST's volume: core's own when it answers, else the stored spec in its shape.
     object: (r) => state.live?.volumes.get(r.spec.uuid) ?? storedVolume(r.spec, r.snapshots),
   };
