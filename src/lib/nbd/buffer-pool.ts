@@ -6,11 +6,15 @@
  * 256 KiB; a list of 32 per size let half of them be allocated anew, and the GC took a tenth of
  * the io-engine's time). When the bound is reached, the sizes least recently asked for make room:
  * one pool serves every client of a server, and what an earlier workload left must not keep the
- * current one from being pooled.
+ * current one from being pooled. A pool left unused for `idleMs` lets go of everything: a node runs
+ * one path proxy per staged volume, and an idle one should not sit on its last burst's buffers.
  */
 export class BufferPool {
   private readonly free = new Map<number, Buffer[]>();
   private pooledBytes = 0;
+  /** Armed while buffers are pooled; `used` says whether get/put ran since it last fired. */
+  private idleTimer: NodeJS.Timeout | null = null;
+  private used = false;
 
   constructor(
     /** Most bytes kept free at once; what is given back beyond it is left to the GC. */
@@ -18,10 +22,17 @@ export class BufferPool {
     /** Buffers smaller than this are not pooled (cheap to allocate). */
     private readonly minSize = 64 * 1024,
     private readonly maxSizes = 16,
+    private readonly idleMs = 10_000,
   ) {}
+
+  /** Bytes held free now. */
+  get bytes(): number {
+    return this.pooledBytes;
+  }
 
   get(size: number): Buffer {
     if (size < this.minSize) return Buffer.allocUnsafe(size);
+    this.used = true;
     const list = this.recent(size);
     const buf = list.pop();
     if (!buf) return Buffer.allocUnsafeSlow(size);
@@ -46,6 +57,19 @@ export class BufferPool {
     if (this.pooledBytes + size > this.maxBytes) return;
     list.push(buf);
     this.pooledBytes += size;
+    this.used = true;
+    this.idleTimer ??= setTimeout(() => this.onIdleCheck(), this.idleMs).unref();
+  }
+
+  private onIdleCheck(): void {
+    this.idleTimer = null;
+    if (!this.used) {
+      this.free.clear();
+      this.pooledBytes = 0;
+      return;
+    }
+    this.used = false;
+    if (this.pooledBytes > 0) this.idleTimer = setTimeout(() => this.onIdleCheck(), this.idleMs).unref();
   }
 
   /** The free list of `size`, marked as the most recently used one (created when missing). */

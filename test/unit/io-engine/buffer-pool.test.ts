@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { BufferPool } from '../../../src/lib/nbd/buffer-pool.js';
 
 const KiB = 1024;
@@ -32,6 +32,33 @@ describe('BufferPool', () => {
     // One 1 MiB buffer made room for the four of 256 KiB; the other is still there.
     expect(earlier).toContain(pool.get(1024 * KiB));
     expect(earlier).not.toContain(pool.get(1024 * KiB));
+  });
+
+  it('lets go of every buffer once unused for its idle time, and pools again afterwards', () => {
+    vi.useFakeTimers();
+    try {
+      const pool = new BufferPool(64 * 1024 * KiB, 64 * KiB, 16, 50);
+      const first = pool.get(256 * KiB);
+      pool.put(first);
+      expect(pool.bytes).toBe(256 * KiB);
+      // In use (a get and a put within every idle period) it keeps its buffers...
+      for (let i = 0; i < 10; i++) {
+        vi.advanceTimersByTime(30);
+        const b = pool.get(256 * KiB);
+        expect(b).toBe(first);
+        pool.put(b);
+      }
+      // ...and left alone for two periods (the first sees the last use) it drops them.
+      vi.advanceTimersByTime(50);
+      expect(pool.bytes).toBe(256 * KiB);
+      vi.advanceTimersByTime(50);
+      expect(pool.bytes).toBe(0);
+      expect(pool.get(256 * KiB)).not.toBe(first);
+      pool.put(pool.get(128 * KiB));
+      expect(pool.bytes).toBe(128 * KiB);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('does not pool small buffers or views into another buffer', () => {
