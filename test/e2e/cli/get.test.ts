@@ -9,6 +9,9 @@ import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { fixtureDump, ids, records, space } from './cluster-fixture.js';
 
+/** vol1's table cells after its id: published on node-1, Degraded by its NexusInfo, no snapshots. */
+const VOL1_CELLS = ['2', 'node-1', 'nbd', 'Degraded', '1GiB', 'false', '<none>', '0', '<none>'];
+
 /** The `get`, `store dump` and `store load` commands, run as a user runs them, on both backends. */
 function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => Promise<void> }>) {
   describe(`storctl get / store (${name})`, () => {
@@ -53,18 +56,7 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
         /^\s*ID\s+REPLICAS\s+TARGET-NODE\s+ACCESSIBILITY\s+STATUS\s+SIZE\s+THIN-PROVISIONED\s+ALLOCATED\s+SNAPSHOTS\s+SOURCE$/,
       );
       const row1 = r.stdout.split('\n').find((l) => l.includes(ids.vol1))!;
-      expect(row1.trim().split(/\s+/)).toEqual([
-        ids.vol1,
-        '2',
-        'node-1',
-        'nbd',
-        'Degraded',
-        '1GiB',
-        'false',
-        '<none>',
-        '0',
-        '<none>',
-      ]);
+      expect(row1.trim().split(/\s+/)).toEqual([ids.vol1, ...VOL1_CELLS]);
       const row2 = r.stdout.split('\n').find((l) => l.includes(ids.vol2))!;
       expect(row2).toMatch(/<none>\s+<none>\s+Online\s+5GiB\s+true \(snapped\)\s+<none>\s+1\s+<none>/);
       expect(lines.length).toBe(3);
@@ -327,17 +319,7 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
         const cells = rows.map((l) => l.trim().split(/\s+/));
         expect(cells.map((c) => c[0])).toEqual(listed);
         const row = (u: string) => cells.find((c) => c[0] === u)!;
-        expect(row(degraded).slice(1, 10)).toEqual([
-          '2',
-          'node-1',
-          'nbd',
-          'Degraded',
-          '1GiB',
-          'false',
-          '<none>',
-          '0',
-          '<none>',
-        ]);
+        expect(row(degraded).slice(1, 10)).toEqual(VOL1_CELLS);
         expect(row(snapped)[4]).toBe('Online');
         expect(row(snapped)[8]).toBe('1');
         if (wide) expect(row(uuids[0])[10]).toBe(ids.nexus);
