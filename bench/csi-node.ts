@@ -3,7 +3,9 @@
  * - sequential 1 MiB writes then reads of a file on the staged ext4 (path proxy → nbdfuse → loop →
  *   ext4, O_DIRECT through dd) next to the same I/O straight on the volume's NBD target (qemu-img
  *   bench, one request in flight); bar: at least half the direct target's rate;
- * - NodeStageVolume + NodeUnstageVolume latency (p50/p90 of N rounds; format only on the first).
+ * - NodeStageVolume + NodeUnstageVolume latency (p50/p90 of N rounds; format only on the first);
+ * - the read hop by hop, and the path proxy beside its peer: nbdkit's nbd plugin as the same hop
+ *   (a unix socket in front of the same target), in `reads` alternating pairs.
  * The reads run in `reads` alternating pairs (direct, then through the filesystem, the order
  * swapping each pair) and the bar is checked on the median of the pairs' ratios: a read of a few
  * hundred MiB takes a fraction of a second, and this shared machine's speed moves more than that
@@ -17,8 +19,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { PROXY_EXPORT } from '../src/daemons/csi-node/proxy-server.js';
 import { stageRequest } from '../test/helpers/csi-client.js';
+import { waitFor } from '../test/helpers/wait.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { CsiNodeFixture } from '../test/integration/csi-node/fixture.js';
+import { startTool } from '../test/integration/io-engine/nbd-tools.js';
 
 const execFileP = promisify(execFile);
 const mib = Number(process.argv[2] ?? 1024);
@@ -105,11 +109,44 @@ async function main() {
     // The same reads hop by hop, to see which layer costs what: the proxy's NBD socket, the
     // nbdfuse file the loop device is bound to, the loop device.
     const staged = JSON.parse(await readFile(join(node.stateDir, 'state.json'), 'utf8')).volumes[id];
+    // The proxy's peer: nbdkit's nbd plugin as the same kind of hop (unix socket in front of the
+    // same target), in alternating pairs with ours.
+    const peerSocket = join(node.dir, 'peer-proxy.sock');
+    const peer = startTool('nbdkit', ['-f', '--unix', peerSocket, 'nbd', `uri=${uri}`]);
+    const proxyPairs: { ours: number; nbdkit: number }[] = [];
+    try {
+      await waitFor(
+        async () =>
+          (await execFileP('nbdinfo', ['--size', `nbd+unix:///?socket=${peerSocket}`]).catch(() => null))
+            ?.stdout || (await peer.failIfExited()),
+        { what: 'nbdkit nbd plugin serving' },
+      );
+      for (let i = 0; i < reads; i++) {
+        const pair = { ours: 0, nbdkit: 0 };
+        for (const side of i % 2 ? (['nbdkit', 'ours'] as const) : (['ours', 'nbdkit'] as const))
+          pair[side] = await qemuBench(
+            side === 'ours'
+              ? `nbd+unix:///${PROXY_EXPORT}?socket=${staged.proxy.socketPath}`
+              : `nbd+unix:///?socket=${peerSocket}`,
+            false,
+          );
+        proxyPairs.push(pair);
+      }
+    } finally {
+      peer.kill();
+    }
     const hops = {
-      proxy_socket: await qemuBench(`nbd+unix:///${PROXY_EXPORT}?socket=${staged.proxy.socketPath}`, false),
+      proxy_socket: quantile(
+        proxyPairs.map((p) => p.ours),
+        0.5,
+      ),
       nbdfuse_file: await ddRate([`if=${staged.device.file}`, 'of=/dev/null', 'iflag=direct']),
       loop_device: await ddRate([`if=${staged.device.device}`, 'of=/dev/null', 'iflag=direct']),
     };
+    const peerProxy = quantile(
+      proxyPairs.map((p) => p.nbdkit),
+      0.5,
+    );
     await unstage();
     const stageMs: number[] = [];
     const unstageMs: number[] = [];
@@ -135,6 +172,16 @@ async function main() {
             ratio: { write: Math.round(ratioWrite * 100) / 100, read: Math.round(ratioRead * 100) / 100 },
             read_ratio_per_pair: readRatios.map((r) => Math.round(r * 100) / 100),
             read_by_hop: Object.fromEntries(Object.entries(hops).map(([k, v]) => [k, r1(v)])),
+            proxy_peer: {
+              nbdkit_nbd_plugin_socket: r1(peerProxy),
+              ours_over_nbdkit:
+                Math.round(
+                  quantile(
+                    proxyPairs.map((p) => p.ours / p.nbdkit),
+                    0.5,
+                  ) * 100,
+                ) / 100,
+            },
           },
           stage_ms: {
             first_with_mkfs: Math.round(firstStageMs),
