@@ -59,6 +59,22 @@ async function ddRate(args: string[]): Promise<number> {
 
 const quantile = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
+const median = (xs: number[]) => quantile(xs, 0.5);
+
+/** `n` pairs of rates of `a` and `b`, the order swapping each pair, so drift hits both alike. */
+async function alternatingPairs(
+  n: number,
+  a: () => Promise<number>,
+  b: () => Promise<number>,
+): Promise<[number, number][]> {
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < n; i++) {
+    const pair: [number, number] = [0, 0];
+    for (const side of i % 2 ? [1, 0] : [0, 1]) pair[side] = await (side === 0 ? a : b)();
+    pairs.push(pair);
+  }
+  return pairs;
+}
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 async function main() {
@@ -88,24 +104,15 @@ async function main() {
     const firstStageMs = performance.now() - t0;
     const file = join(staging, 'bench.bin');
     const fsWrite = await ddRate(['if=/dev/zero', `of=${file}`, 'oflag=direct', 'conv=fsync']);
-    const readPairs: { direct: number; fs: number }[] = [];
-    for (let i = 0; i < reads; i++) {
-      const pair = { direct: 0, fs: 0 };
-      for (const side of i % 2 ? (['fs', 'direct'] as const) : (['direct', 'fs'] as const))
-        pair[side] =
-          side === 'direct'
-            ? await qemuBench(uri, false)
-            : await ddRate([`if=${file}`, 'of=/dev/null', 'iflag=direct']);
-      readPairs.push(pair);
-    }
-    const directRead = quantile(
-      readPairs.map((p) => p.direct),
-      0.5,
-    );
-    const fsRead = quantile(
-      readPairs.map((p) => p.fs),
-      0.5,
-    );
+    const readPairs = (
+      await alternatingPairs(
+        reads,
+        () => qemuBench(uri, false),
+        () => ddRate([`if=${file}`, 'of=/dev/null', 'iflag=direct']),
+      )
+    ).map(([direct, fs]) => ({ direct, fs }));
+    const directRead = median(readPairs.map((p) => p.direct));
+    const fsRead = median(readPairs.map((p) => p.fs));
     // The same reads hop by hop, to see which layer costs what: the proxy's NBD socket, the
     // nbdfuse file the loop device is bound to, the loop device.
     const staged = JSON.parse(await readFile(join(node.stateDir, 'state.json'), 'utf8')).volumes[id];
@@ -113,7 +120,7 @@ async function main() {
     // same target), in alternating pairs with ours.
     const peerSocket = join(node.dir, 'peer-proxy.sock');
     const peer = startTool('nbdkit', ['-f', '--unix', peerSocket, 'nbd', `uri=${uri}`]);
-    const proxyPairs: { ours: number; nbdkit: number }[] = [];
+    let proxyPairs: { ours: number; nbdkit: number }[];
     try {
       await waitFor(
         async () =>
@@ -121,32 +128,22 @@ async function main() {
             ?.stdout || (await peer.failIfExited()),
         { what: 'nbdkit nbd plugin serving' },
       );
-      for (let i = 0; i < reads; i++) {
-        const pair = { ours: 0, nbdkit: 0 };
-        for (const side of i % 2 ? (['nbdkit', 'ours'] as const) : (['ours', 'nbdkit'] as const))
-          pair[side] = await qemuBench(
-            side === 'ours'
-              ? `nbd+unix:///${PROXY_EXPORT}?socket=${staged.proxy.socketPath}`
-              : `nbd+unix:///?socket=${peerSocket}`,
-            false,
-          );
-        proxyPairs.push(pair);
-      }
+      proxyPairs = (
+        await alternatingPairs(
+          reads,
+          () => qemuBench(`nbd+unix:///${PROXY_EXPORT}?socket=${staged.proxy.socketPath}`, false),
+          () => qemuBench(`nbd+unix:///?socket=${peerSocket}`, false),
+        )
+      ).map(([ours, nbdkit]) => ({ ours, nbdkit }));
     } finally {
       peer.kill();
     }
     const hops = {
-      proxy_socket: quantile(
-        proxyPairs.map((p) => p.ours),
-        0.5,
-      ),
+      proxy_socket: median(proxyPairs.map((p) => p.ours)),
       nbdfuse_file: await ddRate([`if=${staged.device.file}`, 'of=/dev/null', 'iflag=direct']),
       loop_device: await ddRate([`if=${staged.device.device}`, 'of=/dev/null', 'iflag=direct']),
     };
-    const peerProxy = quantile(
-      proxyPairs.map((p) => p.nbdkit),
-      0.5,
-    );
+    const peerProxy = median(proxyPairs.map((p) => p.nbdkit));
     await unstage();
     const stageMs: number[] = [];
     const unstageMs: number[] = [];
@@ -160,7 +157,7 @@ async function main() {
     }
     const ratioWrite = fsWrite / directWrite;
     const readRatios = readPairs.map((p) => p.fs / p.direct);
-    const ratioRead = quantile(readRatios, 0.5);
+    const ratioRead = median(readRatios);
     console.log(
       JSON.stringify(
         {
@@ -174,13 +171,7 @@ async function main() {
             read_by_hop: Object.fromEntries(Object.entries(hops).map(([k, v]) => [k, r1(v)])),
             proxy_peer: {
               nbdkit_nbd_plugin_socket: r1(peerProxy),
-              ours_over_nbdkit:
-                Math.round(
-                  quantile(
-                    proxyPairs.map((p) => p.ours / p.nbdkit),
-                    0.5,
-                  ) * 100,
-                ) / 100,
+              ours_over_nbdkit: Math.round(median(proxyPairs.map((p) => p.ours / p.nbdkit)) * 100) / 100,
             },
           },
           stage_ms: {
