@@ -2,14 +2,13 @@ import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
 import { byId, type ClusterState, readCluster } from './catalog/cluster.js';
 import type { LiveAnswer, LiveKind, LiveUnavailable } from './catalog/live.js';
-import { volumeTableColumns } from './catalog/page-validator.js';
 import { countSnapshots } from './catalog/snapshot-counts.js';
 import { streamSpecs, volumeTableRows } from './catalog/stream.js';
-import { snapshotCounts } from './catalog/views/volumes.js';
+import { snapshotCounts, volumeColumns } from './catalog/views/volumes.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
 import { type DecodeError, ExitCode, NotFoundError, UsageError } from './errors.js';
-import type { Listing } from './output/render.js';
+import { type Listing, shownColumns } from './output/render.js';
 import { clusterHeaderValue } from './rest/endpoint.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
 import { clusterPrefix } from './store/keys.js';
@@ -190,7 +189,7 @@ export abstract class GetCommand extends StorctlCommand {
       // Key order is the listings' id order for canonical uuids; any other id is sorted as they are.
       if (rows.some((r, i) => i > 0 && byId.compare(rows[i - 1][0], r[0]) > 0))
         rows.sort((a, b) => byId.compare(a[0], b[0]));
-      const headers = volumeTableColumns(state, wide).map((c) => c.header);
+      const headers = shownColumns(volumeColumns(state), wide).map((c) => c.header);
       this.print({ rows, columns: headers.map((header, i) => ({ header, get: (r: string[]) => r[i] })) });
       return [...state.errors, ...errors];
     });

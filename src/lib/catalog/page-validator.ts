@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DecodeError } from '../errors.js';
-import { type Column, cell } from '../output/render.js';
+import { type Column, cell, shownColumns } from '../output/render.js';
 import { storedVolume } from '../rest/present.js';
 import { decodeRecord } from '../specs/index.js';
 import { stringifyJson } from '../specs/json.js';
@@ -36,11 +36,6 @@ export interface PageVerdict {
   text?: string;
   /** With a table presenter instead: each volume's table cells, in order. */
   rows?: string[][];
-}
-
-/** The table's columns as the presenter asks for them. */
-export function volumeTableColumns(state: ClusterState, wide: boolean): Column<VolumeRow>[] {
-  return volumeColumns(state).filter((c) => wide || !c.wide);
 }
 
 /**
@@ -80,7 +75,7 @@ function tableOf(t: NonNullable<VolumePresenter['table']>) {
   let table = tables.get(t);
   if (!table) {
     const state: ClusterState = { specs: {}, nexusInfo: t.nexusInfo, liveness: new Map(), errors: [] };
-    table = { state, columns: volumeTableColumns(state, t.wide) };
+    table = { state, columns: shownColumns(volumeColumns(state), t.wide) };
     tables.set(t, table);
   }
   return table;

@@ -23,6 +23,11 @@ export interface Listing<T> {
   single?: boolean;
 }
 
+/** The columns a table shows: the wide ones only with `-o wide`. */
+export function shownColumns<T>(columns: Column<T>[], wide: boolean): Column<T>[] {
+  return columns.filter((c) => wide || !c.wide);
+}
+
 export const cell = (v: string | number | boolean | null | undefined): string =>
   v === null || v === undefined || v === '' ? NONE : String(v);
 
@@ -116,7 +121,7 @@ export function* renderLines<T>(
     for (const row of listing.rows) yield toYaml([rowObject(listing, row)]).trimEnd();
     return;
   }
-  const columns = listing.columns.filter((c) => format === 'wide' || !c.wide);
+  const columns = shownColumns(listing.columns, format === 'wide');
   yield* tableLines(
     columns.map((c) => c.header),
     listing.rows.map((r) => columns.map((c) => cell(c.get(r)))),
