@@ -1,11 +1,12 @@
 /**
  * The block CSI node's data path and attach latency, beside its peer in the same run:
- * - sequential 1 MiB writes then reads of a file on the staged ext4 (path proxy → nbdfuse → loop →
- *   ext4, O_DIRECT through dd) next to the same I/O straight on the volume's NBD target (qemu-img
+ * - sequential 1 MiB writes then reads of a file on the staged ext4 (path proxy serving a FUSE file →
+ *   loop → ext4, O_DIRECT through dd) next to the same I/O straight on the volume's NBD target (qemu-img
  *   bench, one request in flight); bar: at least half the direct target's rate;
  * - NodeStageVolume + NodeUnstageVolume latency (p50/p90 of N rounds; format only on the first);
- * - the read hop by hop, and the path proxy beside its peer: nbdkit's nbd plugin as the same hop
- *   (a unix socket in front of the same target), in `reads` alternating pairs.
+ * - the read hop by hop, and the path proxy's NBD socket (what kernel NBD attaches to) beside its
+ *   peer: nbdkit's nbd plugin as the same hop (a unix socket in front of the same target), in
+ *   `reads` alternating pairs.
  * The reads run in `reads` alternating pairs (direct, then through the filesystem, the order
  * swapping each pair) and the bar is checked on the median of the pairs' ratios: a read of a few
  * hundred MiB takes a fraction of a second, and this shared machine's speed moves more than that
@@ -114,7 +115,7 @@ async function main() {
     const directRead = median(readPairs.map((p) => p.direct));
     const fsRead = median(readPairs.map((p) => p.fs));
     // The same reads hop by hop, to see which layer costs what: the proxy's NBD socket, the
-    // nbdfuse file the loop device is bound to, the loop device.
+    // proxy's FUSE file the loop device is bound to, the loop device.
     const staged = JSON.parse(await readFile(join(node.stateDir, 'state.json'), 'utf8')).volumes[id];
     // The proxy's peer: nbdkit's nbd plugin as the same kind of hop (unix socket in front of the
     // same target), in alternating pairs with ours.
@@ -140,7 +141,7 @@ async function main() {
     }
     const hops = {
       proxy_socket: median(proxyPairs.map((p) => p.ours)),
-      nbdfuse_file: await ddRate([`if=${staged.device.file}`, 'of=/dev/null', 'iflag=direct']),
+      fuse_file: await ddRate([`if=${staged.device.file}`, 'of=/dev/null', 'iflag=direct']),
       loop_device: await ddRate([`if=${staged.device.device}`, 'of=/dev/null', 'iflag=direct']),
     };
     const peerProxy = median(proxyPairs.map((p) => p.nbdkit));
@@ -162,7 +163,7 @@ async function main() {
       JSON.stringify(
         {
           command: `npx tsx bench/csi-node.ts ${mib} ${rounds} ${reads}`,
-          attacher: 'nbdfuse + loop (path proxy in front)',
+          attacher: 'fuse-loop (the path proxy serves a FUSE file; a loop device on it)',
           sequential_1MiB_MiB_per_s: {
             direct_target: { write: r1(directWrite), read: r1(directRead) },
             through_staged_ext4: { write: r1(fsWrite), read: r1(fsRead) },

@@ -16,7 +16,7 @@ export default class DaemonCsiNode extends StorctlCommand {
   static override description =
     `Block CSI node plugin: serves CSI Identity + Node on a unix socket and attaches volumes (nbd://) as filesystems or raw block devices
 
-Each staged volume goes through a per-volume NBD path proxy (its own process, so volumes keep working while this daemon restarts; HA re-points it to a new target), then the kernel NBD client where the nbd module exists, else nbdfuse + a loop device. A small gRPC service (NodeFs) on a loopback port freezes and thaws filesystems for snapshots; with --rest the node registers it with core as an app node. What is attached is kept in a state file, so a restarted daemon serves and unstages its volumes again.`;
+Each staged volume goes through a per-volume NBD path proxy (its own process, so volumes keep working while this daemon restarts; HA re-points it to a new target), then the kernel NBD client where the nbd module exists, else a loop device on a FUSE file the proxy itself serves (--attacher fuse-loop). A small gRPC service (NodeFs) on a loopback port freezes and thaws filesystems for snapshots; with --rest the node registers it with core as an app node. What is attached is kept in a state file, so a restarted daemon serves and unstages its volumes again.`;
 
   static override examples = [
     '<%= config.bin %> daemon csi-node --endpoint unix:///var/lib/kubelet/plugins/io.storctl.csi-block/csi.sock --node-id node-1 --rest http://127.0.0.1:8081',
@@ -53,8 +53,9 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
       env: 'STORCTL_CSI_NODE_FS_LISTEN',
     }),
     attacher: Flags.option({
-      description: 'how a volume becomes a block device (auto: kernel NBD when the nbd module exists)',
-      options: ['auto', 'kernel-nbd', 'nbdfuse-loop'] as const,
+      description:
+        'how a volume becomes a block device (auto: kernel NBD when the nbd module exists, else fuse-loop: a loop device on a FUSE file the path proxy serves)',
+      options: ['auto', 'kernel-nbd', 'fuse-loop', 'nbdfuse-loop'] as const,
       default: 'auto' as const,
       env: 'STORCTL_CSI_NODE_ATTACHER',
     })(),

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { defaultDataDir } from '../../lib/paths.js';
+import type { AttachedDevice } from './attacher.js';
 import type { FsType } from './fs-ops.js';
 
 export interface CsiNodeConfig {
@@ -14,7 +15,7 @@ export interface CsiNodeConfig {
   restUrl?: string;
   /** NodeFs listen address (loopback), registered as the app node's endpoint. */
   fsListen: { host: string; port: number };
-  attacher: 'auto' | 'kernel-nbd' | 'nbdfuse-loop';
+  attacher: 'auto' | AttachedDevice['kind'];
   maxVolumes: number;
   defaultFsType: FsType;
   /** How long I/O waits for a lost path to come back (reconnect or re-point) before failing. */

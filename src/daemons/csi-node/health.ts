@@ -17,7 +17,7 @@ export async function volumeHealth(v: StagedVolume): Promise<VolumeHealth> {
   const st = await proxyStatus(v.proxy);
   if (!st) return { abnormal: true, message: `the path proxy (pid ${v.proxy.pid}) is gone` };
   if (!v.device) return { abnormal: true, message: 'staging did not finish: no block device' };
-  const problem = await attacherFor(v.device).problem(v.device);
+  const problem = await attacherFor(v.device).problem(v.device, st);
   if (problem) return { abnormal: true, message: problem };
   if (!v.block) {
     if (!(await isMountPoint(v.stagingPath)))

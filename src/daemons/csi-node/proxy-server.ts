@@ -1,5 +1,7 @@
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
+import { dirname } from 'node:path';
+import { FuseFileServer } from '../../lib/fuse/file-server.js';
 import { type BlockBackend, BlockIoError, type ReadProgress } from '../../lib/nbd/backend.js';
 import { BufferPool } from '../../lib/nbd/buffer-pool.js';
 import { NbdClient } from '../../lib/nbd/client.js';
@@ -16,14 +18,15 @@ export interface ProxyServerOptions {
    * Control socket (0600): one JSON request per line, one JSON answer per line —
    * `{"op":"status"}`, `{"op":"repoint","target":"nbd://…"}` (HA: switch to a new target),
    * `{"op":"refresh"}` (reconnect to learn a new size), `{"op":"probe","timeoutMs":500}` (read one
-   * block from the target: is the path working?), `{"op":"stop"}`; the answer is
+   * block from the target: is the path working?), `{"op":"serve-file","path":"…"}` (serve the volume
+   * as a FUSE file mounted at `path`, beside this socket), `{"op":"stop"}`; the answer is
    * `{"ok":true,"status":{…}}` or `{"ok":false,"error":"…"}`.
    */
   controlPath: string;
   /** The current target, nbd://host:port/<export>. */
   target: string;
   /**
-   * The size the local device is told. The nbdfuse attacher asks for more than the volume (the loop
+   * The size the local device is told. The FUSE attachers ask for more than the volume (the loop
    * device on top is limited to the volume's size and grows with it); reads past the volume's end
    * answer zeroes, writes there fail with ENOSPC.
    */
@@ -47,6 +50,8 @@ export interface ProxyStatus {
   clients: number;
   lastError?: string;
   repoints: number;
+  /** The FUSE file this proxy serves the volume as (serve-file), while the kernel is connected. */
+  file?: string;
 }
 
 /**
@@ -68,6 +73,7 @@ export class PathProxy implements BlockBackend {
   private controlServer?: Server;
   private readonly connections = new Set<NbdServerConnection>();
   private readonly pool = new BufferPool();
+  private fileServer?: { path: string; server: FuseFileServer };
 
   constructor(private readonly opts: ProxyServerOptions) {
     this.target = opts.target;
@@ -175,6 +181,27 @@ export class PathProxy implements BlockBackend {
     return this.status();
   }
 
+  /**
+   * Serve the volume as a regular file mounted at `path` (a loop device on it makes the block
+   * device): the kernel's FUSE requests are answered from this process, so a read's bytes go from
+   * the target's socket into the FUSE reply. Idempotent while the mount is served.
+   */
+  async serveFile(path: string): Promise<ProxyStatus> {
+    if (dirname(path) !== dirname(this.opts.socketPath))
+      throw new Error(`serve-file: ${path} is not beside the proxy's socket`);
+    if (this.fileServer?.path === path) return this.status();
+    const server = new FuseFileServer({ path, backend: this, log: this.opts.log });
+    await server.mount();
+    const served = { path, server };
+    this.fileServer?.server.close();
+    this.fileServer = served;
+    void server.ended.then(() => {
+      if (this.fileServer === served) this.fileServer = undefined;
+      this.opts.log?.('FUSE file no longer served', { path });
+    });
+    return this.status();
+  }
+
   status(): ProxyStatus {
     return {
       target: this.target,
@@ -184,6 +211,7 @@ export class PathProxy implements BlockBackend {
       clients: this.connections.size,
       lastError: this.lastError,
       repoints: this.repoints,
+      file: this.fileServer?.path,
     };
   }
 
@@ -285,7 +313,7 @@ export class PathProxy implements BlockBackend {
 
   private async control(line: string): Promise<Record<string, unknown>> {
     try {
-      const req = JSON.parse(line) as { op?: string; target?: string; timeoutMs?: number };
+      const req = JSON.parse(line) as { op?: string; target?: string; timeoutMs?: number; path?: string };
       switch (req.op) {
         case 'status':
           return { ok: true, status: this.status() };
@@ -298,6 +326,9 @@ export class PathProxy implements BlockBackend {
         }
         case 'refresh':
           return { ok: true, status: await this.refresh() };
+        case 'serve-file':
+          if (typeof req.path !== 'string') throw new Error('serve-file needs a path');
+          return { ok: true, status: await this.serveFile(req.path) };
         case 'stop':
           setImmediate(() => void this.close().then(() => process.exit(0)));
           return { ok: true };
@@ -314,6 +345,7 @@ export class PathProxy implements BlockBackend {
     this.closed = true;
     for (const w of this.waiters.splice(0)) w();
     for (const c of this.connections) c.close();
+    this.fileServer?.server.close();
     await Promise.all([closeServer(this.nbdServer), closeServer(this.controlServer)]);
     await this.client?.close();
     await rm(this.opts.socketPath, { force: true });

@@ -98,7 +98,7 @@ async function readTail(file: string): Promise<string> {
 /** One request on the control socket. */
 export function proxyControl(
   ref: ProxyRef,
-  req: { op: string; target?: string; timeoutMs?: number },
+  req: { op: string; target?: string; timeoutMs?: number; path?: string },
   timeoutMs = 10_000,
 ): Promise<{ ok: boolean; error?: string; status?: ProxyStatus; probe?: PathProbe }> {
   return new Promise((resolve, reject) => {
@@ -132,7 +132,10 @@ export function proxyControl(
   });
 }
 
-async function expectOk(ref: ProxyRef, req: { op: string; target?: string }): Promise<ProxyStatus> {
+async function expectOk(
+  ref: ProxyRef,
+  req: { op: string; target?: string; path?: string },
+): Promise<ProxyStatus> {
   const a = await proxyControl(ref, req);
   if (!a.ok || !a.status) throw new Error(`path proxy ${req.op} failed: ${a.error ?? 'no status'}`);
   return a.status;
@@ -153,6 +156,9 @@ export async function probeProxy(ref: ProxyRef, timeoutMs: number): Promise<Path
   if (!a.ok || !a.probe) throw new Error(`path proxy probe failed: ${a.error ?? 'no answer'}`);
   return a.probe;
 }
+
+/** Have the proxy serve the volume as a FUSE file mounted at `path` (in the volume's directory). */
+export const serveFileFromProxy = (ref: ProxyRef, path: string) => expectOk(ref, { op: 'serve-file', path });
 
 /** Reconnect to learn the target's current size (after a resize). */
 export const refreshProxy = (ref: ProxyRef) => expectOk(ref, { op: 'refresh' });

@@ -100,7 +100,7 @@ async function detachDevice(
         await run('nbd-client', ['-d', d.device], { timeout: 10_000 });
         out.done.push(`disconnected ${d.device}`);
       }
-    } else if (d.kind === 'nbdfuse-loop' && /^\/dev\/loop\d+$/.test(d.device)) {
+    } else if ((d.kind === 'fuse-loop' || d.kind === 'nbdfuse-loop') && /^\/dev\/loop\d+$/.test(d.device)) {
       const backing = await readFile(`/sys/block/${basename(d.device)}/loop/backing_file`, 'utf8').catch(
         () => '',
       );
@@ -114,14 +114,16 @@ async function detachDevice(
     out.left.push(`device ${d.device}: ${(err as Error).message}`);
     return;
   }
-  if (d.fuseDir) {
-    if (!isBelow(d.fuseDir, stateDir)) out.left.push(`FUSE mount ${d.fuseDir}: not below ${stateDir}`);
+  // fuse-loop: the file itself is the FUSE mount point; nbdfuse-loop: the directory holding it.
+  const fuseMount = d.kind === 'fuse-loop' ? d.file : d.fuseDir;
+  if (fuseMount) {
+    if (!isBelow(fuseMount, stateDir)) out.left.push(`FUSE mount ${fuseMount}: not below ${stateDir}`);
     else {
       try {
-        const { count } = await unmountAll(d.fuseDir);
-        if (count) out.done.push(`unmounted ${d.fuseDir}`);
+        const { count } = await unmountAll(fuseMount);
+        if (count) out.done.push(`unmounted ${fuseMount}`);
       } catch (err) {
-        out.left.push(`FUSE mount ${d.fuseDir}: ${(err as Error).message}`);
+        out.left.push(`FUSE mount ${fuseMount}: ${(err as Error).message}`);
       }
     }
   }

@@ -27,12 +27,16 @@ export class CsiNodeFixture {
   fs?: NodeFsClient;
   ready: Record<string, unknown> = {};
 
-  constructor(private readonly restUrl?: string) {}
+  constructor(
+    private readonly restUrl?: string,
+    private readonly opts: { attacher?: 'fuse-loop' | 'nbdfuse-loop' } = {},
+  ) {}
 
   async start(): Promise<void> {
     const args = ['daemon', 'csi-node', '--endpoint', `unix://${this.socket}`, '--node-id', 'csi-node-1'];
     args.push('--root', this.root, '--state-dir', this.stateDir, '--path-timeout', '10s');
     if (this.restUrl) args.push('--rest', this.restUrl);
+    if (this.opts.attacher) args.push('--attacher', this.opts.attacher);
     this.pastOutput += this.proc?.output ?? '';
     const proc = new StorctlProcess(args, { STORCTL_LOG_LEVEL: 'info' });
     this.proc = proc;

@@ -13,8 +13,8 @@ import { CsiNodeFixture } from './fixture.js';
  * deadline on a machine with a few hung block devices, and the io-engine stalled meanwhile — every
  * listing left a read of each hung device on one of libuv's four threads, which all of the process's
  * file I/O shares. Here a device of our own hangs for real: the loop device csi-node staged a volume
- * on, its nbdfuse paused. Listing after listing must answer within a few seconds, and the io-engine
- * must go on serving its volumes (its replicas are files: their I/O needs those threads).
+ * on, its FUSE server (the path proxy) paused. Listing after listing must answer within a few
+ * seconds, and the io-engine must go on serving its volumes (its replicas are files: their I/O needs those threads).
  */
 describe('an io-engine lists block devices while one of them hangs', () => {
   let cluster: TestCluster | undefined;
@@ -36,7 +36,9 @@ describe('an io-engine lists block devices while one of them hangs', () => {
     const staging = join(node.root, 'plugins', staged, 'globalmount');
     await node.csi!.node('NodeStageVolume', stageRequest({ volumeId: staged, staging, uri }));
     const state = JSON.parse(readFileSync(join(node.stateDir, 'state.json'), 'utf8'));
-    const { device, fusePid } = state.volumes[staged].device as { device: string; fusePid: number };
+    const { device } = state.volumes[staged].device as { device: string };
+    // fuse-loop: the path proxy serves the loop device's file.
+    const fusePid = state.volumes[staged].proxy.pid as number;
     // A second volume, served by the same io-engine, for I/O while the device hangs.
     const other = newVolumeId();
     const otherUri = (await cluster.createPublished(other, { size: 16 << 20, replicas: 1, node: 'node-1' }))

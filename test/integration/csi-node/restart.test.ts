@@ -27,7 +27,10 @@ interface Stats {
 }
 
 interface StateFile {
-  volumes: Record<string, { proxy: { pid: number }; device: { device: string; fusePid: number } }>;
+  volumes: Record<
+    string,
+    { proxy: { pid: number }; device: { kind: string; device: string; fusePid: number } }
+  >;
 }
 
 /** Write `text` to `path` and fsync it: on the volume's blocks before the next step. */
@@ -52,9 +55,9 @@ describe('csi-node restarts and broken paths', () => {
     cluster = undefined;
   });
 
-  async function setup(engines = 1) {
+  async function setup(engines = 1, attacher?: 'nbdfuse-loop') {
     cluster = await TestCluster.start({ engines });
-    node = new CsiNodeFixture(cluster.restUrl);
+    node = new CsiNodeFixture(cluster.restUrl, { attacher });
     await node.start();
     const id = newVolumeId();
     const published = await cluster.createPublished(id, { size: 64 * MiB, replicas: 1, node: 'node-1' });
@@ -109,12 +112,18 @@ describe('csi-node restarts and broken paths', () => {
     expect(await n.leftovers()).toEqual([]);
   });
 
+  // The proxy serves the FUSE file itself (fuse-loop, the default here); nbdfuse in front of it is
+  // the other FUSE attacher.
   for (const victim of ['proxy', 'nbdfuse'] as const)
     it(`a dead ${victim} shows as abnormal and a repeated stage + publish repairs the volume, data kept`, {
       timeout: 120_000,
     }, async () => {
-      const { n, id, uri, staging, target } = await setup();
+      const { n, id, uri, staging, target } = await setup(
+        1,
+        victim === 'nbdfuse' ? 'nbdfuse-loop' : undefined,
+      );
       const before = (await state(n)).volumes[id];
+      expect(before.device.kind).toBe(victim === 'proxy' ? 'fuse-loop' : 'nbdfuse-loop');
       process.kill(victim === 'proxy' ? before.proxy.pid : before.device.fusePid, 'SIGKILL');
       const stats = await waitFor(
         async () => {
@@ -132,7 +141,7 @@ describe('csi-node restarts and broken paths', () => {
       await n.csi!.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
       await n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
       const after = (await state(n)).volumes[id];
-      expect(after.device.fusePid).not.toBe(before.device.fusePid);
+      expect(after.proxy.pid).not.toBe(before.proxy.pid);
       expect(await readFile(join(target, 'before.txt'), 'utf8')).toBe('written before\n');
       await writeFile(join(target, 'after.txt'), 'after repair\n');
       const ok = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });

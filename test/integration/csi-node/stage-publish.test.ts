@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { open, readdir, readFile, stat, statfs, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stageRequest } from '../../helpers/csi-client.js';
@@ -38,7 +38,7 @@ interface Stats {
 
 /**
  * The csi-node end to end on real mounts: a volume of a real cluster (io-engine NBD target) staged
- * through the path proxy → nbdfuse → loop device → ext4 / xfs, bind-published, written, unstaged,
+ * through the path proxy (serving a FUSE file) → loop device → ext4 / xfs, bind-published, written, unstaged,
  * staged again and read back, frozen, grown online; nothing of ours is left afterwards.
  */
 describe('csi-node stage / publish on real filesystems', () => {
@@ -101,12 +101,18 @@ describe('csi-node stage / publish on real filesystems', () => {
       [join(vdir, 'ctl.sock'), 0o600],
     ] as const)
       expect((await stat(path)).mode & 0o777, path).toBe(mode);
+    // The proxy serves the loop device's file, and the loop device passes 1 MiB requests on whole.
+    const rec = JSON.parse(await readFile(join(node.stateDir, 'state.json'), 'utf8')).volumes[id];
+    expect(rec.device).toMatchObject({ kind: 'fuse-loop', file: join(vdir, basename(vdir)) });
+    const queue = `/sys/block/${basename(rec.device.device)}/queue`;
+    const hw = Number(await readFile(`${queue}/max_hw_sectors_kb`, 'utf8'));
+    expect(Number(await readFile(`${queue}/max_sectors_kb`, 'utf8'))).toBe(Math.min(hw, 1024));
     await expect(
       csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri, fsType: 'xfs' })),
     ).rejects.toMatchObject({ code: 6 }); // ALREADY_EXISTS: staged with ext4
     await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
     await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target })); // idempotent
-    await writeFile(join(target, 'hello.txt'), 'written through proxy, nbdfuse, loop and ext4\n');
+    await writeFile(join(target, 'hello.txt'), 'written through the proxy, its FUSE file, loop and ext4\n');
 
     const stats = await csi.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
     expect(stats.volume_condition.abnormal).toBe(false);
@@ -134,7 +140,7 @@ describe('csi-node stage / publish on real filesystems', () => {
     const gone = await csi.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
     expect(gone.volume_condition).toEqual({ abnormal: true, message: `${target} is not mounted` });
     await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
-    expect(await readFile(join(target, 'hello.txt'), 'utf8')).toContain('written through proxy');
+    expect(await readFile(join(target, 'hello.txt'), 'utf8')).toContain('written through the proxy');
 
     await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
     await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target }); // idempotent
@@ -146,7 +152,7 @@ describe('csi-node stage / publish on real filesystems', () => {
     // Stage again: the filesystem is found (not formatted again) and the file is there; read-only publish.
     await csi.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
     await csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target, readonly: true }));
-    expect(await readFile(join(target, 'hello.txt'), 'utf8')).toContain('written through proxy');
+    expect(await readFile(join(target, 'hello.txt'), 'utf8')).toContain('written through the proxy');
     await expect(writeFile(join(target, 'nope.txt'), 'x')).rejects.toMatchObject({ code: 'EROFS' });
     await expect(
       csi.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target, readonly: false })),

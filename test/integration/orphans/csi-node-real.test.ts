@@ -8,7 +8,7 @@ import { CsiNodeFixture } from '../csi-node/fixture.js';
 const MiB = 1 << 20;
 
 /**
- * A real csi-node's leftovers: a volume staged (path proxy → nbdfuse → loop device → ext4) and
+ * A real csi-node's leftovers: a volume staged (path proxy → its FUSE file → loop device → ext4) and
  * published, csi-node killed -9, the volume deleted behind its back. `storctl orphans` names it,
  * and `--delete -y` undoes all of it: nothing of csi-node's is left on the machine.
  */

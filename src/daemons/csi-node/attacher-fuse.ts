@@ -1,0 +1,63 @@
+import { rm, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { isMountPoint } from '../../lib/mount/unmount.js';
+import type { AttachedDevice, Attacher } from './attacher.js';
+import {
+  bindLoop,
+  FUSE_FILE_SIZE,
+  growLoop,
+  loopBackingFile,
+  unbindLoops,
+  unmountFuse,
+} from './loop-on-fuse.js';
+import { type ProxyRef, serveFileFromProxy } from './proxy.js';
+import type { ProxyStatus } from './proxy-server.js';
+
+/**
+ * The path proxy serves the volume as a FUSE file of its own (src/lib/fuse/file-server.ts); a loop
+ * device makes it a block device. Where the nbd module is missing, this is the shortest path a
+ * filesystem's I/O can take to the target: kernel → proxy → target, one user-space hop, where
+ * nbdfuse in front of the proxy made two (and twice the copies).
+ */
+export class FuseLoopAttacher implements Attacher {
+  readonly kind = 'fuse-loop' as const;
+
+  advertisedSize(): number {
+    return FUSE_FILE_SIZE;
+  }
+
+  async attach(o: { dir: string; proxy: ProxyRef; size: number }): Promise<AttachedDevice> {
+    // Named after the volume's directory (a uuid): see loopsOf.
+    const file = join(o.dir, basename(o.dir));
+    const d: AttachedDevice = { kind: this.kind, device: '', file };
+    try {
+      if (await isMountPoint(file)) await unmountFuse(file);
+      await writeFile(file, '', { mode: 0o600, flag: 'a' });
+      await serveFileFromProxy(o.proxy, file);
+      d.device = await bindLoop(file, o.size);
+      return d;
+    } catch (err) {
+      await this.detach(d).catch(() => {});
+      throw err;
+    }
+  }
+
+  async detach(d: AttachedDevice): Promise<void> {
+    if (!d.file) return;
+    // The FUSE mount must stay until no loop device uses its file: unmounting it first would leave
+    // the loop device bound to a file nobody serves. Its proxy sees the unmount and stops serving.
+    await unbindLoops(d.file);
+    await unmountFuse(d.file);
+    await rm(d.file, { force: true });
+  }
+
+  async problem(d: AttachedDevice, proxy: ProxyStatus): Promise<string | undefined> {
+    if (proxy.file !== d.file) return `the path proxy no longer serves ${d.file}`;
+    if ((await loopBackingFile(d.device)) !== d.file) return `${d.device} is no longer bound to ${d.file}`;
+    return undefined;
+  }
+
+  grow(d: AttachedDevice, size: number): Promise<void> {
+    return growLoop(d.device, d.file ?? '', size);
+  }
+}
