@@ -1,5 +1,7 @@
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, open, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stageRequest } from '../../helpers/csi-client.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -7,6 +9,7 @@ import { newVolumeId, TestCluster } from '../core/cluster.js';
 import { CsiNodeFixture } from './fixture.js';
 
 const MiB = 1 << 20;
+const exec = promisify(execFile);
 
 const publishRequest = (o: { volumeId: string; staging: string; target: string }) => ({
   volume_id: o.volumeId,
@@ -29,7 +32,7 @@ interface Stats {
 interface StateFile {
   volumes: Record<
     string,
-    { proxy: { pid: number }; device: { kind: string; device: string; fusePid: number } }
+    { proxy: { pid: number }; device: { kind: string; device: string; file: string; fusePid: number } }
   >;
 }
 
@@ -112,9 +115,14 @@ describe('csi-node restarts and broken paths', () => {
     expect(await n.leftovers()).toEqual([]);
   });
 
-  // The proxy serves the FUSE file itself (fuse-loop, the default here); nbdfuse in front of it is
-  // the other FUSE attacher.
-  for (const victim of ['proxy', 'nbdfuse'] as const)
+  // The proxy serves the FUSE file itself (fuse-loop, the default here): it dies, or the kernel's
+  // FUSE connection to it is aborted. nbdfuse in front of the proxy is the other FUSE attacher.
+  const victims = {
+    proxy: /the path proxy \(pid \d+\) is gone/,
+    'FUSE connection': /the path proxy no longer serves/,
+    nbdfuse: /nbdfuse \(pid \d+\) is gone/,
+  };
+  for (const [victim, message] of Object.entries(victims))
     it(`a dead ${victim} shows as abnormal and a repeated stage + publish repairs the volume, data kept`, {
       timeout: 120_000,
     }, async () => {
@@ -123,8 +131,21 @@ describe('csi-node restarts and broken paths', () => {
         victim === 'nbdfuse' ? 'nbdfuse-loop' : undefined,
       );
       const before = (await state(n)).volumes[id];
-      expect(before.device.kind).toBe(victim === 'proxy' ? 'fuse-loop' : 'nbdfuse-loop');
-      process.kill(victim === 'proxy' ? before.proxy.pid : before.device.fusePid, 'SIGKILL');
+      expect(before.device.kind).toBe(victim === 'nbdfuse' ? 'nbdfuse-loop' : 'fuse-loop');
+      if (victim === 'FUSE connection') {
+        // The FUSE connection's number is the minor of the mount's anonymous device; its abort file
+        // is in fusectl, mounted for this test in the fixture's dir (the host's may not be mounted).
+        const dev = (await stat(before.device.file)).dev;
+        const minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+        const fusectl = join(n.dir, 'fusectl');
+        await mkdir(fusectl);
+        await exec('mount', ['-t', 'fusectl', 'fusectl', fusectl]);
+        try {
+          await writeFile(join(fusectl, String(minor), 'abort'), '1');
+        } finally {
+          await exec('umount', [fusectl]);
+        }
+      } else process.kill(victim === 'proxy' ? before.proxy.pid : before.device.fusePid, 'SIGKILL');
       const stats = await waitFor(
         async () => {
           const s = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: staging });
@@ -132,7 +153,7 @@ describe('csi-node restarts and broken paths', () => {
         },
         { what: 'abnormal volume condition' },
       );
-      expect(stats.volume_condition.message).toMatch(victim);
+      expect(stats.volume_condition.message).toMatch(message);
       // A publish on a broken staging is refused rather than reported as done.
       await expect(
         n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target: `${target}-2` })),
