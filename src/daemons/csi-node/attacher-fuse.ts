@@ -2,14 +2,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { isMountPoint } from '../../lib/mount/unmount.js';
 import type { AttachedDevice, Attacher } from './attacher.js';
-import {
-  bindLoop,
-  FUSE_FILE_SIZE,
-  growLoop,
-  loopBackingFile,
-  unbindLoops,
-  unmountFuse,
-} from './loop-on-fuse.js';
+import { bindLoop, LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
 import { type ProxyRef, serveFileFromProxy } from './proxy.js';
 import type { ProxyStatus } from './proxy-server.js';
 
@@ -19,12 +12,8 @@ import type { ProxyStatus } from './proxy-server.js';
  * filesystem's I/O can take to the target: kernel → proxy → target, one user-space hop, where
  * nbdfuse in front of the proxy made two (and twice the copies).
  */
-export class FuseLoopAttacher implements Attacher {
+export class FuseLoopAttacher extends LoopOnFuseAttacher implements Attacher {
   readonly kind = 'fuse-loop' as const;
-
-  advertisedSize(): number {
-    return FUSE_FILE_SIZE;
-  }
 
   async attach(o: { dir: string; proxy: ProxyRef; size: number }): Promise<AttachedDevice> {
     // Named after the volume's directory (a uuid): see loopsOf.
@@ -53,11 +42,6 @@ export class FuseLoopAttacher implements Attacher {
 
   async problem(d: AttachedDevice, proxy: ProxyStatus): Promise<string | undefined> {
     if (proxy.file !== d.file) return `the path proxy no longer serves ${d.file}`;
-    if ((await loopBackingFile(d.device)) !== d.file) return `${d.device} is no longer bound to ${d.file}`;
-    return undefined;
-  }
-
-  grow(d: AttachedDevice, size: number): Promise<void> {
-    return growLoop(d.device, d.file ?? '', size);
+    return this.loopProblem(d);
   }
 }

@@ -5,14 +5,7 @@ import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
 import type { AttachedDevice, Attacher } from './attacher.js';
-import {
-  bindLoop,
-  FUSE_FILE_SIZE,
-  growLoop,
-  loopBackingFile,
-  unbindLoops,
-  unmountFuse,
-} from './loop-on-fuse.js';
+import { bindLoop, LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
 import type { ProxyRef } from './proxy.js';
 
 /**
@@ -20,13 +13,8 @@ import type { ProxyRef } from './proxy.js';
  * before fuse-loop (attacher-fuse.ts), which serves the file from the proxy itself: one process
  * and one socket hop fewer. Kept for volumes staged with it and as `--attacher nbdfuse-loop`.
  */
-export class NbdfuseLoopAttacher implements Attacher {
+export class NbdfuseLoopAttacher extends LoopOnFuseAttacher implements Attacher {
   readonly kind = 'nbdfuse-loop' as const;
-
-  // nbdfuse learns an export's size once, at connect, and never again.
-  advertisedSize(): number {
-    return FUSE_FILE_SIZE;
-  }
 
   async attach(o: { dir: string; proxy: ProxyRef; size: number }): Promise<AttachedDevice> {
     const fuseDir = join(o.dir, 'fuse');
@@ -100,11 +88,6 @@ export class NbdfuseLoopAttacher implements Attacher {
   async problem(d: AttachedDevice): Promise<string | undefined> {
     if (d.fusePid && !(await isSameProcessAlive(d.fusePid, d.fusePidStartTime)))
       return `nbdfuse (pid ${d.fusePid}) is gone`;
-    if ((await loopBackingFile(d.device)) !== d.file) return `${d.device} is no longer bound to ${d.file}`;
-    return undefined;
-  }
-
-  grow(d: AttachedDevice, size: number): Promise<void> {
-    return growLoop(d.device, d.file ?? '', size);
+    return this.loopProblem(d);
   }
 }

@@ -2,13 +2,14 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
+import type { AttachedDevice } from './attacher.js';
 import { run } from './exec.js';
 
 /**
- * A loop device on a FUSE file: what both FUSE attachers make of a volume. The loop devices they bind to the file that shows a volume's bytes. The FUSE
- * file is far larger than any volume (see FUSE_FILE_SIZE); the loop device is limited
- * (LOOP_SET_STATUS64 lo_sizelimit) to the volume's size, so growing a volume online is one ioctl
- * on the loop device.
+ * A loop device on a FUSE file: what both FUSE attachers make of a volume. The file is far larger
+ * than any volume (FUSE_FILE_SIZE); the loop device is limited (LOOP_SET_STATUS64 lo_sizelimit) to
+ * the volume's size, so growing a volume online is one ioctl on the loop device (nbdfuse, for one,
+ * learns an export's size once, at connect, and never again).
  */
 export const FUSE_FILE_SIZE = 2 ** 44; // 16 TiB
 
@@ -118,4 +119,21 @@ export async function unmountFuse(target: string): Promise<void> {
     }
   }
   if (await isMountPoint(target)) await unmountAll(target);
+}
+
+/** What both FUSE attachers share: a file far larger than the volume, a loop device sized on it. */
+export abstract class LoopOnFuseAttacher {
+  advertisedSize(): number {
+    return FUSE_FILE_SIZE;
+  }
+
+  grow(d: AttachedDevice, size: number): Promise<void> {
+    return growLoop(d.device, d.file ?? '', size);
+  }
+
+  /** What is wrong with the loop device itself, if anything. */
+  protected async loopProblem(d: AttachedDevice): Promise<string | undefined> {
+    if ((await loopBackingFile(d.device)) !== d.file) return `${d.device} is no longer bound to ${d.file}`;
+    return undefined;
+  }
 }

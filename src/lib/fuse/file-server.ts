@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { closeSync, constants, openSync, read, writeSync, writevSync } from 'node:fs';
+import { Errno } from '../errno.js';
 import { type BlockBackend, errnoOf } from '../nbd/backend.js';
 import { BufferPool } from '../nbd/buffer-pool.js';
 import {
   attrOut,
-  Errno,
   FALLOC_FL_KEEP_SIZE,
   FALLOC_FL_PUNCH_HOLE,
   FALLOC_FL_ZERO_RANGE,
@@ -174,7 +174,7 @@ export class FuseFileServer {
         if (f.mode === (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) await backend.trim(f.offset, f.length);
         else if ((f.mode & ~FALLOC_FL_KEEP_SIZE) === FALLOC_FL_ZERO_RANGE)
           await backend.writeZeroes(f.offset, f.length, false);
-        else return Errno.EOPNOTSUPP;
+        else return Errno.ENOTSUP;
         return undefined;
       }
       case Opcode.GETATTR:

@@ -49,17 +49,6 @@ export const FALLOC_FL_KEEP_SIZE = 0x01;
 export const FALLOC_FL_PUNCH_HOLE = 0x02;
 export const FALLOC_FL_ZERO_RANGE = 0x10;
 
-export const Errno = {
-  ENOENT: 2,
-  EIO: 5,
-  EPERM: 1,
-  ENOSPC: 28,
-  EINVAL: 22,
-  ENOSYS: 38,
-  EPROTO: 71,
-  EOPNOTSUPP: 95,
-} as const;
-
 /** sizeof(struct fuse_in_header) / fuse_out_header. */
 export const IN_HEADER = 40;
 export const OUT_HEADER = 16;

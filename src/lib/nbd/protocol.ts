@@ -81,17 +81,8 @@ export const CmdFlag = {
   FAST_ZERO: 1 << 4,
 } as const;
 
-/** Errno values carried in replies (Linux numbering, as the protocol mandates). */
-export const Errno = {
-  EPERM: 1,
-  EIO: 5,
-  ENOMEM: 12,
-  EINVAL: 22,
-  ENOSPC: 28,
-  EOVERFLOW: 75,
-  ENOTSUP: 95,
-  ESHUTDOWN: 108,
-} as const;
+/** Errno values carried in replies: Linux numbering, as the protocol mandates. */
+export { Errno } from '../errno.js';
 
 export const REQUEST_HEADER_SIZE = 28;
 export const SIMPLE_REPLY_SIZE = 16;

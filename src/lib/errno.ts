@@ -1,0 +1,18 @@
+/**
+ * The Linux errno values our wire protocols carry: NBD replies (whose spec mandates Linux
+ * numbering) and FUSE replies (negated). One table, so an error a block backend reports
+ * (errnoOf in nbd/backend.ts) means the same on either wire.
+ */
+export const Errno = {
+  EPERM: 1,
+  ENOENT: 2,
+  EIO: 5,
+  ENOMEM: 12,
+  EINVAL: 22,
+  ENOSPC: 28,
+  ENOSYS: 38,
+  EPROTO: 71,
+  EOVERFLOW: 75,
+  ENOTSUP: 95,
+  ESHUTDOWN: 108,
+} as const;
