@@ -37,8 +37,8 @@ export async function loopBackingFile(device: string): Promise<string | undefine
 
 /**
  * Every loop device bound to `file`, from sysfs (losetup -j would stat the file, which fails once
- * its FUSE server is dead). A FUSE mount detached lazily leaves its file shown as `/<name>`: the file's name
- * is the volume's own uuid, so that still identifies it.
+ * its FUSE server is dead). A FUSE mount detached lazily leaves its file shown as `/<name>`: the
+ * file's name is the volume's own uuid, so that still identifies it.
  */
 export async function loopsOf(file: string): Promise<string[]> {
   const out: string[] = [];
@@ -51,8 +51,9 @@ export async function loopsOf(file: string): Promise<string[]> {
 }
 
 /**
- * Bind a free loop device to `file`, limited to `size` bytes. `losetup -f`: another process can take the free device between losetup's lookup and its bind
- * (EBUSY); a few more tries find the next one.
+ * Bind a free loop device to `file`, limited to `size` bytes. `losetup -f`: another process can
+ * take the free device between losetup's lookup and its bind (EBUSY); a few more tries find the
+ * next one.
  */
 export async function bindLoop(file: string, size: number): Promise<string> {
   // Direct I/O: no second page cache of the FUSE file under the loop device's own (about twice
