@@ -1,6 +1,5 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { isMountPoint } from '../../lib/mount/unmount.js';
 import type { AttachedDevice, Attacher } from './attacher.js';
 import { bindLoop, LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
 import { type ProxyRef, serveFileFromProxy } from './proxy.js';
@@ -10,17 +9,19 @@ import type { ProxyStatus } from './proxy-server.js';
  * The path proxy serves the volume as a FUSE file of its own (src/lib/fuse/file-server.ts); a loop
  * device makes it a block device. Where the nbd module is missing, this is the shortest path a
  * filesystem's I/O can take to the target: kernel → proxy → target, one user-space hop, where
- * nbdfuse in front of the proxy made two (and twice the copies).
+ * nbdfuse in front of the proxy made two (and a socket hop with its copies between them).
  */
+/** The file a volume's proxy serves, in the volume's directory and named after it (a uuid: see loopsOf). */
+export const fuseFileOf = (dir: string) => join(dir, basename(dir));
+
 export class FuseLoopAttacher extends LoopOnFuseAttacher implements Attacher {
   readonly kind = 'fuse-loop' as const;
 
   async attach(o: { dir: string; proxy: ProxyRef; size: number }): Promise<AttachedDevice> {
-    // Named after the volume's directory (a uuid): see loopsOf.
-    const file = join(o.dir, basename(o.dir));
+    const file = fuseFileOf(o.dir);
     const d: AttachedDevice = { kind: this.kind, device: '', file };
     try {
-      if (await isMountPoint(file)) await unmountFuse(file);
+      await unmountFuse(file); // a mount left by a crash
       await writeFile(file, '', { mode: 0o600, flag: 'a' });
       await serveFileFromProxy(o.proxy, file);
       d.device = await bindLoop(file, o.size);

@@ -190,7 +190,7 @@ export class PathProxy implements BlockBackend {
     if (dirname(path) !== dirname(this.opts.socketPath))
       throw new Error(`serve-file: ${path} is not beside the proxy's socket`);
     if (this.fileServer?.path === path) return this.status();
-    const server = new FuseFileServer({ path, backend: this, log: this.opts.log });
+    const server = new FuseFileServer({ path, backend: this, log: this.opts.log, pool: this.pool });
     await server.mount();
     const served = { path, server };
     this.fileServer?.server.close();

@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { waitUntilGone } from '../../lib/mount/poll.js';
 import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
-import { FuseLoopAttacher } from './attacher-fuse.js';
+import { FuseLoopAttacher, fuseFileOf } from './attacher-fuse.js';
 import { NbdfuseLoopAttacher } from './attacher-nbdfuse.js';
 
 /** PIDs (with start times) of processes whose arguments name something inside `dir`. */
@@ -21,11 +21,12 @@ async function processesIn(dir: string): Promise<{ pid: number; startTime: strin
 /**
  * The last step of undoing a volume: whatever a crash between two recorded steps left in its
  * directory that the state file does not know about — a loop device on its FUSE file, the FUSE
- * mount (of either FUSE attacher), a proxy or nbdfuse process (found by their arguments, stopped by PID).
+ * mount (of either FUSE attacher), a proxy or nbdfuse process (found by their arguments, stopped
+ * by PID).
  */
 export async function sweepVolumeDir(dir: string): Promise<string[]> {
   const swept: string[] = [];
-  await new FuseLoopAttacher().detach({ kind: 'fuse-loop', device: '', file: join(dir, basename(dir)) });
+  await new FuseLoopAttacher().detach({ kind: 'fuse-loop', device: '', file: fuseFileOf(dir) });
   const fuseDir = join(dir, 'fuse');
   await new NbdfuseLoopAttacher().detach({
     kind: 'nbdfuse-loop',

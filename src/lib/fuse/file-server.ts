@@ -46,6 +46,8 @@ export interface FuseFileServerOptions {
   path: string;
   backend: BlockBackend;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** Where request and reply buffers come from: the owner's, so one process keeps one pool. */
+  pool?: BufferPool;
 }
 
 /**
@@ -60,23 +62,26 @@ export class FuseFileServer {
   private fd = -1;
   private readers = 0;
   private stopped = false;
-  private readonly pool = new BufferPool();
+  private readonly pool: BufferPool;
   private readonly mtimeSec = Math.floor(Date.now() / 1000);
+  /** The file's owner, and the mount's: this process's user. */
+  private readonly uid = process.getuid?.() ?? 0;
+  private readonly gid = process.getgid?.() ?? 0;
   private endResolve!: () => void;
   /** Resolves once the kernel has ended the connection (unmounted or aborted) or close() ran. */
   readonly ended = new Promise<void>((r) => {
     this.endResolve = r;
   });
 
-  constructor(private readonly opts: FuseFileServerOptions) {}
+  constructor(private readonly opts: FuseFileServerOptions) {
+    this.pool = opts.pool ?? new BufferPool();
+  }
 
   async mount(): Promise<void> {
     this.fd = openSync('/dev/fuse', constants.O_RDWR);
     try {
-      const uid = process.getuid?.() ?? 0;
-      const gid = process.getgid?.() ?? 0;
       // 0100000: S_IFREG. default_permissions: the kernel checks the file's mode (0600, root).
-      const options = `fd=3,rootmode=100000,user_id=${uid},group_id=${gid},default_permissions`;
+      const options = `fd=3,rootmode=100000,user_id=${this.uid},group_id=${this.gid},default_permissions`;
       await runMount(['-i', '-t', 'fuse.storctl', '-o', options, 'storctl', this.opts.path], this.fd);
     } catch (err) {
       closeSync(this.fd);
@@ -222,14 +227,12 @@ export class FuseFileServer {
   }
 
   private attr(): Buffer {
-    const uid = process.getuid?.() ?? 0;
-    const gid = process.getgid?.() ?? 0;
     return attrOut({
       ino: 1,
       size: this.opts.backend.size,
       mode: 0o100600,
-      uid,
-      gid,
+      uid: this.uid,
+      gid: this.gid,
       mtimeSec: this.mtimeSec,
     });
   }
@@ -249,18 +252,16 @@ export class FuseFileServer {
     }
   }
 
-  private reply(unique: bigint, body?: Buffer): void {
+  /** A success with `body`, or, given `errno`, a failure (the header alone). */
+  private reply(unique: bigint, body?: Buffer, errno = 0): void {
     const header = Buffer.allocUnsafe(OUT_HEADER);
-    writeOutHeader(header, OUT_HEADER + (body?.length ?? 0), 0, unique);
+    writeOutHeader(header, OUT_HEADER + (body?.length ?? 0), -errno, unique);
     this.write(body ? [header, body] : header);
   }
 
   /** `err`: an errno, or an error whose errno the backend says (errnoOf). */
   private replyError(unique: bigint, err: unknown): void {
-    const errno = typeof err === 'number' ? err : errnoOf(err);
-    const header = Buffer.allocUnsafe(OUT_HEADER);
-    writeOutHeader(header, OUT_HEADER, -errno, unique);
-    this.write(header);
+    this.reply(unique, undefined, typeof err === 'number' ? err : errnoOf(err));
   }
 
   /**
