@@ -44,6 +44,7 @@ import type { Store } from '../src/lib/store/types.js';
 import { waitFor } from '../test/helpers/wait.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { RawSqlite } from './raw-sqlite.js';
+import { quantile } from './stats.js';
 
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const dedicatedFs = process.argv.includes('--dedicated-fs');
@@ -72,10 +73,8 @@ const CREATE_BATCHES = 3;
 
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return round1(s[Math.min(s.length - 1, Math.floor(q * s.length))]);
-};
+/** A quantile as printed (rounded). */
+const q1 = (xs: number[], q: number) => round1(quantile(xs, q));
 
 async function pool<T>(n: number, width: number, fn: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = [];
@@ -266,12 +265,12 @@ async function measureCreates(cluster: TestCluster, store: Store, replicas: numb
     volumes: perRun,
     concurrency,
     create_publish_per_s: round1(perRun / secs),
-    create_publish_p50_ms: quantile(bothMs, 0.5),
-    create_publish_p99_ms: quantile(bothMs, 0.99),
-    create_per_s: quantile(batchRates, 0.5),
+    create_publish_p50_ms: q1(bothMs, 0.5),
+    create_publish_p99_ms: q1(bothMs, 0.99),
+    create_per_s: q1(batchRates, 0.5),
     create_per_s_batches: batchRates,
-    create_p50_ms: quantile(onlyMs, 0.5),
-    create_p99_ms: quantile(onlyMs, 0.99),
+    create_p50_ms: q1(onlyMs, 0.5),
+    create_p99_ms: q1(onlyMs, 0.99),
     cpu_ms_per_create: cpuPerCreate,
     store_revisions_per_create_publish: round1((rev1 - rev0) / perRun),
     // Measured: store transactions writing a VolumeSpec/ReplicaSpec per create, 50 creates one at
@@ -441,8 +440,8 @@ async function scaleRun(backend: 'embedded' | 'etcd', n: number) {
       pages: pages.length,
       volumes_paged: seen,
       volumes_expected: n - pendingCreates(n),
-      page_p50_ms: quantile(pages, 0.5),
-      page_p99_ms: quantile(pages, 0.99),
+      page_p50_ms: q1(pages, 0.5),
+      page_p99_ms: q1(pages, 0.99),
       page_max_ms: round1(Math.max(...pages)),
     };
   } finally {

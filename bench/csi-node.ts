@@ -24,6 +24,7 @@ import { waitFor } from '../test/helpers/wait.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { CsiNodeFixture } from '../test/integration/csi-node/fixture.js';
 import { startTool } from '../test/integration/io-engine/nbd-tools.js';
+import { median, quantile } from './stats.js';
 
 const execFileP = promisify(execFile);
 const mib = Number(process.argv[2] ?? 1024);
@@ -57,10 +58,6 @@ async function ddRate(args: string[]): Promise<number> {
   await execFileP('dd', [...args, 'bs=1M', `count=${mib}`, 'status=none']);
   return mib / ((performance.now() - t0) / 1000);
 }
-
-const quantile = (xs: number[], q: number) =>
-  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))];
-const median = (xs: number[]) => quantile(xs, 0.5);
 
 /** `n` pairs of rates of `a` and `b`, the order swapping each pair, so drift hits both alike. */
 async function alternatingPairs(

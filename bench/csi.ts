@@ -27,6 +27,7 @@ import type { CreateVolumeRequest, Volume } from '../src/lib/rest/types.js';
 import { CsiClient } from '../test/helpers/csi-client.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { createRequest, startController } from '../test/integration/csi-controller/controller-process.js';
+import { quantile } from './stats.js';
 
 const perBatch = Number(process.argv[2] ?? 100);
 const batches = Number(process.argv[3] ?? 8);
@@ -36,11 +37,6 @@ const BAR = 0.8;
 
 const round1 = (x: number) => Math.round(x * 10) / 10;
 const round2 = (x: number) => Math.round(x * 100) / 100;
-/** The q-quantile, unrounded: a bar is checked on this, rounding is for printing only. */
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-};
 
 /** CPU milliseconds (user + system) a process has used so far, from /proc. */
 function cpuMs(pid: number): number {

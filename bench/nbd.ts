@@ -26,6 +26,7 @@ import { IoEngineClient } from '../src/lib/io-engine/client.js';
 import { withUnusedPorts } from '../test/helpers/ports.js';
 import { failIfExited, waitFor } from '../test/helpers/wait.js';
 import { startTool } from '../test/integration/io-engine/nbd-tools.js';
+import { median } from './stats.js';
 
 const execFileP = promisify(execFile);
 const BIN = fileURLToPath(new URL('../bin/run.js', import.meta.url));
@@ -166,8 +167,6 @@ async function copy(uri: string, mode: 'copy-read' | 'copy-write'): Promise<Resu
     iops: Math.round(SIZE / MiB / seconds),
   };
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function fallocated(path: string): Promise<void> {
   await execFileP('fallocate', ['-l', String(SIZE), path]);

@@ -39,6 +39,7 @@ import {
   timeRawSqliteRead,
 } from './get-volumes.js';
 import { RawSqlite } from './raw-sqlite.js';
+import { median } from './stats.js';
 
 const count = Number(process.argv[2] ?? 2000);
 const rounds = Number(process.argv[3] ?? 3);
@@ -48,8 +49,6 @@ const value = JSON.stringify({ bench: true, pad: 'x'.repeat(200) });
 const PEER_BAR = 0.8;
 /** Over this many volumes: wall time at most `json`/`table` x the peer's, and peak RSS under this. */
 const LISTING_BAR = { volumes: 100_000, json: 1.5, table: 2, peak_rss_mb: 400 };
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
  * Median rate over `rounds` runs; sides measured in the same round run back to back, in reverse
