@@ -1,7 +1,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { AttachedDevice, Attacher } from './attacher.js';
-import { bindLoop, LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
+import { LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
 import { type ProxyRef, serveFileFromProxy } from './proxy.js';
 import type { ProxyStatus } from './proxy-server.js';
 
@@ -19,17 +19,11 @@ export class FuseLoopAttacher extends LoopOnFuseAttacher implements Attacher {
 
   async attach(o: { dir: string; proxy: ProxyRef; size: number }): Promise<AttachedDevice> {
     const file = fuseFileOf(o.dir);
-    const d: AttachedDevice = { kind: this.kind, device: '', file };
-    try {
+    return this.bindOrUndo({ kind: this.kind, device: '', file }, o.size, async () => {
       await unmountFuse(file); // a mount left by a crash
       await writeFile(file, '', { mode: 0o600, flag: 'a' });
       await serveFileFromProxy(o.proxy, file);
-      d.device = await bindLoop(file, o.size);
-      return d;
-    } catch (err) {
-      await this.detach(d).catch(() => {});
-      throw err;
-    }
+    });
   }
 
   async detach(d: AttachedDevice): Promise<void> {

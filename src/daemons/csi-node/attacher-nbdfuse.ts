@@ -5,7 +5,7 @@ import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
 import type { AttachedDevice, Attacher } from './attacher.js';
-import { bindLoop, LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
+import { LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
 import type { ProxyRef } from './proxy.js';
 
 /**
@@ -44,7 +44,7 @@ export class NbdfuseLoopAttacher extends LoopOnFuseAttacher implements Attacher 
     }
     const fusePidStartTime = (await procStat(pid))?.startTime;
     const d: AttachedDevice = { kind: this.kind, device: '', fuseDir, file, fusePid: pid, fusePidStartTime };
-    try {
+    return this.bindOrUndo(d, o.size, async () => {
       // nbdfuse writes its pid file once it serves the mount.
       const deadline = Date.now() + 15_000;
       while (!(await readFile(pidFile, 'utf8').catch(() => ''))) {
@@ -56,12 +56,7 @@ export class NbdfuseLoopAttacher extends LoopOnFuseAttacher implements Attacher 
         await sleep(20);
       }
       await stat(file);
-      d.device = await bindLoop(file, o.size);
-      return d;
-    } catch (err) {
-      await this.detach(d).catch(() => {});
-      throw err;
-    }
+    });
   }
 
   async detach(d: AttachedDevice): Promise<void> {

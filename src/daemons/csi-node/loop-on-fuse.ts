@@ -132,6 +132,23 @@ export abstract class LoopOnFuseAttacher {
     return growLoop(d.device, d.file ?? '', size);
   }
 
+  abstract detach(d: AttachedDevice): Promise<void>;
+
+  /**
+   * The end of an attach: `prepare` (until the FUSE file is served), then a loop device bound to
+   * `d.file`. A failure anywhere undoes what was done (detach) before it is thrown.
+   */
+  protected async bindOrUndo(d: AttachedDevice, size: number, prepare: () => Promise<void>) {
+    try {
+      await prepare();
+      d.device = await bindLoop(d.file ?? '', size);
+      return d;
+    } catch (err) {
+      await this.detach(d).catch(() => {});
+      throw err;
+    }
+  }
+
   /** What is wrong with the loop device itself, if anything. */
   protected async loopProblem(d: AttachedDevice): Promise<string | undefined> {
     if ((await loopBackingFile(d.device)) !== d.file) return `${d.device} is no longer bound to ${d.file}`;
