@@ -1,5 +1,6 @@
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { loopBackingFile, loopsOf } from '../../lib/mount/loop-devices.js';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
 import type { AttachedDevice } from './attacher.js';
@@ -25,30 +26,6 @@ my $buf = "\\0" x 232;
 ioctl($fh, 0x4C05, $buf) or die "LOOP_GET_STATUS64 $dev: $!\\n";
 substr($buf, 32, 8) = pack('Q<', $limit);
 ioctl($fh, 0x4C04, $buf) or die "LOOP_SET_STATUS64 $dev: $!\\n";`;
-
-/** The file a loop device is bound to, from sysfs; undefined when the device is not bound. */
-export async function loopBackingFile(device: string): Promise<string | undefined> {
-  try {
-    return (await readFile(`/sys/block/${basename(device)}/loop/backing_file`, 'utf8')).trim();
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Every loop device bound to `file`, from sysfs (losetup -j would stat the file, which fails once
- * its FUSE server is dead). A FUSE mount detached lazily leaves its file shown as `/<name>`: the
- * file's name is the volume's own uuid, so that still identifies it.
- */
-export async function loopsOf(file: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const name of await readdir('/sys/block').catch(() => [] as string[])) {
-    if (!/^loop\d+$/.test(name)) continue;
-    const backing = await loopBackingFile(name);
-    if (backing === file || backing === `/${basename(file)}`) out.push(`/dev/${name}`);
-  }
-  return out;
-}
 
 /**
  * Bind a free loop device to `file`, limited to `size` bytes. `losetup -f`: another process can

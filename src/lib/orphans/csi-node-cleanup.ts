@@ -3,6 +3,7 @@ import { readFile, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { loopsOf } from '../mount/loop-devices.js';
 import { readMountTable } from '../mount/mountinfo.js';
 import { isSameProcessAlive } from '../mount/processes.js';
 import { unmountAll } from '../mount/unmount.js';
@@ -100,14 +101,11 @@ async function detachDevice(
         await run('nbd-client', ['-d', d.device], { timeout: 10_000 });
         out.done.push(`disconnected ${d.device}`);
       }
-    } else if ((d.kind === 'fuse-loop' || d.kind === 'nbdfuse-loop') && /^\/dev\/loop\d+$/.test(d.device)) {
-      const backing = await readFile(`/sys/block/${basename(d.device)}/loop/backing_file`, 'utf8').catch(
-        () => '',
-      );
-      // Only the loop device still bound to the file csi-node bound it to: the number may be reused.
-      if (backing.trim() && d.file && resolve(backing.trim()) === resolve(d.file)) {
-        await run('losetup', ['-d', d.device], { timeout: 10_000 });
-        out.done.push(`detached ${d.device}`);
+    } else if ((d.kind === 'fuse-loop' || d.kind === 'nbdfuse-loop') && d.file) {
+      // Only loop devices still bound to the file csi-node bound: the recorded number may be reused.
+      for (const loop of await loopsOf(d.file)) {
+        await run('losetup', ['-d', loop], { timeout: 10_000 });
+        out.done.push(`detached ${loop}`);
       }
     }
   } catch (err) {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
+import { loopsOf } from '../../../src/lib/mount/loop-devices.js';
 import { procStat } from '../../../src/lib/mount/processes.js';
 import { isMountPoint, unmountAll } from '../../../src/lib/mount/unmount.js';
 import {
@@ -78,6 +79,7 @@ describe.each(['embedded', 'etcd'] as const)(
     let csiState = '';
     let publishTarget = '';
     let proxyStandIn: ChildProcess | undefined;
+    let goneFile = '';
     let csiRoot = '';
     const cli = (...more: string[]) => runStorctl([...args, ...more], { env: c.env });
 
@@ -191,8 +193,14 @@ describe.each(['embedded', 'etcd'] as const)(
       execFileSync('mount', ['--bind', gone.stagingPath, publishTarget]);
       proxyStandIn = spawn('sleep', ['600'], { stdio: 'ignore' });
       const started = await waitFor(() => procStat(proxyStandIn!.pid!), { what: 'proxy stand-in running' });
+      // And a real loop device bound to the volume's file in its own dir (a plain file standing in
+      // for the FUSE file the proxy served), as the fuse-loop attacher records it.
+      goneFile = join(gone.dir, goneStaged);
+      writeFileSync(goneFile, Buffer.alloc(MiB));
+      const loop = execFileSync('losetup', ['-f', '--show', goneFile], { encoding: 'utf8' }).trim();
       const goneEntry = {
         ...gone,
+        device: { kind: 'fuse-loop', device: loop, file: goneFile },
         publishes: { [publishTarget]: { readonly: false, block: false } },
         proxy: {
           pid: proxyStandIn.pid!,
@@ -236,6 +244,7 @@ describe.each(['embedded', 'etcd'] as const)(
       await unmountAll(join(csiRoot, 'plugins', 'staging', goneStaged)).catch(() => {});
       if (proxyStandIn && proxyStandIn.exitCode === null && proxyStandIn.signalCode === null)
         proxyStandIn.kill('SIGKILL');
+      if (goneFile) for (const loop of await loopsOf(goneFile)) execFileSync('losetup', ['-d', loop]);
       await kube?.stop();
       await c?.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -386,6 +395,7 @@ describe.each(['embedded', 'etcd'] as const)(
       expect(table.stdout).toContain('Run `storctl orphans --delete` to remove them');
       // Nothing was deleted by listing.
       expect((await cli('-o', 'json')).stdout.split('\n').length).toBe(r.stdout.split('\n').length);
+      expect(await loopsOf(goneFile)).toHaveLength(1);
     });
 
     it('a Kubernetes API that refuses the credentials fails the command naming it, rather than calling volumes unclaimed', async () => {
@@ -489,6 +499,7 @@ describe.each(['embedded', 'etcd'] as const)(
       expect(existsSync(publishTarget)).toBe(false);
       expect(await isMountPoint(join(csiRoot, 'plugins', 'staging', goneStaged))).toBe(false);
       expect(await procStat(proxyStandIn!.pid!)).toBeUndefined();
+      expect(await loopsOf(goneFile)).toEqual([]);
       expect(existsSync(join(csiRoot, 'plugins', 'staging', goneStaged))).toBe(false);
       expect(existsSync(join(csiState, 'volumes', goneStaged))).toBe(false);
       expect(existsSync(join(csiRoot, 'plugins', 'staging', healthy))).toBe(true);
