@@ -57,6 +57,11 @@ export const FAST_CORE_FLAGS = [
   '0',
 ];
 
+/** FAST_CORE_FLAGS with some flags' values replaced, e.g. `coreFlags({ '--gc-period': '1h' })`. */
+export function coreFlags(values: Record<string, string>): string[] {
+  return FAST_CORE_FLAGS.map((f, i, a) => values[a[i - 1]] ?? f);
+}
+
 function readyLine(proc: StorctlProcess, msg: string): Record<string, unknown> | null {
   for (const line of proc.output.split('\n')) {
     if (!line.includes(msg)) continue;

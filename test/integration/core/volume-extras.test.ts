@@ -10,13 +10,13 @@ import { openStore } from '../../../src/lib/store/open.js';
 import { checkedFetch } from '../../helpers/openapi-validate.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { type Backend, FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
+import { type Backend, coreFlags, newVolumeId, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
 
 const MiB = 1 << 20;
 
 /** No garbage collection during these tests: stale targets must stay until shutdown_targets. */
-const CORE_FLAGS = FAST_CORE_FLAGS.map((f, i, a) => (a[i - 1] === '--gc-period' ? '1h' : f));
+const CORE_FLAGS = coreFlags({ '--gc-period': '1h' });
 
 const fail = (p: Promise<unknown>) =>
   p.then(

@@ -22,24 +22,13 @@ import { nexusInfoKey, objectKey, volumeNexusInfoPrefix } from '../../../src/lib
 import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl, STORCTL_BIN } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from '../core/cluster.js';
+import { coreFlags, newVolumeId, TestCluster } from '../core/cluster.js';
 import { RecordedKubeApiFixture, recordedPv, recordedPvc } from './kube-fixture.js';
 
 const MiB = 1 << 20;
 
 /** Fast reconcilers, but core's own GC far away: the orphans made here must wait for the CLI. */
-const CORE_FLAGS = [
-  ...FAST_CORE_FLAGS.flatMap((f, i, a) =>
-    ['--gc-period', '--replica-gc-grace'].includes(f) ||
-    ['--gc-period', '--replica-gc-grace'].includes(a[i - 1])
-      ? []
-      : [f],
-  ),
-  '--gc-period',
-  '1h',
-  '--replica-gc-grace',
-  '1h',
-];
+const CORE_FLAGS = coreFlags({ '--gc-period': '1h', '--replica-gc-grace': '1h' });
 
 interface Row {
   kind: string;
