@@ -158,18 +158,21 @@ export async function recoverAtStartup(ctx: CoreContext): Promise<number> {
 
 /**
  * The persistent-store reconciler, while requests are served: only specs left dirty by a failed
- * commit write. Each is re-read and fixed under its volume's lock, so an operation in flight (whose
- * specs carry their operation legitimately) is never touched.
+ * commit write. Each is re-read and fixed under the lock its own operations take, so an operation
+ * in flight (whose specs carry their operation legitimately) is never touched.
  */
 export async function reconcileDirtySpecs(ctx: CoreContext): Promise<number> {
   const { registry } = ctx;
   let fixedCount = 0;
-  const ownerOf = (type: 'volume' | 'replica' | 'nexus', id: string): string | null =>
-    type === 'volume'
-      ? id
-      : type === 'replica'
-        ? (registry.replicas.get(id)?.owners.volume ?? null)
-        : (registry.nexuses.get(id)?.owner ?? null);
+  // The lock the spec's own operations take: its volume's while that volume exists, else its own
+  // (replica-admin, nexus-admin: `storctl orphans --delete`). With the volume's lock an orphan's
+  // delete in flight was "fixed", and that write, landing after the delete, brought the spec back.
+  const ownerOf = (type: 'volume' | 'replica' | 'nexus', id: string): string | null => {
+    if (type === 'volume') return id;
+    const owner =
+      type === 'replica' ? registry.replicas.get(id)?.owners.volume : registry.nexuses.get(id)?.owner;
+    return owner && registry.volumes.has(owner) ? owner : null;
+  };
   const dirty: ['volume' | 'replica' | 'nexus', string][] = [
     ...[...registry.volumes.values()]
       .filter((v) => v.operation)
