@@ -1,10 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
-import { type ReplicaSpec, replicaSpec } from '../../../src/lib/specs/index.js';
+import { replicaSpec } from '../../../src/lib/specs/index.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { managedReplicaSpec } from '../../helpers/specs.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, coreFlags, newVolumeId, TestCluster } from './cluster.js';
 
@@ -56,20 +57,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       store = await openStore(cluster.storeUrl);
       const s = store;
       const key = objectKey(cluster.space, 'ReplicaSpec', replica);
-      const spec: ReplicaSpec = {
-        name: replica,
-        uuid: replica,
-        size: 4 * MiB,
-        pool: 'pool-node-1',
-        share: 'none',
-        thin: true,
-        status: { Created: 'online' },
-        managed: true,
-        owners: { volume: missing, disown_all: false },
-        operation: null,
-        allowed_hosts: [],
-      };
-      await s.put(key, replicaSpec.encode(spec));
+      await s.put(key, replicaSpec.encode(managedReplicaSpec(replica, 'pool-node-1', missing)));
       const core = await cluster.startCore(CORE_FLAGS);
       const url = metricsUrl(core);
       expect(url, core.output).toBeTruthy();

@@ -13,13 +13,13 @@ import {
   type NexusSpec,
   nexusInfo,
   nexusSpec,
-  type ReplicaSpec,
   replicaSpec,
   type SwitchOverSpec,
   switchOver,
 } from '../../../src/lib/specs/index.js';
 import { nexusInfoKey, objectKey, volumeNexusInfoPrefix } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
+import { managedReplicaSpec } from '../../helpers/specs.js';
 import { runStorctl, STORCTL_BIN } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, newVolumeId, TestCluster } from '../core/cluster.js';
@@ -242,19 +242,6 @@ describe.each(['embedded', 'etcd'] as const)(
     async function writeLeftovers(cluster: TestCluster): Promise<void> {
       const store = await openStore(cluster.storeUrl);
       const space = cluster.space;
-      const replica = (uuid: string, pool: string, owner: string | null): ReplicaSpec => ({
-        name: uuid,
-        uuid,
-        size: 4 * MiB,
-        pool,
-        share: 'none',
-        thin: true,
-        status: { Created: 'online' },
-        managed: true,
-        owners: { volume: owner, disown_all: false },
-        operation: null,
-        allowed_hosts: [],
-      });
       const nexus: NexusSpec = {
         uuid: ownerGoneNexus,
         name: missing,
@@ -286,11 +273,11 @@ describe.each(['embedded', 'etcd'] as const)(
       try {
         await store.put(
           objectKey(space, 'ReplicaSpec', sentinel),
-          replicaSpec.encode({ ...replica(sentinel, 'pool-node-1', null), status: 'Deleting' }),
+          replicaSpec.encode({ ...managedReplicaSpec(sentinel, 'pool-node-1', null), status: 'Deleting' }),
         );
         for (const r of [
-          replica(ownerGoneReplica, 'pool-node-3', missing),
-          replica(ownerlessReplica, 'pool-node-1', null),
+          managedReplicaSpec(ownerGoneReplica, 'pool-node-3', missing),
+          managedReplicaSpec(ownerlessReplica, 'pool-node-1', null),
         ])
           await store.put(objectKey(space, 'ReplicaSpec', r.uuid), replicaSpec.encode(r));
         await store.put(objectKey(space, 'NexusSpec', nexus.uuid), nexusSpec.encode(nexus));
@@ -507,19 +494,7 @@ describe.each(['embedded', 'etcd'] as const)(
         );
         await store.put(
           objectKey(c.space, 'ReplicaSpec', stray),
-          replicaSpec.encode({
-            name: stray,
-            uuid: stray,
-            size: 4 * MiB,
-            pool: 'pool-node-2',
-            share: 'none',
-            thin: true,
-            status: { Created: 'online' },
-            managed: true,
-            owners: { volume: null, disown_all: false },
-            operation: null,
-            allowed_hosts: [],
-          }),
+          replicaSpec.encode(managedReplicaSpec(stray, 'pool-node-2', null)),
         );
       } finally {
         await store.close();
