@@ -102,6 +102,10 @@ async function detachDevice(
         out.done.push(`disconnected ${d.device}`);
       }
     } else if ((d.kind === 'fuse-loop' || d.kind === 'nbdfuse-loop') && d.file) {
+      if (!isBelow(d.file, stateDir)) {
+        out.left.push(`loop devices of ${d.file}: not below ${stateDir}`);
+        return;
+      }
       // Only loop devices still bound to the file csi-node bound: the recorded number may be reused.
       for (const loop of await loopsOf(d.file)) {
         await run('losetup', ['-d', loop], { timeout: 10_000 });
