@@ -106,14 +106,20 @@ export class TestCluster {
     }
     const c = new TestCluster(dir, storeUrl, `test-${Date.now().toString(36)}`);
     c.etcd = etcd;
-    for (let i = 1; i <= (opts.engines ?? 3); i++) await c.startEngine(`node-${i}`);
-    await c.startCore(opts.coreFlags ?? FAST_CORE_FLAGS);
-    if (opts.pools !== false) {
-      for (const e of c.engines)
-        await c.rest.createPool(e.node, `pool-${e.node}`, {
-          disks: [join(dir, e.node, 'pool')],
-          capacity: opts.poolCapacity ?? POOL_CAPACITY,
-        });
+    try {
+      for (let i = 1; i <= (opts.engines ?? 3); i++) await c.startEngine(`node-${i}`);
+      await c.startCore(opts.coreFlags ?? FAST_CORE_FLAGS);
+      if (opts.pools !== false) {
+        for (const e of c.engines)
+          await c.rest.createPool(e.node, `pool-${e.node}`, {
+            disks: [join(dir, e.node, 'pool')],
+            capacity: opts.poolCapacity ?? POOL_CAPACITY,
+          });
+      }
+    } catch (err) {
+      // The caller never gets the cluster to stop: what started so far (etcd too) stops here.
+      await c.stop().catch(() => {});
+      throw err;
     }
     return c;
   }
