@@ -5,15 +5,15 @@ import { LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js'
 import { type ProxyRef, serveFileFromProxy } from './proxy.js';
 import type { ProxyStatus } from './proxy-server.js';
 
+/** The file a volume's proxy serves, in the volume's directory and named after it (a uuid: see loopsOf). */
+export const fuseFileOf = (dir: string) => join(dir, basename(dir));
+
 /**
  * The path proxy serves the volume as a FUSE file of its own (src/lib/fuse/file-server.ts); a loop
  * device makes it a block device. Where the nbd module is missing, this is the shortest path a
  * filesystem's I/O can take to the target: kernel → proxy → target, one user-space hop, where
  * nbdfuse in front of the proxy made two (and a socket hop with its copies between them).
  */
-/** The file a volume's proxy serves, in the volume's directory and named after it (a uuid: see loopsOf). */
-export const fuseFileOf = (dir: string) => join(dir, basename(dir));
-
 export class FuseLoopAttacher extends LoopOnFuseAttacher implements Attacher {
   readonly kind = 'fuse-loop' as const;
 
