@@ -59,6 +59,9 @@ export const FAST_CORE_FLAGS = [
 
 /** FAST_CORE_FLAGS with some flags' values replaced, e.g. `coreFlags({ '--gc-period': '1h' })`. */
 export function coreFlags(values: Record<string, string>): string[] {
+  // A flag FAST_CORE_FLAGS lacks would be dropped without a word: the suite would run without it.
+  const unknown = Object.keys(values).filter((f) => !FAST_CORE_FLAGS.includes(f));
+  if (unknown.length) throw new Error(`coreFlags: ${unknown.join(', ')} not in FAST_CORE_FLAGS`);
   return FAST_CORE_FLAGS.map((f, i, a) => values[a[i - 1]] ?? f);
 }
 
