@@ -197,7 +197,8 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ListReplicas: unary(async (r: Req) => {
       const pools = r.pool ? [engine.pool(str(r.pool))] : [...engine.pools.values()];
       const all = pools.flatMap((p) => [...p.replicas.values()]);
-      return { replicas: await Promise.all(all.map(replicaMsg)) };
+      // Not `all.map(replicaMsg)`: map's index would arrive as knownAllocated.
+      return { replicas: await Promise.all(all.map((r) => replicaMsg(r))) };
     }),
 
     CreateReplicaSnapshot: unary((r: Req) =>

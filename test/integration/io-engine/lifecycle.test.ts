@@ -103,6 +103,12 @@ describe('io-engine lifecycle through gRPC', () => {
     });
     expect(thin).toMatchObject({ thin: true, share: 'none', pool: 'p1', size: 48 * MiB });
     expect(thin.uri).toBe(`bdev:///${thin.uuid}?uuid=${thin.uuid}`);
+    // Listed replicas report what each has allocated on disk, as GetReplica does: the thick one its
+    // whole size, the thin one nothing yet (core's REST replica and volume usage come from here).
+    const listed = new Map((await engine.client.listReplicas('p1')).map((r) => [r.uuid, r.allocated]));
+    expect(listed.get(thick.uuid)).toBe((await engine.client.getReplica(thick.uuid)).allocated);
+    expect(listed.get(thick.uuid)).toBeGreaterThanOrEqual(16 * MiB);
+    expect(listed.get(thin.uuid)).toBe(0);
     let p = await engine.client.getPool('p1');
     expect(p.committed).toBe(64 * MiB);
     expect(p.used).toBeGreaterThanOrEqual(16 * MiB);
