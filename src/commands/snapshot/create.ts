@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Args } from '@oclif/core';
 import { humanizeBytes } from '../../lib/output/humanize.js';
 import { uuidArg } from '../../lib/rest/cli.js';
+import { RestError } from '../../lib/rest/errors.js';
 import type { VolumeSnapshot } from '../../lib/rest/types.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
@@ -18,10 +19,15 @@ export default class SnapshotCreate extends RestCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(SnapshotCreate);
-    const s = await this.client.createSnapshot(
-      uuidArg('volume id', args.volume),
-      args.id ? uuidArg('snapshot id', args.id) : randomUUID(),
-    );
+    const volume = uuidArg('volume id', args.volume);
+    const id = args.id ? uuidArg('snapshot id', args.id) : randomUUID();
+    let s: VolumeSnapshot;
+    try {
+      s = await this.client.createSnapshot(volume, id);
+    } catch (err) {
+      if (err instanceof RestError) await this.namePending(err, volume, id);
+      throw err;
+    }
     this.print<VolumeSnapshot>({
       rows: [s],
       single: true,
@@ -33,5 +39,17 @@ export default class SnapshotCreate extends RestCommand {
         { header: 'CREATED', get: (r) => r.definition.metadata.timestamp },
       ],
     });
+  }
+
+  /**
+   * A failed create leaves its record Creating (core keeps it so the same id can be retried, as
+   * upstream does): say which id that is, which a user who let storctl pick one never saw.
+   */
+  private async namePending(err: RestError, volume: string, id: string): Promise<void> {
+    const left = await this.client.getSnapshot(id).catch(() => undefined);
+    if (left?.definition.metadata.status !== 'Creating') return;
+    err.suggestions.unshift(
+      `snapshot ${id} stays recorded as Creating: retry it with \`storctl snapshot create ${volume} ${id}\`, or remove it with \`storctl snapshot delete ${id}\``,
+    );
   }
 }

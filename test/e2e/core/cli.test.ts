@@ -187,6 +187,32 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     );
   });
 
+  it('a snapshot that fails names the record it leaves Creating, which can be retried or deleted', async () => {
+    // A thick replica of 520 MiB in a 1 GiB pool: its snapshot would need 520 MiB more.
+    const created = await cli('volume', 'create', '--size', '520MiB', '--replicas', '1', '-o', 'json');
+    expect(created.code, created.stderr).toBe(0);
+    const id = JSON.parse(created.stdout).spec.uuid as string;
+    const failed = await cli('snapshot', 'create', id);
+    expect(failed.code).toBe(4);
+    expect(failed.stderr).toMatch(/ResourceExhausted: .*a snapshot of replica/);
+    const named = failed.stderr.match(
+      /Try: snapshot ([0-9a-f-]{36}) stays recorded as Creating: retry it with `storctl snapshot create (\S+) \1`, or remove it with `storctl snapshot delete \1`/,
+    );
+    expect(named, failed.stderr).not.toBeNull();
+    expect(named![2]).toBe(id);
+    const left = JSON.parse((await cli('get', 'snapshots', '--volume', id, '-o', 'json')).stdout);
+    expect(
+      left.map((x: { definition: { spec: { uuid: string }; metadata: { status: string } } }) => [
+        x.definition.spec.uuid,
+        x.definition.metadata.status,
+      ]),
+    ).toEqual([[named![1], 'Creating']]);
+    const deleted = await cli('snapshot', 'delete', named![1]);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(JSON.parse((await cli('get', 'snapshots', '--volume', id, '-o', 'json')).stdout)).toEqual([]);
+    expect((await cli('volume', 'delete', id)).code).toBe(0);
+  });
+
   it('cordons, labels and drains nodes; pools refuse deletion while in use', async () => {
     const cordon = await cli('node', 'cordon', 'node-1', '-o', 'json');
     expect(cordon.code, cordon.stderr).toBe(0);
