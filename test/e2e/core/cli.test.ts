@@ -192,6 +192,17 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     const created = await cli('volume', 'create', '--size', '520MiB', '--replicas', '1', '-o', 'json');
     expect(created.code, created.stderr).toBe(0);
     const id = JSON.parse(created.stdout).spec.uuid as string;
+    // The table shows what the thick replica holds on disk, as core reports it.
+    const [header, row] = (await cli('get', 'volume', id)).stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.trim().split(/\s{2,}/));
+    expect(Object.fromEntries(header.map((h, i) => [h, row[i]]))).toMatchObject({
+      ID: id,
+      SIZE: '520MiB',
+      'THIN-PROVISIONED': 'false',
+      ALLOCATED: '520MiB',
+    });
     const failed = await cli('snapshot', 'create', id);
     expect(failed.code).toBe(4);
     expect(failed.stderr).toMatch(/ResourceExhausted: .*a snapshot of replica/);

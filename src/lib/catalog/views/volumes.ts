@@ -77,7 +77,14 @@ export function volumeColumns(state: ClusterState): Column<VolumeRow>[] {
     { header: 'STATUS', get: (r) => r.status },
     { header: 'SIZE', get: (r) => humanizeBytes(r.spec.size) },
     { header: 'THIN-PROVISIONED', get: (r) => thinText(r.spec) },
-    { header: 'ALLOCATED', get: () => null },
+    {
+      // Only core knows what the replicas hold on disk (REST VolumeUsage.allocated).
+      header: 'ALLOCATED',
+      get: (r) => {
+        const usage = state.live?.volumes.get(r.spec.uuid)?.state.usage;
+        return usage ? humanizeBytes(usage.allocated) : null;
+      },
+    },
     { header: 'SNAPSHOTS', get: (r) => r.snapshots },
     { header: 'SOURCE', get: (r) => (volumeContentSource(r.spec) ? 'Snapshot' : null) },
     { header: 'NEXUS', get: (r) => volumeNexusId(r.spec), wide: true },
