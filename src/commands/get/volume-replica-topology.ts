@@ -11,10 +11,14 @@ export default class GetVolumeReplicaTopology extends GetCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GetVolumeReplicaTopology);
-    await this.show(REPLICA_TYPES, (state) => {
-      if (!state.specs.VolumeSpec?.has(args.id))
-        throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
-      return replicaTopologyListing(state, args.id);
-    });
+    await this.show(
+      REPLICA_TYPES,
+      (state) => {
+        if (!state.specs.VolumeSpec?.has(args.id))
+          throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
+        return replicaTopologyListing(state, args.id);
+      },
+      { live: ['volumes'] },
+    );
   }
 }

@@ -230,6 +230,27 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
           `${ids.rep2}\\s+node-2\\s+pool-2\\s+Online\\s+1GiB\\s+<none>\\s+<none>\\s+Faulted\\s+marked unhealthy in NexusInfo`,
         ),
       );
+      // Every volume's: its id on its first replica's row (by replica id), tree glyphs on the others.
+      const all = await storctl('get', 'volume-replica-topologies');
+      expect(all.code, all.stderr).toBe(0);
+      const rows = all.stdout
+        .trim()
+        .split('\n')
+        .map((l) =>
+          l
+            .trim()
+            .split(/\s{2,}/)
+            .slice(0, 2),
+        );
+      const [vol1First, vol1Last] = [ids.rep1, ids.rep2].sort();
+      // Volumes in id order (vol1 < vol2).
+      expect(rows).toEqual([
+        ['VOLUME-ID', 'ID'],
+        [ids.vol1, vol1First],
+        ['└─', vol1Last],
+        [ids.vol2, ids.rep3],
+      ]);
+      expect(all.stdout).toMatch(new RegExp(`└─\\s+${vol1Last}\\s+node-\\d\\s+pool-\\d\\s+Online\\s+1GiB`));
     });
 
     it('answers a missing resource with exit 3 and a next step', async () => {

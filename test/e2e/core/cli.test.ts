@@ -187,7 +187,7 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     );
   });
 
-  it('a snapshot that fails names the record it leaves Creating, which can be retried or deleted', async () => {
+  it('a thick volume shows what it holds; a snapshot that fails names the record it leaves Creating, to retry or delete', async () => {
     // A thick replica of 520 MiB in a 1 GiB pool: its snapshot would need 520 MiB more.
     const created = await cli('volume', 'create', '--size', '520MiB', '--replicas', '1', '-o', 'json');
     expect(created.code, created.stderr).toBe(0);
@@ -203,6 +203,16 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
       'THIN-PROVISIONED': 'false',
       ALLOCATED: '520MiB',
     });
+    // So does its replica's row in the cluster-wide replica topology.
+    const topology = (await cli('get', 'volume-replica-topologies')).stdout
+      .split('\n')
+      .find((l) => l.trim().startsWith(id));
+    expect(
+      topology
+        ?.trim()
+        .split(/\s{2,}/)
+        .slice(4, 8),
+    ).toEqual(['Online', '520MiB', '520MiB', '0 B']);
     const failed = await cli('snapshot', 'create', id);
     expect(failed.code).toBe(4);
     expect(failed.stderr).toMatch(/ResourceExhausted: .*a snapshot of replica/);
