@@ -33,6 +33,8 @@ export interface ChildState {
   rebuildPartial?: boolean;
   /** Bytes copied by the current or last rebuild. */
   rebuiltBytes?: number;
+  /** Of those, bytes of data written to the child (zero stretches are zeroed, not sent). */
+  rebuildTransferredBytes?: number;
   /** While Faulted: when the io-engine faulted it (ms since the epoch). */
   faultedAt?: number | null;
 }

@@ -40,6 +40,7 @@ const nexus = (n: Nexus): NexusState => ({
     rebuildProgress: c.state === 'Degraded' ? c.rebuildProgress : null,
     rebuildPartial: c.rebuildPartial,
     rebuiltBytes: c.rebuiltBytes,
+    rebuildTransferredBytes: c.rebuildTransferredBytes,
     faultedAt: c.faultedAt,
   })),
 });

@@ -22,6 +22,8 @@ interface Running {
   partial: boolean;
   /** Bytes copied, as last seen. */
   copied: number;
+  /** Of those, bytes of data written to the child, as last seen. */
+  transferred: number;
 }
 
 /** The io-engines address blocks of 512 bytes (the nexus block size Mayastor reports). */
@@ -73,6 +75,7 @@ export class RebuildHistory {
         if (job) {
           job.percent = Math.max(job.percent, c.rebuildProgress);
           job.copied = Math.max(job.copied, c.rebuiltBytes ?? 0);
+          job.transferred = Math.max(job.transferred, c.rebuildTransferredBytes ?? 0);
         } else {
           jobs ??= new Map();
           this.running.set(st.uuid, jobs);
@@ -84,11 +87,13 @@ export class RebuildHistory {
             size: st.size,
             partial: c.rebuildPartial === true,
             copied: c.rebuiltBytes ?? 0,
+            transferred: c.rebuildTransferredBytes ?? 0,
           });
         }
       } else if (job && fresh(job)) {
         // the child's bytes copied now cover the whole (finished) rebuild
         job.copied = Math.max(job.copied, c.rebuiltBytes ?? 0);
+        job.transferred = Math.max(job.transferred, c.rebuildTransferredBytes ?? 0);
         this.finish(st.uuid, c.uri, job, c.state === 'Online' ? 'Completed' : 'Failed', now);
       }
     }
@@ -136,8 +141,9 @@ export class RebuildHistory {
     }
     const total = Math.ceil(job.size / BLOCK_SIZE);
     const recovered = state === 'Completed' ? total : Math.floor((total * job.percent) / 100);
-    // a partial rebuild copies only the dirty regions: what it transferred is what it copied
-    const transferred = job.partial ? Math.min(total, Math.ceil(job.copied / BLOCK_SIZE)) : recovered;
+    // The data the io-engine wrote to the child: a partial rebuild copies only the dirty regions, and
+    // neither kind sends stretches of zeroes.
+    const transferred = Math.min(total, Math.ceil(job.transferred / BLOCK_SIZE));
     const list = this.records.get(nexus) ?? [];
     list.push({
       childUri,

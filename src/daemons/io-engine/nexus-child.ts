@@ -31,6 +31,8 @@ export class NexusChild {
   /** Bytes the current or last rebuild has to copy / has copied. */
   rebuildTotal = 0;
   rebuildCopied = 0;
+  /** Of those, bytes of data written to the child (its zero stretches were zeroed instead). */
+  rebuildTransferred = 0;
   /**
    * Remote children only: open a fresh connection to the same URI. An NBD client learns the export
    * size at connect, so a grown replica is only seen through a new connection (nexus resize).

@@ -1,5 +1,6 @@
 import type { Logger } from '../../lib/logger.js';
 import { rebuildBytes, rebuilds, rebuildsActive } from '../../lib/metrics/catalog.js';
+import { zeroRuns } from '../../lib/nbd/zero-runs.js';
 import type { Nexus } from './nexus.js';
 import type { NexusChild } from './nexus-child.js';
 import { MAP_SEGMENT } from './rebuild-map.js';
@@ -21,7 +22,7 @@ export interface RebuildRecord {
   totalBytes: number;
   /** Bytes known to hold the source's content (copied, or clean in the rebuild map). */
   recoveredBytes: number;
-  /** Bytes actually copied. */
+  /** Bytes of data written to the child (stretches of zeroes are zeroed, not sent). */
   transferredBytes: number;
   startTime: Date;
   endTime: Date;
@@ -42,6 +43,7 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
   const partial = child.rebuildPartial && child.rebuildMap !== null;
   child.rebuildPartial = partial;
   child.rebuildCopied = 0;
+  child.rebuildTransferred = 0;
   child.rebuildCursor = 0;
   child.rebuildTotal = partial ? child.rebuildMap!.dirtyBytes : nexus.size;
   const srcUri = nexus.children.find((c) => c.state === 'Online')?.uri ?? '';
@@ -61,7 +63,7 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
       partial,
       totalBytes: total,
       recoveredBytes: outcome === 'completed' ? total : total - remaining,
-      transferredBytes: child.rebuildCopied,
+      transferredBytes: child.rebuildTransferred,
       startTime,
       endTime: new Date(),
     });
@@ -105,14 +107,24 @@ async function copyStep(
       }
       return false;
     }
+    // Data is written; stretches of zeroes are zeroed, which a replica does without allocating
+    // where it already reads zero: a thin child keeps its holes (a full copy would fill them).
+    let written = 0;
     try {
-      await child.backend.write(b, pos, false);
+      await Promise.all(
+        zeroRuns(b).map((run) => {
+          if (run.zero) return child.backend.writeZeroes(pos + run.start, run.end - run.start, false);
+          written += run.end - run.start;
+          return child.backend.write(b.subarray(run.start, run.end), pos + run.start, false);
+        }),
+      );
     } catch (err) {
       await nexus.childFailed(child, err);
       return false;
     }
-    rebuildBytes.inc(b.length);
+    rebuildBytes.inc(written);
     child.rebuildCopied += b.length;
+    child.rebuildTransferred += written;
     done();
     return true;
   } finally {

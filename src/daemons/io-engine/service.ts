@@ -84,6 +84,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
               : 0
             : Math.floor((c.rebuildCursor * 100) / n.size),
       rebuilt_bytes: String(c.rebuildCopied),
+      rebuild_transferred_bytes: String(c.rebuildTransferred),
       rebuild_partial: c.rebuildPartial,
       faulted_at_ms: String(c.state === 'Faulted' ? c.faultedAt : 0),
     })),

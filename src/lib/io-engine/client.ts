@@ -80,6 +80,7 @@ const toNexus = (n: Raw): Nexus => ({
     reason: c.reason,
     rebuildProgress: c.rebuild_progress,
     rebuiltBytes: num(c.rebuilt_bytes),
+    rebuildTransferredBytes: num(c.rebuild_transferred_bytes),
     rebuildPartial: c.rebuild_partial === true,
     faultedAt: num(c.faulted_at_ms) || null,
   })),

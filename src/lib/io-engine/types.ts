@@ -57,6 +57,8 @@ export interface NexusChild {
   rebuildProgress: number;
   /** Bytes copied by the current (Degraded) or last rebuild. */
   rebuiltBytes: number;
+  /** Of those, bytes of data written to the child (stretches of zeroes are zeroed, not sent). */
+  rebuildTransferredBytes: number;
   /** The current or last rebuild copied only the regions written while the child was away. */
   rebuildPartial: boolean;
   /** While Faulted: when it was faulted (ms since the epoch, the io-engine's clock). */

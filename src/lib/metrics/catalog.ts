@@ -69,7 +69,7 @@ export const rebuildsActive = new client.Gauge({
 
 export const rebuildBytes = new client.Counter({
   name: 'storctl_rebuild_bytes_total',
-  help: 'bytes copied to rebuilding children on this io-engine',
+  help: 'bytes of data written to rebuilding children on this io-engine (zero stretches are zeroed, not counted)',
   registers,
 });
 

@@ -1,6 +1,7 @@
 import { readSync, writeSync } from 'node:fs';
 import { constants, type FileHandle, open } from 'node:fs/promises';
 import { type BlockBackend, checkRange, ZERO_CHUNK } from './backend.js';
+import { zeroRuns } from './zero-runs.js';
 
 /**
  * Requests up to this size are served inline, by a synchronous pread/pwrite on this thread, while
@@ -144,14 +145,19 @@ export class FileBackend implements BlockBackend {
     checkRange(this.size, offset, length);
   }
 
+  /**
+   * Zeroes only the blocks that do not read as zero yet: a hole of a thin replica stays a hole, so
+   * zeroing (mkfs, a rebuild copying a volume's empty stretches) does not allocate what holds nothing.
+   */
   async writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
     checkRange(this.size, offset, length);
-    let pos = offset;
+    const buf = Buffer.allocUnsafe(Math.min(ZERO_CHUNK.length, length));
     const end = offset + length;
-    while (pos < end) {
-      const n = Math.min(ZERO_CHUNK.length, end - pos);
-      await this.write(ZERO_CHUNK.subarray(0, n), pos, false);
-      pos += n;
+    for (let pos = offset; pos < end; pos += buf.length) {
+      const chunk = buf.subarray(0, Math.min(buf.length, end - pos));
+      await this.read(chunk, pos);
+      for (const run of zeroRuns(chunk))
+        if (!run.zero) await this.write(ZERO_CHUNK.subarray(0, run.end - run.start), pos + run.start, false);
     }
     if (fua) await this.flush();
   }

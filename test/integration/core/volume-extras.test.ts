@@ -205,13 +205,25 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         rebuildJobState: 'Completed',
         blocksTotal: (32 * MiB) / 512,
         blocksRecovered: (32 * MiB) / 512,
-        blocksTransferred: (32 * MiB) / 512,
+        // The 16 MiB written; the empty half was zeroed on the child, not sent.
+        blocksTransferred: (16 * MiB) / 512,
         blocksRemaining: 0,
         blockSize: 512,
         isPartial: false,
       });
       expect(Date.parse(String(r.endTime))).toBeGreaterThanOrEqual(Date.parse(String(r.startTime)));
-      await qemuIo(online.state.target!.deviceUri, 'read -P 0x42 0 16M');
+      await qemuIo(online.state.target!.deviceUri, 'read -P 0x42 0 16M', 'read -P 0 16M 16M');
+      // So the new thin replica holds the data alone: its empty half stays unallocated.
+      const uuid = new URL(added.uri).searchParams.get('uuid')!;
+      const node = online.state.replica_topology[uuid].node!;
+      const engine = new GrpcEngine(node, c.engine(node).grpc, 10_000);
+      try {
+        const replica = (await engine.listReplicas()).find((r) => r.uuid === uuid)!;
+        expect(replica.allocated).toBeGreaterThanOrEqual(16 * MiB);
+        expect(replica.allocated).toBeLessThan(20 * MiB);
+      } finally {
+        engine.close();
+      }
       await c.rest.unpublishVolume(id);
       await c.rest.deleteVolume(id);
     }, 60_000);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,15 @@ describe('NBD server with real clients', () => {
     const bytes = await readFile(join(dir, 'disk.img'));
     expect(bytes[0]).toBe(0xab);
     expect(bytes[2 * 1024 * 1024]).toBe(0x5a);
+  });
+
+  it('zeroes a range without allocating the holes in it', async () => {
+    const allocated = async () => (await stat(join(dir, 'disk.img'))).blocks * 512;
+    await qemuIo(uri, ['write -P 0x7e 25M 64k']);
+    const before = await allocated();
+    // 4 MiB zeroed around 64 KiB of data: the data reads as zero, the rest stays a hole.
+    await qemuIo(uri, ['write -z 24M 4M', 'read -P 0 24M 4M']);
+    expect(await allocated()).toBe(before);
   });
 
   it('serves several clients at once and nbdcopy copies the whole export', async () => {

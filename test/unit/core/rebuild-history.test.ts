@@ -38,18 +38,25 @@ describe('rebuild history as core observes it', () => {
     ]);
   });
 
-  it('a partial rebuild is recorded as such, with the blocks it copied as transferred', () => {
+  it('a partial rebuild is recorded as such, with the data it wrote as transferred', () => {
     const h = new RebuildHistory();
     const partial = (p: number, bytes: number) => ({
       ...rebuilding(NEW, p),
       rebuildPartial: true,
       rebuiltBytes: bytes,
+      rebuildTransferredBytes: bytes / 2,
     });
     h.observe(nexus([online(SRC), partial(0, 0)]), h.tick());
     h.observe(nexus([online(SRC), partial(50, MiB / 2)]), h.tick());
-    // the Online child reports what its last rebuild copied
+    // the Online child reports what its last rebuild copied: 2 MiB, half of it zero stretches
     h.observe(
-      nexus([online(SRC), { ...online(NEW), rebuildPartial: true, rebuiltBytes: MiB }], 'Online'),
+      nexus(
+        [
+          online(SRC),
+          { ...online(NEW), rebuildPartial: true, rebuiltBytes: 2 * MiB, rebuildTransferredBytes: MiB },
+        ],
+        'Online',
+      ),
       h.tick(),
     );
     expect(h.of('n1')).toEqual([
