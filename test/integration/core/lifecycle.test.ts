@@ -217,6 +217,10 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       expect((inUse as RestError).kind).toBe('InUse');
       await cluster.rest.unpublishVolume(cloneId);
       await cluster.rest.deleteVolume(cloneId);
+      // The volume cannot go while a snapshot of it exists: the refusal names it.
+      const hasSnapshot = await cluster.rest.deleteVolume(id).catch((e: RestError) => e);
+      expect(hasSnapshot).toMatchObject({ kind: 'InUse' });
+      expect((hasSnapshot as RestError).message).toContain(`has 1 snapshot(s) (${snapId})`);
       await cluster.rest.deleteSnapshot(snapId);
 
       // A published volume grows online (resize-online.test.ts covers it in depth).

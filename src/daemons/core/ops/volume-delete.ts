@@ -28,11 +28,16 @@ export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void
         `volume '${uuid}' not found: it was deleted already, or never created`,
         `The volume '${uuid}' was not found`,
       );
-    if ([...ctx.registry.snapshots.values()].some((s) => s.spec.source_id === uuid)) {
+    const snapshots = [...ctx.registry.snapshots.values()]
+      .filter((s) => s.spec.source_id === uuid)
+      .map((s) => s.spec.uuid)
+      .sort();
+    if (snapshots.length) {
       // Mayastor keeps snapshots of a deleted volume; storctl keeps it simple and refuses instead.
+      const named = snapshots.slice(0, 5).join(', ') + (snapshots.length > 5 ? ', …' : '');
       throw new SvcError(
         'InUse',
-        `volume '${uuid}' has snapshots; delete them first (storctl snapshot delete)`,
+        `volume '${uuid}' has ${snapshots.length} snapshot(s) (${named}); delete them first: storctl snapshot delete ID`,
       );
     }
     await finishVolumeDelete(ctx, cloneSpec(volume));
