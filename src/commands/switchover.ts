@@ -86,6 +86,8 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
       const last = await this.follow(client, volume, flags['to-node'], flags.wait, flags.timeout);
       if (await this.structuredOut(last)) {
         // printed as asked
+      } else if (last.failed) {
+        // said below, as the error
       } else if (last.done) {
         await writeStdout(`${last.new_target_uri}\n`);
         this.logToStderr(

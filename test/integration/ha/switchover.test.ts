@@ -87,7 +87,7 @@ describe.each<Backend>(['embedded', 'etcd'])(
 
     it('refuses with the reason: not published, no healthy replica elsewhere, unknown volume, nothing to cancel', async () => {
       const id = randomUUID();
-      await cluster.rest.createVolume(id, {
+      const created = await cluster.rest.createVolume(id, {
         size: 16 * MiB,
         replicas: 1,
         thin: true,
@@ -96,7 +96,9 @@ describe.each<Backend>(['embedded', 'etcd'])(
       const unpublished = await cli(['switchover', '--volume', id]);
       expect(unpublished.code).toBe(4);
       expect(unpublished.stderr).toContain('is not published');
-      await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-3' });
+      // Published where its only replica is (wherever earlier tests left room for it).
+      const replicaNode = Object.values(created.state.replica_topology)[0].node;
+      await cluster.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: replicaNode });
       const single = await cli(['switchover', '--volume', id]);
       expect(single.code).toBe(4);
       expect(single.stderr).toContain('no healthy replica on a node other than');
@@ -107,6 +109,19 @@ describe.each<Backend>(['embedded', 'etcd'])(
       const bad = await cli(['switchover', '--volume', 'not-a-uuid']);
       expect(bad.code).toBe(2);
       expect(await stageInStore(id)).toBeNull();
+
+      // A node that does not exist fails the switchover, and the volume keeps the target it had:
+      // the new node is checked before the old target is torn down.
+      const vol = await published('node-3');
+      const typo = await cli(['switchover', '--volume', vol.id, '--to-node', 'node-9', '--wait']);
+      expect(typo.code).toBe(1);
+      expect(typo.stderr).toContain("failed: NotFound: node 'node-9' not found");
+      expect(typo.stderr).not.toContain('target moved to');
+      expect(typo.stdout).toBe('');
+      expect(await targetOf(vol.id)).toMatchObject({ uuid: vol.nexus, node: 'node-3', deviceUri: vol.uri });
+      const reader = await NbdClient.connect(vol.uri);
+      await reader.read(Buffer.alloc(BLOCK), 0);
+      await reader.close();
     });
 
     it('split brain: a stalled io-engine whose target moved refuses I/O when it resumes; the new target is the only truth', {

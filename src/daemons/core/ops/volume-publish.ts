@@ -156,14 +156,13 @@ async function publishOn(
 const REPUBLISH_TEARDOWN_WAIT_MS = 1000;
 
 /**
- * Move the target (HA switchover, drain): tear the old nexus down (best effort, bounded), fence it,
- * and publish on another node.
+ * Move the target (HA switchover, drain): choose the new node, tear the old nexus down (best effort,
+ * bounded), fence it, and publish on the new node. The node is chosen (a requested one checked)
+ * while the old target still serves: a refusal (an unknown or offline node, none usable) leaves the
+ * volume published where it was instead of without a target.
  */
 async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolumeBody): Promise<VolumeSpec> {
   const old = volume.target!;
-  await teardownTarget(ctx, volume, true, REPUBLISH_TEARDOWN_WAIT_MS);
-  await fenceNexus(ctx, volume.uuid, old.nexus);
-  const fresh = ctx.registry.volume(volume.uuid);
   const replicaNodes = ctx.registry.volumeReplicas(volume.uuid).map((r) => ctx.registry.replicaNode(r) ?? '');
   const node = chooseTargetNode(
     ctx.registry.nodeViews(),
@@ -171,7 +170,9 @@ async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolu
     body.node,
     body.node ? [] : [old.node],
   );
-  return publishOn(ctx, fresh, node, { ...body, republish: false });
+  await teardownTarget(ctx, volume, true, REPUBLISH_TEARDOWN_WAIT_MS);
+  await fenceNexus(ctx, volume.uuid, old.nexus);
+  return publishOn(ctx, ctx.registry.volume(volume.uuid), node, { ...body, republish: false });
 }
 
 /** Unpublish: destroy the nexus (its node must be online unless `force`), keep the target config inactive. */
