@@ -11,6 +11,8 @@ export interface PoolState {
   disk: string;
   capacity: number;
   used: number;
+  /** Bytes still available for thick allocation (capacity less thick sizes and thin allocation). */
+  free: number;
   status: 'Online' | 'Degraded' | 'Faulted' | 'Unknown';
 }
 

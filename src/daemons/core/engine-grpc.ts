@@ -17,6 +17,7 @@ const pool = (p: Pool): PoolState => ({
   disk: p.disk,
   capacity: p.capacity,
   used: p.used,
+  free: p.free,
   status: (p.state || 'Unknown') as PoolState['status'],
 });
 const replica = (r: Replica): ReplicaState => ({

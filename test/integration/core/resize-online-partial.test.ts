@@ -98,4 +98,39 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       await qemuIo(uri, 'write -P 0x5e 30M 2M');
       await qemuIo(uri, 'read -P 0x3c 0 8M', 'read -P 0x4d 15M 1M', 'read -P 0x5e 30M 2M');
     }, 120_000);
+
+    it('refuses to grow a thick volume a pool cannot hold before any replica grows', async () => {
+      cluster = await TestCluster.start({ backend, engines: 2, pools: false });
+      const c = cluster;
+      await c.rest.createPool('node-1', 'pool-node-1', {
+        disks: [join(c.dir, 'node-1', 'pool')],
+        capacity: POOL_CAPACITY,
+      });
+      await c.rest.createPool('node-2', 'pool-node-2', {
+        disks: [join(c.dir, 'node-2', 'pool')],
+        capacity: 40 * MiB,
+      });
+      const id = newVolumeId();
+      await c.rest.createVolume(id, {
+        size: 16 * MiB,
+        replicas: 2,
+        thin: false,
+        policy: { self_heal: false },
+      });
+      // 24 MiB are left in the small pool: growing to 48 MiB needs 32 more there.
+      const failed = (await c.rest.resizeVolume(id, 48 * MiB).catch((e: RestError) => e)) as RestError;
+      expect(failed.kind).toBe('ResourceExhausted');
+      expect(failed.message).toMatch(
+        /not resized: pool 'pool-node-2' on node 'node-2' has \d+ bytes free, its replica needs 33554432 more .*; no replica was grown/,
+      );
+      const specs = await c.rest.call<Specs>('GET', '/specs');
+      expect(specs.volumes.find((v) => v.uuid === id)).toMatchObject({ size: 16 * MiB });
+      expect(specs.replicas.filter((r) => r.owners.volume === id).map((r) => r.size)).toEqual([
+        16 * MiB,
+        16 * MiB,
+      ]);
+      expect((await c.events()).some((e) => e.includes('"ResizeIncomplete"') && e.includes(id))).toBe(false);
+      // A size the small pool holds grows both.
+      expect((await c.rest.resizeVolume(id, 32 * MiB)).spec.size).toBe(32 * MiB);
+    }, 120_000);
   });

@@ -1,4 +1,10 @@
-import { cloneSpec, type NexusSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
+import {
+  cloneSpec,
+  type NexusSpec,
+  type ReplicaSpec,
+  replicaPoolName,
+  type VolumeSpec,
+} from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
@@ -213,6 +219,40 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
  * its spec records smaller than it is (a crash rolled back its pending Resize after it grew) may
  * already be larger than `size`, which is fine.
  */
+/**
+ * Refuse a resize some thick replica's pool cannot hold, before any replica grows: a grown replica
+ * cannot shrink back, so a pool found too small half-way left the others grown for nothing. Pool
+ * space is asked of the io-engines now (core's pool state may be a poll old); they check it again.
+ */
+async function checkGrowthFits(
+  ctx: CoreContext,
+  volume: string,
+  replicas: ReplicaSpec[],
+  size: number,
+): Promise<void> {
+  const needs = new Map<string, { node: string; pool: string; bytes: number }>();
+  for (const r of replicas) {
+    if (r.thin || r.size >= size) continue;
+    const node = ctx.registry.replicaNode(r)!;
+    const pool = replicaPoolName(r);
+    const need = needs.get(`${node}/${pool}`) ?? { node, pool, bytes: 0 };
+    need.bytes += size - r.size;
+    needs.set(`${node}/${pool}`, need);
+  }
+  for (const node of new Set([...needs.values()].map((n) => n.node))) {
+    const pools = await ctx.engines.get(node).listPools();
+    for (const need of needs.values()) {
+      const free = pools.find((p) => p.id === need.pool)?.free;
+      if (need.node !== node || free === undefined || free >= need.bytes) continue;
+      throw new SvcError(
+        'ResourceExhausted',
+        `volume '${volume}' not resized: pool '${need.pool}' on node '${node}' has ${free} bytes free, its replica needs ${need.bytes} more to grow to ${size} bytes; no replica was grown`,
+        'PoolCapacity',
+      );
+    }
+  }
+}
+
 async function growReplica(ctx: CoreContext, r: ReplicaSpec, size: number): Promise<number> {
   const engine = ctx.engines.get(ctx.registry.replicaNode(r)!);
   try {
@@ -277,6 +317,7 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
     const nexus = activeNexus(ctx, volume);
     // The target's node must be reachable before any replica grows (an online resize ends there).
     if (nexus) engines.get(nexus.node);
+    await checkGrowthFits(ctx, uuid, replicas, size);
     volume.operation = { operation: { Resize: size }, result: null };
     for (const r of replicas) r.operation = { operation: { Resize: size }, result: null };
     await registry.persist({ volumes: [volume], replicas });
