@@ -220,7 +220,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       // The volume cannot go while a snapshot of it exists: the refusal names it.
       const hasSnapshot = await cluster.rest.deleteVolume(id).catch((e: RestError) => e);
       expect(hasSnapshot).toMatchObject({ kind: 'InUse' });
-      expect((hasSnapshot as RestError).message).toContain(`has 1 snapshot(s) (${snapId})`);
+      expect((hasSnapshot as RestError).message).toContain(`has snapshots (1: ${snapId})`);
       await cluster.rest.deleteSnapshot(snapId);
 
       // A published volume grows online (resize-online.test.ts covers it in depth).

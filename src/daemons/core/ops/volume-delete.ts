@@ -37,7 +37,7 @@ export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void
       const named = snapshots.slice(0, 5).join(', ') + (snapshots.length > 5 ? ', …' : '');
       throw new SvcError(
         'InUse',
-        `volume '${uuid}' has ${snapshots.length} snapshot(s) (${named}); delete them first: storctl snapshot delete ID`,
+        `volume '${uuid}' has snapshots (${snapshots.length}: ${named}); delete them first: storctl snapshot delete ID`,
       );
     }
     await finishVolumeDelete(ctx, cloneSpec(volume));
