@@ -1,3 +1,4 @@
+import { replicaUuidOfUri } from '../../../lib/child-uri.js';
 import {
   cloneSpec,
   type NexusSpec,
@@ -7,10 +8,10 @@ import {
 } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { replicaOnline } from '../health.js';
+import { nexusStateOf, replicaOnline } from '../health.js';
 import { placeReplicas } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
-import { childUri } from './nexus-build.js';
+import { childUri, readNexusInfo } from './nexus-build.js';
 import { markResult, type OpTarget, rollbackOp, type SpecChange, settleOp } from './settle.js';
 import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
 import { checkUsable } from './volume-publish.js';
@@ -142,16 +143,52 @@ export async function removeReplicas(
   });
 }
 
-/** Pick replicas to drop on scale-down: offline ones first, then ones not local to the target. */
-export function scaleDownVictims(ctx: CoreContext, volume: VolumeSpec, count: number): ReplicaSpec[] {
+/**
+ * Replicas known to hold the volume's latest data: those its last nexus's NexusInfo records healthy
+ * (all of them when no nexus ever recorded one), less, while it is published, the target's children
+ * that core last saw other than Online (being rebuilt, or faulted).
+ */
+async function upToDateReplicas(ctx: CoreContext, volume: VolumeSpec): Promise<Set<string>> {
+  const info = await readNexusInfo(ctx, volume, volume.last_nexus_id);
+  const ids = info
+    ? info.children.filter((c) => c.healthy).map((c) => c.uuid)
+    : ctx.registry.volumeReplicas(volume.uuid).map((r) => r.uuid);
+  const live = nexusStateOf(ctx.registry, activeNexus(ctx, volume));
+  if (!live) return new Set(ids);
+  const online = new Set(
+    live.children.filter((c) => c.state === 'Online').map((c) => replicaUuidOfUri(c.uri)),
+  );
+  return new Set(ids.filter((id) => online.has(id)));
+}
+
+/**
+ * Pick replicas to drop on scale-down: ones not up to date first (being rebuilt, faulted: dropping
+ * them loses nothing), then offline ones, then ones not local to the target. Refused when no up-to-
+ * date replica would be left: the others' data is incomplete.
+ */
+export async function scaleDownVictims(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  count: number,
+): Promise<ReplicaSpec[]> {
   const { registry } = ctx;
+  const current = await upToDateReplicas(ctx, volume);
   const targetNode = volume.target?.active !== false ? volume.target?.node : undefined;
   const rank = (r: ReplicaSpec) =>
-    (replicaOnline(registry, r) ? 2 : 0) + (registry.replicaNode(r) === targetNode ? 1 : 0);
-  return registry
+    (current.has(r.uuid) ? 4 : 0) +
+    (replicaOnline(registry, r) ? 2 : 0) +
+    (registry.replicaNode(r) === targetNode ? 1 : 0);
+  const ranked = registry
     .volumeReplicas(volume.uuid)
-    .sort((a, b) => rank(a) - rank(b) || a.uuid.localeCompare(b.uuid))
-    .slice(0, count);
+    .sort((a, b) => rank(a) - rank(b) || a.uuid.localeCompare(b.uuid));
+  const kept = ranked.slice(count);
+  if (!kept.some((r) => current.has(r.uuid)))
+    throw new SvcError(
+      'FailedPrecondition',
+      `cannot scale volume '${volume.uuid}' down: no replica holding its latest data would be left (the others are being rebuilt or faulted); wait for the rebuild`,
+      'LastHealthyReplica',
+    );
+  return ranked.slice(0, count);
 }
 
 /** PUT /volumes/{id}/replica_count/{n}. */
@@ -183,7 +220,7 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
         added = await makeReplicas(ctx, volume, replicas - have, []);
       else if (replicas < volume.num_replicas && have > replicas) {
         const healthy = registry.volumeReplicas(uuid).filter((r) => replicaOnline(registry, r));
-        const victims = scaleDownVictims(ctx, volume, have - replicas);
+        const victims = await scaleDownVictims(ctx, volume, have - replicas);
         if (healthy.every((r) => victims.includes(r)))
           throw new SvcError(
             'FailedPrecondition',

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newVolumeId, TestCluster } from './cluster.js';
+import { qemuIo } from './qemu.js';
+
+const MiB = 1 << 20;
+
+/**
+ * Scale-down keeps the replica that holds the volume's latest data. A replica whose child was
+ * faulted (its io-engine died while writes went on) is stale even once its node is back; dropping
+ * the other one instead would keep only old data, and the volume could not be published again
+ * (its NexusInfo names the dropped replica as the only healthy one).
+ */
+describe('scale-down of a volume with a stale replica', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({ engines: 3 });
+  }, 90_000);
+  afterAll(async () => {
+    await c?.stop();
+  });
+
+  it('drops the stale replica, never the one with the latest data', async () => {
+    const id = newVolumeId();
+    const created = await c.rest.createVolume(id, {
+      size: 16 * MiB,
+      replicas: 2,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    const nodeOf = Object.fromEntries(
+      Object.entries(created.state.replica_topology).map(([uuid, r]) => [uuid, r.node!]),
+    );
+    // The stale one is the later id: with everything else equal, ids decide which replica goes
+    // first, so the lower id (the current one) is the one an id-ordered choice would drop.
+    const [current, stale] = Object.keys(nodeOf).sort();
+    const published = await c.rest.publishVolume(id, {
+      protocol: 'nbd',
+      publish_context: {},
+      node: nodeOf[current],
+    });
+    const uri = published.state.target!.deviceUri;
+    await qemuIo(uri, 'write -P 0x11 0 4M');
+
+    // The stale replica's io-engine dies; the next writes fault its child and reach only the other.
+    const engine = c.engine(nodeOf[stale]);
+    engine.proc.child.kill('SIGKILL');
+    await engine.proc.wait();
+    await qemuIo(uri, 'write -P 0x22 0 4M');
+    await c.volumeWhere(
+      id,
+      (v) => v.state.target?.children.find((ch) => ch.uri.includes(stale))?.state === 'Faulted',
+      { what: 'the stale child Faulted' },
+    );
+    await c.rest.unpublishVolume(id);
+    // Its node comes back: the replica is online again, with the old data.
+    await c.startEngine(nodeOf[stale], { grpc: engine.grpc, nbd: engine.nbd });
+    await c.volumeWhere(id, (v) => v.state.replica_topology[stale]?.state === 'Online', {
+      what: 'the stale replica online again',
+      timeoutMs: 30_000,
+    });
+
+    const scaled = await c.rest.scaleVolume(id, 1);
+    expect(scaled.spec.num_replicas).toBe(1);
+    expect(Object.keys((await c.rest.getVolume(id)).state.replica_topology)).toEqual([current]);
+    const again = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
+    await qemuIo(again.state.target!.deviceUri, 'read -P 0x22 0 4M');
+    await c.rest.unpublishVolume(id);
+    await c.rest.deleteVolume(id);
+  }, 90_000);
+});
