@@ -7,7 +7,8 @@ import type { VolumeSnapshot } from '../../lib/rest/types.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
 export default class SnapshotCreate extends RestCommand {
-  static override description = 'snapshot a volume (one snapshot per online replica)';
+  static override description =
+    'snapshot a volume (one snapshot per online replica that holds its latest data)';
   static override examples = [
     '<%= config.bin %> snapshot create 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b',
     '<%= config.bin %> snapshot create 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b 9b2c7d1e-0f3a-4b5c-8d6e-7f8091a2b3c4 -o json',

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { localReplicaUri } from '../../../lib/child-uri.js';
+import { localReplicaUri, replicaUuidOfUri } from '../../../lib/child-uri.js';
 import type { NexusChild, NexusInfo, NexusSpec, ReplicaSpec, VolumeSpec } from '../../../lib/specs/index.js';
 import { isCreated, nexusInfo } from '../../../lib/specs/index.js';
 import { nexusInfoKey } from '../../../lib/store/keys.js';
@@ -26,6 +26,25 @@ export async function readNexusInfo(
       `${(err as Error).message}; it records which replicas of volume '${volume.uuid}' are up to date: restore it (storctl store load) before publishing`,
     );
   }
+}
+
+/**
+ * Replicas known to hold the volume's latest data: those its last nexus's NexusInfo records healthy
+ * (all of them when no nexus ever recorded one), less, while it is published, the target's children
+ * that core last saw other than Online (being rebuilt, or faulted).
+ */
+export async function upToDateReplicas(ctx: CoreContext, volume: VolumeSpec): Promise<Set<string>> {
+  const info = await readNexusInfo(ctx, volume, volume.last_nexus_id);
+  const ids = info
+    ? info.children.filter((c) => c.healthy).map((c) => c.uuid)
+    : ctx.registry.volumeReplicas(volume.uuid).map((r) => r.uuid);
+  const target = volume.target?.active !== false ? volume.target : null;
+  const live = target ? ctx.registry.nexusStates.get(target.node)?.get(target.nexus) : undefined;
+  if (!live) return new Set(ids);
+  const online = new Set(
+    live.children.filter((c) => c.state === 'Online').map((c) => replicaUuidOfUri(c.uri)),
+  );
+  return new Set(ids.filter((id) => online.has(id)));
 }
 
 /**

@@ -9,11 +9,12 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
 import { notFound, SvcError } from '../svc-error.js';
+import { upToDateReplicas } from './nexus-build.js';
 import { retrySettle, rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
 
 /**
- * Volume snapshot (docs/mayastor-compat.md §1.11): one replica snapshot per online replica, named
+ * Volume snapshot (docs/mayastor-compat.md §1.11): one replica snapshot per online, up-to-date replica, named
  * `<snapshot-uuid>/<txn_id>` on the io-engine; the VolumeSnapshot record is logged Creating first and
  * left Creating on failure (LeaveAsIs: a retry with the same id is allowed).
  */
@@ -44,8 +45,17 @@ export async function createSnapshot(
         'SnapshotMaxLimit',
       );
     }
-    const replicas = registry.volumeReplicas(volumeId).filter((r) => replicaOnline(registry, r));
-    if (replicas.length === 0) throw new SvcError('FailedPrecondition', 'No online replicas are available');
+    // Only replicas holding the volume's latest data: a snapshot of one being rebuilt (or faulted)
+    // holds old or partial data, and a clone made from it would serve that.
+    const current = await upToDateReplicas(ctx, volume);
+    const replicas = registry
+      .volumeReplicas(volumeId)
+      .filter((r) => replicaOnline(registry, r) && current.has(r.uuid));
+    if (replicas.length === 0)
+      throw new SvcError(
+        'FailedPrecondition',
+        `No online replica of volume '${volumeId}' holds its latest data (the others are being rebuilt or faulted)`,
+      );
     const txnId = String(Number(existing?.metadata.txn_id ?? '0') + 1);
     const snap: VolumeSnapshot = existing
       ? cloneSpec(existing)

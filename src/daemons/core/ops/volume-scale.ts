@@ -1,4 +1,3 @@
-import { replicaUuidOfUri } from '../../../lib/child-uri.js';
 import {
   cloneSpec,
   type NexusSpec,
@@ -8,10 +7,10 @@ import {
 } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { nexusStateOf, replicaOnline } from '../health.js';
+import { replicaOnline } from '../health.js';
 import { placeReplicas } from '../scheduler.js';
 import { dirty, SvcError, toSvcError } from '../svc-error.js';
-import { childUri, readNexusInfo } from './nexus-build.js';
+import { childUri, upToDateReplicas } from './nexus-build.js';
 import { markResult, type OpTarget, rollbackOp, type SpecChange, settleOp } from './settle.js';
 import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
 import { checkUsable } from './volume-publish.js';
@@ -141,24 +140,6 @@ export async function removeReplicas(
       makeEvent('replica', r.uuid, 'Removed', `from volume ${volume.uuid}: ${reason}`),
     ),
   });
-}
-
-/**
- * Replicas known to hold the volume's latest data: those its last nexus's NexusInfo records healthy
- * (all of them when no nexus ever recorded one), less, while it is published, the target's children
- * that core last saw other than Online (being rebuilt, or faulted).
- */
-async function upToDateReplicas(ctx: CoreContext, volume: VolumeSpec): Promise<Set<string>> {
-  const info = await readNexusInfo(ctx, volume, volume.last_nexus_id);
-  const ids = info
-    ? info.children.filter((c) => c.healthy).map((c) => c.uuid)
-    : ctx.registry.volumeReplicas(volume.uuid).map((r) => r.uuid);
-  const live = nexusStateOf(ctx.registry, activeNexus(ctx, volume));
-  if (!live) return new Set(ids);
-  const online = new Set(
-    live.children.filter((c) => c.state === 'Online').map((c) => replicaUuidOfUri(c.uri)),
-  );
-  return new Set(ids.filter((id) => online.has(id)));
 }
 
 /**

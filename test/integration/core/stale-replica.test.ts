@@ -5,12 +5,12 @@ import { qemuIo } from './qemu.js';
 const MiB = 1 << 20;
 
 /**
- * Scale-down keeps the replica that holds the volume's latest data. A replica whose child was
- * faulted (its io-engine died while writes went on) is stale even once its node is back; dropping
- * the other one instead would keep only old data, and the volume could not be published again
- * (its NexusInfo names the dropped replica as the only healthy one).
+ * A replica whose child was faulted (its io-engine died while writes went on) is stale even once its
+ * node is back. Scale-down must drop it, not the replica with the latest data (the volume could not
+ * be published again: its NexusInfo names the dropped one as the only healthy replica), and a
+ * snapshot must not take it (a clone made from its snapshot would serve the old data).
  */
-describe('scale-down of a volume with a stale replica', () => {
+describe('a volume with a stale replica', () => {
   let c: TestCluster;
   beforeAll(async () => {
     c = await TestCluster.start({ engines: 3 });
@@ -19,7 +19,12 @@ describe('scale-down of a volume with a stale replica', () => {
     await c?.stop();
   });
 
-  it('drops the stale replica, never the one with the latest data', async () => {
+  /**
+   * An unpublished 2-replica volume whose `stale` replica holds 0x11 and `current` one 0x22 (the
+   * latest) over its first 4 MiB; both online. `stale` is the later id: with everything else equal,
+   * ids decide the order replicas are picked in, so an id-ordered choice picks `current` first.
+   */
+  async function volumeWithStaleReplica() {
     const id = newVolumeId();
     const created = await c.rest.createVolume(id, {
       size: 16 * MiB,
@@ -30,8 +35,6 @@ describe('scale-down of a volume with a stale replica', () => {
     const nodeOf = Object.fromEntries(
       Object.entries(created.state.replica_topology).map(([uuid, r]) => [uuid, r.node!]),
     );
-    // The stale one is the later id: with everything else equal, ids decide which replica goes
-    // first, so the lower id (the current one) is the one an id-ordered choice would drop.
     const [current, stale] = Object.keys(nodeOf).sort();
     const published = await c.rest.publishVolume(id, {
       protocol: 'nbd',
@@ -40,7 +43,6 @@ describe('scale-down of a volume with a stale replica', () => {
     });
     const uri = published.state.target!.deviceUri;
     await qemuIo(uri, 'write -P 0x11 0 4M');
-
     // The stale replica's io-engine dies; the next writes fault its child and reach only the other.
     const engine = c.engine(nodeOf[stale]);
     engine.proc.child.kill('SIGKILL');
@@ -58,13 +60,41 @@ describe('scale-down of a volume with a stale replica', () => {
       what: 'the stale replica online again',
       timeoutMs: 30_000,
     });
+    return { id, current, stale };
+  }
 
+  it('scale-down drops the stale replica, never the one with the latest data', async () => {
+    const { id, current } = await volumeWithStaleReplica();
     const scaled = await c.rest.scaleVolume(id, 1);
     expect(scaled.spec.num_replicas).toBe(1);
     expect(Object.keys((await c.rest.getVolume(id)).state.replica_topology)).toEqual([current]);
     const again = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} });
     await qemuIo(again.state.target!.deviceUri, 'read -P 0x22 0 4M');
     await c.rest.unpublishVolume(id);
+    await c.rest.deleteVolume(id);
+  }, 90_000);
+
+  it('a snapshot takes only the replica with the latest data, and a clone of it serves that data', async () => {
+    const { id, current } = await volumeWithStaleReplica();
+    const snapId = newVolumeId();
+    const snap = await c.rest.createSnapshot(id, snapId);
+    const { transactions } = snap.definition.metadata as unknown as {
+      transactions: Record<string, { source_id: string }[]>;
+    };
+    const records = Object.values(transactions).flat();
+    expect(records.map((r) => r.source_id)).toEqual([current]);
+    const cloneId = newVolumeId();
+    await c.rest.call('PUT', `/snapshots/${snapId}/volumes/${cloneId}`, {
+      size: 16 * MiB,
+      replicas: 1,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    const clone = await c.rest.publishVolume(cloneId, { protocol: 'nbd', publish_context: {} });
+    await qemuIo(clone.state.target!.deviceUri, 'read -P 0x22 0 4M');
+    await c.rest.unpublishVolume(cloneId);
+    await c.rest.deleteVolume(cloneId);
+    await c.rest.deleteSnapshot(snapId);
     await c.rest.deleteVolume(id);
   }, 90_000);
 });
