@@ -86,6 +86,10 @@ export interface EngineApi {
   addChild(nexus: string, uri: string): Promise<NexusState>;
   removeChild(nexus: string, uri: string): Promise<void>;
   resizeNexus(uuid: string, size: number): Promise<void>;
+  /** Hold a nexus's I/O (ended by releaseNexusIo, or by the io-engine after `timeoutMs`). */
+  holdNexusIo(uuid: string, timeoutMs: number): Promise<string>;
+  /** NotFound when the hold already ended by its timeout. */
+  releaseNexusIo(uuid: string, holdId: string): Promise<void>;
   createReplicaSnapshot(replica: string, snapshotUuid: string, name: string): Promise<SnapshotState>;
   destroyReplicaSnapshot(snapshotUuid: string): Promise<void>;
   /** A new (thin) replica holding a replica snapshot's content, in the snapshot's pool. */

@@ -159,6 +159,12 @@ export class GrpcEngine implements EngineApi {
   async resizeNexus(uuid: string, size: number): Promise<void> {
     await this.call((c) => c.resizeNexus(uuid, size));
   }
+  holdNexusIo(uuid: string, timeoutMs: number): Promise<string> {
+    return this.call((c) => c.holdNexusIo(uuid, timeoutMs));
+  }
+  async releaseNexusIo(uuid: string, holdId: string): Promise<void> {
+    await this.call((c) => c.releaseNexusIo(uuid, holdId));
+  }
   async createReplicaSnapshot(
     replicaUuid: string,
     snapshotUuid: string,

@@ -1,7 +1,7 @@
 import type { Logger } from '../../lib/logger.js';
 import { type BlockBackend, BlockIoError } from '../../lib/nbd/backend.js';
 import { Errno } from '../../lib/nbd/protocol.js';
-import { precondition } from './errors.js';
+import { precondition, unavailable } from './errors.js';
 import type { NexusChild } from './nexus-child.js';
 import type { NexusInfo, NexusInfoWriter } from './nexus-info.js';
 import { type RebuildRecord, rebuildChild } from './rebuild.js';
@@ -214,19 +214,38 @@ export class Nexus implements BlockBackend {
 
   /**
    * Hold all new I/O and wait for the I/O in flight; returns the release. While held, the children
-   * can be reconnected and the size changed without any request seeing a half-done change.
+   * can be reconnected and the size changed without any request seeing a half-done change. With
+   * `drainMs`, I/O in flight that takes longer to finish (a hung child) ends the hold unheld.
    */
-  async holdIo(): Promise<() => void> {
+  async holdIo(drainMs?: number): Promise<() => void> {
     while (this.hold) await this.hold;
     let release!: () => void;
     this.hold = new Promise((r) => {
       release = r;
     });
-    if (this.inflight > 0) await new Promise<void>((r) => this.idleWaiters.push(r));
-    return () => {
+    const free = () => {
       this.hold = null;
       release();
     };
+    if (this.inflight > 0) {
+      const drained = new Promise<void>((r) => this.idleWaiters.push(r));
+      let timer: NodeJS.Timeout | undefined;
+      const late =
+        drainMs === undefined
+          ? await drained.then(() => false)
+          : await Promise.race([
+              drained.then(() => false),
+              new Promise<boolean>((r) => {
+                timer = setTimeout(() => r(true), drainMs);
+              }),
+            ]);
+      clearTimeout(timer);
+      if (late) {
+        free();
+        throw unavailable(`I/O in flight on nexus '${this.uuid}' did not finish within ${drainMs} ms`);
+      }
+    }
+    return free;
   }
 
   async read(buf: Buffer, offset: number): Promise<void> {

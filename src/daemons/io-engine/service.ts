@@ -5,6 +5,7 @@ import { listBlockDevices } from './block-devices.js';
 import type { Engine } from './engine.js';
 import { alreadyExists, checkName, checkSize, invalid, notFound } from './errors.js';
 import type { Nexus } from './nexus.js';
+import { NexusIoHolds } from './nexus-holds.js';
 import type { Pool } from './pool.js';
 import type { Replica } from './replica.js';
 
@@ -116,6 +117,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     return null;
   };
   const s = <T>(fn: () => Promise<T>) => engine.serial(fn);
+  const holds = new NexusIoHolds(engine.ctx.log);
   const createReplica = (r: Req) =>
     s(async () => {
       const replica = await engine.createReplica({
@@ -283,6 +285,14 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ResizeNexus: unary((r: Req) =>
       s(async () => nexusMsg(await engine.resizeNexus(str(r.uuid), checkSize('nexus size', r.size)))),
     ),
+    // Not serialized with the other calls: the replica snapshots it waits for are.
+    HoldNexusIo: unary(async (r: Req) => ({
+      hold_id: await holds.hold(engine.nexus(str(r.uuid)), Number(r.timeout_ms)),
+    })),
+    ReleaseNexusIo: unary(async (r: Req) => {
+      holds.release(str(r.uuid), str(r.hold_id));
+      return {};
+    }),
     GetNexus: unary(async (r: Req) => nexusMsg(engine.nexus(str(r.uuid)))),
     ListNexuses: unary(async () => ({ nexuses: [...engine.nexuses.values()].map(nexusMsg) })),
     GetRebuildHistory: unary(async (r: Req) => {

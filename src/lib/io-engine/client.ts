@@ -294,6 +294,14 @@ export class IoEngineClient {
   async resizeNexus(uuid: string, size: number): Promise<Nexus> {
     return toNexus(await this.call('ResizeNexus', { uuid, size: String(size) }));
   }
+  /** Hold a nexus's I/O until released (or `timeoutMs` passes); the hold's id. */
+  async holdNexusIo(uuid: string, timeoutMs: number): Promise<string> {
+    return (await this.call('HoldNexusIo', { uuid, timeout_ms: timeoutMs })).hold_id;
+  }
+  /** End an I/O hold; NOT_FOUND when it already ended by its timeout. */
+  async releaseNexusIo(uuid: string, holdId: string): Promise<void> {
+    await this.call('ReleaseNexusIo', { uuid, hold_id: holdId });
+  }
   async getNexus(uuid: string): Promise<Nexus> {
     return toNexus(await this.call('GetNexus', { uuid }));
   }

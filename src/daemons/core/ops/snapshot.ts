@@ -3,15 +3,21 @@ import {
   cloneSpec,
   poolRefName,
   type ReplicaSnapshot,
+  type ReplicaSpec,
   type VolumeSnapshot,
 } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
+import type { EngineApi } from '../engine-api.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
-import { notFound, SvcError } from '../svc-error.js';
+import { notFound, SvcError, toSvcError } from '../svc-error.js';
 import { upToDateReplicas } from './nexus-build.js';
 import { retrySettle, rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
+import { activeNexus } from './volume-scale.js';
+
+/** How long the target's I/O may stay held while the replica snapshots are taken. */
+const SNAPSHOT_HOLD_MS = 120_000;
 
 /**
  * Volume snapshot (docs/mayastor-compat.md §1.11): one replica snapshot per online, up-to-date replica, named
@@ -75,30 +81,55 @@ export async function createSnapshot(
     snap.metadata.txn_id = txnId;
     snap.metadata.operation = { operation: { Create: { txn_id: txnId, replicas: [] } }, result: null };
     await registry.persist({ snapshots: [snap] });
+    const snapshotReplica = async (r: ReplicaSpec): Promise<ReplicaSnapshot> => {
+      const rsUuid = randomUUID();
+      const engine = engines.get(registry.replicaNode(r)!);
+      const poolUuid = await poolUuidOf(ctx, poolRefName(r.pool));
+      const st = await engine.createReplicaSnapshot(r.uuid, rsUuid, `${snapId}/${txnId}`);
+      return {
+        status: { Created: null },
+        spec: {
+          source_id: { replica_id: r.uuid, pool_id: poolRefName(r.pool), pool_uuid: poolUuid },
+          uuid: rsUuid,
+        },
+        metadata: {
+          operation: null,
+          timestamp: new Date().toISOString(),
+          source_spec_size: volume.size,
+          size: st.size,
+          allocated_size: st.size,
+          meta: { Volume: { parent: snapId, txn_id: txnId } },
+        },
+      };
+    };
     const records: ReplicaSnapshot[] = [];
+    // While published, the target's I/O is held across the replica snapshots (taken at once), so
+    // they hold the same writes: otherwise a write landing between two of them leaves a clone's
+    // replicas different.
+    const nexus = replicas.length > 1 ? activeNexus(ctx, volume) : undefined;
+    let hold: { engine: EngineApi; id: string } | null = null;
     try {
-      for (const r of replicas) {
-        const rsUuid = randomUUID();
-        const engine = engines.get(registry.replicaNode(r)!);
-        const poolUuid = await poolUuidOf(ctx, poolRefName(r.pool));
-        const st = await engine.createReplicaSnapshot(r.uuid, rsUuid, `${snapId}/${txnId}`);
-        records.push({
-          status: { Created: null },
-          spec: {
-            source_id: { replica_id: r.uuid, pool_id: poolRefName(r.pool), pool_uuid: poolUuid },
-            uuid: rsUuid,
-          },
-          metadata: {
-            operation: null,
-            timestamp: new Date().toISOString(),
-            source_spec_size: volume.size,
-            size: st.size,
-            allocated_size: st.size,
-            meta: { Volume: { parent: snapId, txn_id: txnId } },
-          },
+      if (nexus) {
+        const engine = engines.get(nexus.node);
+        hold = { engine, id: await engine.holdNexusIo(nexus.uuid, SNAPSHOT_HOLD_MS) };
+      }
+      const taken = await Promise.allSettled(replicas.map((r) => snapshotReplica(r)));
+      for (const t of taken) if (t.status === 'fulfilled') records.push(t.value);
+      const failed = taken.find((t) => t.status === 'rejected');
+      if (failed) throw failed.reason;
+      if (hold && nexus) {
+        const { engine, id } = hold;
+        hold = null;
+        await engine.releaseNexusIo(nexus.uuid, id).catch((err) => {
+          if (toSvcError(err).kind !== 'NotFound') throw err;
+          throw new SvcError(
+            'Aborted',
+            `snapshot '${snapId}' not taken: the I/O hold on the target of volume '${volumeId}' ended (after ${SNAPSHOT_HOLD_MS} ms) before every replica was snapshotted; retry`,
+          );
         });
       }
     } catch (err) {
+      if (hold && nexus) await hold.engine.releaseNexusIo(nexus.uuid, hold.id).catch(() => {});
       snap.metadata.operation = null;
       snap.metadata.transactions[txnId] = records;
       await rollbackOp(registry, { kind: 'snapshot', id: snapId }, { snapshots: [snap] });
