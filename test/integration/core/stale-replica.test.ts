@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newVolumeId, TestCluster } from './cluster.js';
+import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { waitFor } from '../../helpers/wait.js';
+import { coreFlags, newVolumeId, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
 
 const MiB = 1 << 20;
@@ -97,4 +99,83 @@ describe('a volume with a stale replica', () => {
     await c.rest.deleteSnapshot(snapId);
     await c.rest.deleteVolume(id);
   }, 90_000);
+});
+
+/** Node deadline of this suite: long enough to bring a killed io-engine back before it passes. */
+const DEADLINE_MS = 6000;
+
+describe('self-heal of an unpublished volume whose current replica is on a lost node', () => {
+  let c: TestCluster;
+  beforeAll(async () => {
+    c = await TestCluster.start({
+      engines: 3,
+      coreFlags: coreFlags({ '--node-deadline': `${DEADLINE_MS}ms` }),
+    });
+  }, 90_000);
+  afterAll(async () => {
+    await c?.stop();
+  });
+
+  it('keeps the lost replica that holds the latest data instead of replacing it', async () => {
+    const id = newVolumeId();
+    const created = await c.rest.createVolume(id, {
+      size: 16 * MiB,
+      replicas: 2,
+      thin: true,
+      policy: { self_heal: true },
+    });
+    const [[current, currentNode], [stale, staleNode]] = Object.entries(created.state.replica_topology).map(
+      ([uuid, r]) => [uuid, r.node!],
+    );
+    const published = await c.rest.publishVolume(id, {
+      protocol: 'nbd',
+      publish_context: {},
+      node: currentNode,
+    });
+    const uri = published.state.target!.deviceUri;
+    await qemuIo(uri, 'write -P 0x11 0 4M');
+    // `stale` misses writes while its io-engine is down, and is back well within the node deadline.
+    const staleEngine = c.engine(staleNode);
+    staleEngine.proc.child.kill('SIGKILL');
+    await staleEngine.proc.wait();
+    await qemuIo(uri, 'write -P 0x22 0 4M');
+    await c.rest.unpublishVolume(id);
+    await c.startEngine(staleNode, { grpc: staleEngine.grpc, nbd: staleEngine.nbd });
+    await c.volumeWhere(id, (v) => v.state.replica_topology[stale]?.state === 'Online', {
+      what: 'the stale replica online again',
+    });
+
+    // Now the node of the one current replica goes, past the deadline and a few self-heal passes.
+    const currentEngine = c.engine(currentNode);
+    currentEngine.proc.child.kill('SIGKILL');
+    await currentEngine.proc.wait();
+    await waitFor(async () => (await c.rest.getNode(currentNode)).state?.status === 'Offline', {
+      what: `${currentNode} offline`,
+    });
+    const offlineAt = Date.now();
+    const url = metricsUrl(c.cores[0])!;
+    const passes = async () =>
+      sum(await scrape(url), 'storctl_reconcile_duration_seconds_count', { reconciler: 'self-heal' });
+    let before = Number.POSITIVE_INFINITY;
+    await waitFor(
+      async () => {
+        if (Date.now() - offlineAt < DEADLINE_MS + 1000) return false;
+        if (before === Number.POSITIVE_INFINITY) before = await passes();
+        return (await passes()) >= before + 2;
+      },
+      { what: 'self-heal passes after the node deadline', timeoutMs: 30_000 },
+    );
+    // Kept: the stale replica is not all that is left of the volume's data.
+    expect(Object.keys((await c.rest.getVolume(id)).state.replica_topology).sort()).toEqual(
+      [current, stale].sort(),
+    );
+    await c.startEngine(currentNode, { grpc: currentEngine.grpc, nbd: currentEngine.nbd });
+    const again = await waitFor(
+      () => c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {} }).catch(() => null),
+      { what: 'the volume published again' },
+    );
+    await qemuIo(again.state.target!.deviceUri, 'read -P 0x22 0 4M');
+    await c.rest.unpublishVolume(id);
+    await c.rest.deleteVolume(id);
+  }, 120_000);
 });

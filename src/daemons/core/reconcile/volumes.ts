@@ -2,7 +2,7 @@ import { cloneSpec, isCreated, type ReplicaSpec, type VolumeSpec } from '../../.
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
-import { buildAndShareNexus, childUri, usableReplicas } from '../ops/nexus-build.js';
+import { buildAndShareNexus, childUri, upToDateReplicas, usableReplicas } from '../ops/nexus-build.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
 import { toSvcError } from '../svc-error.js';
 
@@ -95,7 +95,14 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         // Plan again under the lock, from the current specs and state.
         const plan = healPlan(ctx, id, true);
         if (!plan) return;
-        const { volume, nexus, lost, missingChildren, expired } = plan;
+        const { volume, nexus, missingChildren, expired } = plan;
+        let { lost } = plan;
+        // Unpublished, only the NexusInfo tells which replicas hold the latest data. A lost replica
+        // that is the last of them is kept (its node may come back): the others hold old data.
+        if (!nexus && lost.length) {
+          const current = await upToDateReplicas(ctx, volume);
+          if (!plan.live.some((r) => current.has(r.uuid))) lost = lost.filter((r) => !current.has(r.uuid));
+        }
         if (plan.unannounced.length) await announceWaits(ctx, id, plan.unannounced);
         const { back, gone } = nexus ? await returning(ctx, plan.returning) : { back: [], gone: [] };
         // Without a wait period, a faulted child is replaced at once only if its io-engine answers;
@@ -391,5 +398,5 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   // Nothing to rebuild from (no healthy child left): manual intervention.
   if (live.length === 0) return null;
   if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
-  return { volume, nexus, lost, faulted, expired, returning, waiting, unannounced, missingChildren };
+  return { volume, nexus, live, lost, faulted, expired, returning, waiting, unannounced, missingChildren };
 }
