@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IoEngineClient, type Replica } from '../../../src/lib/io-engine/client.js';
+import { IoEngineClient, IoEngineError, type Replica } from '../../../src/lib/io-engine/client.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -122,3 +122,14 @@ export async function startThreeChildNexus(
 /** A replica's file in its engine's pool directory. */
 export const replicaFile = (e: RunningEngine, pool: string, r: Replica) =>
   join(e.poolDir, pool, 'replicas', `${r.uuid}.img`);
+
+/** `CODE: message` of the gRPC error a call to an io-engine fails with (fails when it succeeds). */
+export async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof IoEngineError) return `${err.codeName}: ${err.message}`;
+    throw err;
+  }
+  throw new Error('expected the call to fail');
+}

@@ -3,27 +3,16 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IoEngineError } from '../../../src/lib/io-engine/client.js';
 import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { checkStoreReadable } from '../../helpers/store-check.js';
 import { waitFor } from '../../helpers/wait.js';
-import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, code, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
 const space = { clusterId: CLUSTER_ID, namespace: 'default' };
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof IoEngineError) return `${err.codeName}: ${err.message}`;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe('io-engine lifecycle through gRPC', () => {
   let dir: string;

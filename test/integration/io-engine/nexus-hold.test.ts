@@ -3,21 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IoEngineError, type Nexus } from '../../../src/lib/io-engine/client.js';
+import type { Nexus } from '../../../src/lib/io-engine/client.js';
 import { NbdClient } from '../../../src/lib/nbd/client.js';
-import { type RunningEngine, startEngine } from './engines.js';
+import { code, type RunningEngine, startEngine } from './engines.js';
 
 const MiB = 1024 * 1024;
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof IoEngineError) return `${err.codeName}: ${err.message}`;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
 
 /** HoldNexusIo / ReleaseNexusIo: what core holds a published volume's I/O with while it snapshots. */
 describe('nexus I/O holds', () => {

@@ -3,25 +3,15 @@ import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IoEngineError, type Nexus, type Replica } from '../../../src/lib/io-engine/client.js';
+import type { Nexus, Replica } from '../../../src/lib/io-engine/client.js';
 import { NbdClient } from '../../../src/lib/nbd/client.js';
 import { checkStoreReadable } from '../../helpers/store-check.js';
-import { CLUSTER_ID, type RunningEngine, startEngine } from './engines.js';
+import { CLUSTER_ID, code, type RunningEngine, startEngine } from './engines.js';
 import { qemuIo, run } from './nbd-tools.js';
 
 const MiB = 1024 * 1024;
 const OLD = 16 * MiB;
 const NEW = 32 * MiB;
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof IoEngineError) return `${err.codeName}: ${err.message}`;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
 
 /** Bytes of a replica file read directly (what the child really holds). */
 async function fileBytes(path: string, offset: number, length: number): Promise<Buffer> {
