@@ -20,9 +20,9 @@ import { activeNexus } from './volume-scale.js';
 const SNAPSHOT_HOLD_MS = 120_000;
 
 /**
- * Volume snapshot (docs/mayastor-compat.md §1.11): one replica snapshot per online, up-to-date replica, named
- * `<snapshot-uuid>/<txn_id>` on the io-engine; the VolumeSnapshot record is logged Creating first and
- * left Creating on failure (LeaveAsIs: a retry with the same id is allowed).
+ * Volume snapshot (docs/mayastor-compat.md §1.11): one replica snapshot per online, up-to-date
+ * replica, named `<snapshot-uuid>/<txn_id>` on the io-engine; the VolumeSnapshot record is logged
+ * Creating first and left Creating on failure (LeaveAsIs: a retry with the same id is allowed).
  */
 export async function createSnapshot(
   ctx: CoreContext,
