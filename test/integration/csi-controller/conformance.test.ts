@@ -419,14 +419,23 @@ describe('ValidateVolumeCapabilities, ControllerGetVolume, ListVolumes, GetCapac
 
   it('GetCapacity: free bytes of the online pools, per topology segment', async () => {
     type Cap = { available_capacity: string; maximum_volume_size: { value: string } };
-    const pools = await fx.cluster.rest.listPools();
+    // Core's pool state follows the io-engines' polls (the previous test freed space): compare
+    // answers given while the pools it reports stayed the same.
+    const { pools, all, one } = await waitFor(
+      async () => {
+        const before = await fx.cluster.rest.listPools();
+        const all = await fx.csi.controller<Cap>('GetCapacity', {});
+        const one = await fx.csi.controller<Cap>('GetCapacity', {
+          accessible_topology: { segments: { ...SELECTOR, 'storctl.io/nodename': 'node-2' } },
+        });
+        const pools = await fx.cluster.rest.listPools();
+        return JSON.stringify(before) === JSON.stringify(pools) ? { pools, all, one } : null;
+      },
+      { what: 'pool state steady across GetCapacity' },
+    );
     const free = (p: (typeof pools)[number]) => p.state!.capacity - p.state!.used;
-    const all = await fx.csi.controller<Cap>('GetCapacity', {});
     expect(Number(all.available_capacity)).toBe(pools.reduce((a, p) => a + free(p), 0));
     expect(Number(all.maximum_volume_size.value)).toBe(Math.max(...pools.map(free)));
-    const one = await fx.csi.controller<Cap>('GetCapacity', {
-      accessible_topology: { segments: { ...SELECTOR, 'storctl.io/nodename': 'node-2' } },
-    });
     expect(Number(one.available_capacity)).toBe(free(pools.find((p) => p.state!.node === 'node-2')!));
     const elsewhere = await fx.csi.controller<Cap>('GetCapacity', {
       accessible_topology: { segments: { 'storctl.io/csi-node': 'other' } },
