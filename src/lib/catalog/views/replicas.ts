@@ -103,7 +103,14 @@ const topologyColumns: Column<ReplicaRow>[] = [
   { header: 'CHILD-STATUS', get: (r) => childStatus(r) },
   {
     header: 'REASON',
-    get: (r) => (childStatus(r) === 'Faulted' ? 'marked unhealthy in NexusInfo' : null),
+    get: (r) =>
+      r.live?.['child-status']
+        ? r.live['child-status'] === 'Faulted'
+          ? 'faulted on the target'
+          : null
+        : r.childStatus === 'Faulted'
+          ? 'marked unhealthy in NexusInfo'
+          : null,
   },
   {
     header: 'REBUILD',
