@@ -146,9 +146,7 @@ describe('storctl up through a store outage (etcd paused, then killed and restar
           state = v ? JSON.stringify(v.spec.status) : 'gone';
           // Finished (Created, Online) or rolled back (Deleting, the garbage collector ends it, or gone).
           return (
-            !v ||
-            v.spec.status === 'Deleting' ||
-            (typeof v.spec.status === 'object' && v.state.status === 'Online')
+            !v || v.spec.status === 'Deleting' || (v.spec.status === 'Created' && v.state.status === 'Online')
           );
         } catch (err) {
           holding = `core: ${(err as Error).message}`;
