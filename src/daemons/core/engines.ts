@@ -4,6 +4,16 @@ import { notFound, SvcError } from './svc-error.js';
 
 export type EngineFactory = (nodeId: string, grpcEndpoint: string) => EngineApi;
 
+/** EngineApi calls that change what a pool holds or has free: its state is re-read after each. */
+const POOL_CHANGING = new Set<string | symbol>([
+  'createReplica',
+  'destroyReplica',
+  'resizeReplica',
+  'createReplicaSnapshot',
+  'destroyReplicaSnapshot',
+  'createSnapshotClone',
+]);
+
 /** One gRPC client per online io-engine, made from the endpoint its liveness key advertises. */
 export class Engines {
   private clients = new Map<string, { endpoint: string; api: EngineApi }>();
@@ -24,9 +34,52 @@ export class Engines {
     const have = this.clients.get(node);
     if (have && have.endpoint === live.grpcEndpoint) return have.api;
     have?.api.close();
-    const api = this.factory(node, live.grpcEndpoint);
+    const api = this.withPoolRefresh(node, this.factory(node, live.grpcEndpoint));
     this.clients.set(node, { endpoint: live.grpcEndpoint, api });
     return api;
+  }
+
+  /**
+   * `api`, re-reading the node's pool state after every call that changes a pool's content, so that
+   * what `get pools`, CSI GetCapacity and replica placement read follows an operation at once
+   * instead of at the next poll (--cache-period, 30 s).
+   */
+  private withPoolRefresh(node: string, api: EngineApi): EngineApi {
+    return new Proxy(api, {
+      get: (target, prop, receiver) => {
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function' || !POOL_CHANGING.has(prop)) return value;
+        return async (...args: unknown[]) => {
+          try {
+            return await value.apply(target, args);
+          } finally {
+            this.refreshPools(node, target);
+          }
+        };
+      },
+    });
+  }
+
+  /** Nodes whose pool state is being re-read, and those to re-read once more after that. */
+  private readonly refreshing = new Set<string>();
+  private readonly refreshAgain = new Set<string>();
+
+  private refreshPools(node: string, api: EngineApi): void {
+    if (this.refreshing.has(node)) {
+      this.refreshAgain.add(node);
+      return;
+    }
+    this.refreshing.add(node);
+    void api
+      .listPools()
+      .then((pools) => {
+        for (const p of pools) this.registry.poolStates.set(p.id, p);
+      })
+      .catch(() => {}) // the next poll reads it
+      .finally(() => {
+        this.refreshing.delete(node);
+        if (this.refreshAgain.delete(node)) this.refreshPools(node, api);
+      });
   }
 
   /** The io-engine of `node`, or null when it is offline. */
