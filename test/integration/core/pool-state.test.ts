@@ -37,4 +37,29 @@ describe('pool state after replica operations', () => {
     });
     expect(await used(pool)).toBeLessThan(MiB);
   });
+
+  it('a restarted io-engine: its pool re-imported, the replicas on it are seen at once', async () => {
+    const id = newVolumeId();
+    const created = await c.rest.createVolume(id, {
+      size: 16 * MiB,
+      replicas: 1,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    const { node, pool } = Object.values(created.state.replica_topology)[0];
+    const imported = async () =>
+      (await c.events()).filter((e) => e.includes('"Imported"') && e.includes(`"${pool}"`)).length;
+    const importsBefore = await imported();
+    const engine = c.engine(node!);
+    engine.proc.child.kill('SIGKILL');
+    await engine.proc.wait();
+    await c.startEngine(node!, { grpc: engine.grpc, nbd: engine.nbd });
+    await waitFor(async () => (await imported()) > importsBefore, { what: `${pool} re-imported` });
+    // Online without a poll (an hour away): not Faulted for want of the replicas the import brought.
+    await waitFor(async () => (await c.rest.getVolume(id)).state.status === 'Online', {
+      what: 'the volume Online again',
+      timeoutMs: 10_000,
+    });
+    await c.rest.deleteVolume(id);
+  });
 });

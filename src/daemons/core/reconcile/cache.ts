@@ -2,32 +2,34 @@ import type { CoreContext } from '../context.js';
 
 /** Poll every online io-engine for its pools, replicas and nexuses (Mayastor's cache poller). */
 export async function pollEngines(ctx: CoreContext): Promise<void> {
-  const { registry, engines, log } = ctx;
+  const { registry } = ctx;
   const nodes = [...new Set([...registry.nodeLive.keys(), ...registry.nodes.keys()])];
-  await Promise.all(
-    nodes.map(async (node) => {
-      const engine = engines.tryGet(node);
-      if (!engine) {
-        registry.replicaStates.delete(node);
-        registry.nexusStates.delete(node);
-        registry.polledPools.delete(node);
-        return;
-      }
-      const version = registry.stateVersion.get(node) ?? 0;
-      try {
-        const [pools, replicas, nexuses] = await Promise.all([
-          engine.listPools(),
-          engine.listReplicas(),
-          engine.listNexuses(),
-        ]);
-        registry.polledPools.set(node, new Set(pools.map((p) => p.id)));
-        for (const p of pools) registry.poolStates.set(p.id, p);
-        if ((registry.stateVersion.get(node) ?? 0) !== version) return; // an operation changed it meanwhile
-        registry.replicaStates.set(node, new Map(replicas.map((r) => [r.uuid, r])));
-        registry.nexusStates.set(node, new Map(nexuses.map((n) => [n.uuid, n])));
-      } catch (err) {
-        log.debug({ node, err: (err as Error).message }, 'io-engine poll failed');
-      }
-    }),
-  );
+  await Promise.all(nodes.map((node) => pollNode(ctx, node)));
+}
+
+/** Poll one io-engine; an offline one's polled state is dropped. */
+export async function pollNode(ctx: CoreContext, node: string): Promise<void> {
+  const { registry, engines, log } = ctx;
+  const engine = engines.tryGet(node);
+  if (!engine) {
+    registry.replicaStates.delete(node);
+    registry.nexusStates.delete(node);
+    registry.polledPools.delete(node);
+    return;
+  }
+  const version = registry.stateVersion.get(node) ?? 0;
+  try {
+    const [pools, replicas, nexuses] = await Promise.all([
+      engine.listPools(),
+      engine.listReplicas(),
+      engine.listNexuses(),
+    ]);
+    registry.polledPools.set(node, new Set(pools.map((p) => p.id)));
+    for (const p of pools) registry.poolStates.set(p.id, p);
+    if ((registry.stateVersion.get(node) ?? 0) !== version) return; // an operation changed it meanwhile
+    registry.replicaStates.set(node, new Map(replicas.map((r) => [r.uuid, r])));
+    registry.nexusStates.set(node, new Map(nexuses.map((n) => [n.uuid, n])));
+  } catch (err) {
+    log.debug({ node, err: (err as Error).message }, 'io-engine poll failed');
+  }
 }

@@ -1,6 +1,7 @@
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { toSvcError } from '../svc-error.js';
+import { pollNode } from './cache.js';
 
 /**
  * Pool reconciler: a pool whose io-engine no longer reports it (the io-engine restarted) is
@@ -28,6 +29,9 @@ export async function reconcilePools(ctx: CoreContext): Promise<boolean> {
       const st = await engine.importPool(p.id, p.disks[0]);
       registry.poolStates.set(p.id, st);
       polled.add(p.id);
+      // Its replicas are seen now, not at the next poll (--cache-period): until then the volumes
+      // they hold read Faulted, and a publish would not find them.
+      await pollNode(ctx, p.node);
       await registry.persist({
         events: [makeEvent('pool', p.id, 'Imported', `re-imported on node ${p.node} from ${p.disks[0]}`)],
       });
