@@ -227,23 +227,16 @@ export class Nexus implements BlockBackend {
       this.hold = null;
       release();
     };
-    if (this.inflight > 0) {
-      const drained = new Promise<void>((r) => this.idleWaiters.push(r));
-      let timer: NodeJS.Timeout | undefined;
-      const late =
-        drainMs === undefined
-          ? await drained.then(() => false)
-          : await Promise.race([
-              drained.then(() => false),
-              new Promise<boolean>((r) => {
-                timer = setTimeout(() => r(true), drainMs);
-              }),
-            ]);
-      clearTimeout(timer);
-      if (late) {
-        free();
-        throw unavailable(`I/O in flight on nexus '${this.uuid}' did not finish within ${drainMs} ms`);
-      }
+    if (this.inflight === 0) return free;
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await new Promise<boolean>((r) => {
+      this.idleWaiters.push(() => r(true));
+      if (drainMs !== undefined) timer = setTimeout(() => r(false), drainMs);
+    });
+    clearTimeout(timer);
+    if (!drained) {
+      free();
+      throw unavailable(`I/O in flight on nexus '${this.uuid}' did not finish within ${drainMs} ms`);
     }
     return free;
   }

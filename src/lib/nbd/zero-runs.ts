@@ -1,7 +1,10 @@
+import { ZERO_CHUNK } from './backend.js';
+
 /** Granularity of zero detection: a filesystem block (and a pool's cluster, as REST reports it). */
 export const ZERO_BLOCK = 4096;
 
-const ZEROES = Buffer.alloc(64 * 1024);
+/** A stretch checked whole before its blocks are: most of a volume is all data or all zeroes. */
+const STRETCH = 64 * 1024;
 
 /** A stretch of a buffer, `[start, end)`, that is all zero bytes or holds data. */
 export interface Run {
@@ -11,11 +14,11 @@ export interface Run {
 }
 
 const isZero = (buf: Buffer, start: number, end: number) =>
-  buf.compare(ZEROES, 0, end - start, start, end) === 0;
+  buf.compare(ZERO_CHUNK, 0, end - start, start, end) === 0;
 
 /**
  * `buf` cut into maximal runs of all-zero and of data blocks (ZERO_BLOCK each, the last one
- * shorter), in order. A 64 KiB stretch is checked whole first: most of a volume is either.
+ * shorter), in order.
  */
 export function zeroRuns(buf: Buffer): Run[] {
   const runs: Run[] = [];
@@ -24,8 +27,8 @@ export function zeroRuns(buf: Buffer): Run[] {
     if (last && last.zero === zero && last.end === start) last.end = end;
     else runs.push({ start, end, zero });
   };
-  for (let at = 0; at < buf.length; at += ZEROES.length) {
-    const end = Math.min(buf.length, at + ZEROES.length);
+  for (let at = 0; at < buf.length; at += STRETCH) {
+    const end = Math.min(buf.length, at + STRETCH);
     if (isZero(buf, at, end)) {
       add(at, end, true);
       continue;

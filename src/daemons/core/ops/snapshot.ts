@@ -107,20 +107,20 @@ export async function createSnapshot(
     // they hold the same writes: otherwise a write landing between two of them leaves a clone's
     // replicas different.
     const nexus = replicas.length > 1 ? activeNexus(ctx, volume) : undefined;
-    let hold: { engine: EngineApi; id: string } | null = null;
+    let hold: { engine: EngineApi; nexus: string; id: string } | null = null;
     try {
       if (nexus) {
         const engine = engines.get(nexus.node);
-        hold = { engine, id: await engine.holdNexusIo(nexus.uuid, SNAPSHOT_HOLD_MS) };
+        hold = { engine, nexus: nexus.uuid, id: await engine.holdNexusIo(nexus.uuid, SNAPSHOT_HOLD_MS) };
       }
       const taken = await Promise.allSettled(replicas.map((r) => snapshotReplica(r)));
       for (const t of taken) if (t.status === 'fulfilled') records.push(t.value);
       const failed = taken.find((t) => t.status === 'rejected');
       if (failed) throw failed.reason;
-      if (hold && nexus) {
-        const { engine, id } = hold;
+      if (hold) {
+        const { engine, nexus, id } = hold;
         hold = null;
-        await engine.releaseNexusIo(nexus.uuid, id).catch((err) => {
+        await engine.releaseNexusIo(nexus, id).catch((err) => {
           if (toSvcError(err).kind !== 'NotFound') throw err;
           throw new SvcError(
             'Aborted',
@@ -129,7 +129,7 @@ export async function createSnapshot(
         });
       }
     } catch (err) {
-      if (hold && nexus) await hold.engine.releaseNexusIo(nexus.uuid, hold.id).catch(() => {});
+      if (hold) await hold.engine.releaseNexusIo(hold.nexus, hold.id).catch(() => {});
       snap.metadata.operation = null;
       snap.metadata.transactions[txnId] = records;
       await rollbackOp(registry, { kind: 'snapshot', id: snapId }, { snapshots: [snap] });

@@ -233,11 +233,6 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
 }
 
 /**
- * Grow one replica to `size`; returns its size afterwards. The io-engine refuses to shrink: a replica
- * its spec records smaller than it is (a crash rolled back its pending Resize after it grew) may
- * already be larger than `size`, which is fine.
- */
-/**
  * Refuse a resize some thick replica's pool cannot hold, before any replica grows: a grown replica
  * cannot shrink back, so a pool found too small half-way left the others grown for nothing. Pool
  * space is asked of the io-engines now (core's pool state may be a poll old); they check it again.
@@ -248,29 +243,34 @@ async function checkGrowthFits(
   replicas: ReplicaSpec[],
   size: number,
 ): Promise<void> {
-  const needs = new Map<string, { node: string; pool: string; bytes: number }>();
+  /** Node → pool → bytes its thick replicas of this volume grow by. */
+  const needs = new Map<string, Map<string, number>>();
   for (const r of replicas) {
     if (r.thin || r.size >= size) continue;
     const node = ctx.registry.replicaNode(r)!;
-    const pool = replicaPoolName(r);
-    const need = needs.get(`${node}/${pool}`) ?? { node, pool, bytes: 0 };
-    need.bytes += size - r.size;
-    needs.set(`${node}/${pool}`, need);
+    const pools = needs.get(node) ?? new Map<string, number>();
+    pools.set(replicaPoolName(r), (pools.get(replicaPoolName(r)) ?? 0) + size - r.size);
+    needs.set(node, pools);
   }
-  for (const node of new Set([...needs.values()].map((n) => n.node))) {
-    const pools = await ctx.engines.get(node).listPools();
-    for (const need of needs.values()) {
-      const free = pools.find((p) => p.id === need.pool)?.free;
-      if (need.node !== node || free === undefined || free >= need.bytes) continue;
+  for (const [node, pools] of needs) {
+    const reported = await ctx.engines.get(node).listPools();
+    for (const [pool, bytes] of pools) {
+      const free = reported.find((p) => p.id === pool)?.free;
+      if (free === undefined || free >= bytes) continue;
       throw new SvcError(
         'ResourceExhausted',
-        `volume '${volume}' not resized: pool '${need.pool}' on node '${node}' has ${free} bytes free, its replica needs ${need.bytes} more to grow to ${size} bytes; no replica was grown`,
+        `volume '${volume}' not resized: pool '${pool}' on node '${node}' has ${free} bytes free, its replica needs ${bytes} more to grow to ${size} bytes; no replica was grown`,
         'PoolCapacity',
       );
     }
   }
 }
 
+/**
+ * Grow one replica to `size`; returns its size afterwards. The io-engine refuses to shrink: a replica
+ * its spec records smaller than it is (a crash rolled back its pending Resize after it grew) may
+ * already be larger than `size`, which is fine.
+ */
 async function growReplica(ctx: CoreContext, r: ReplicaSpec, size: number): Promise<number> {
   const engine = ctx.engines.get(ctx.registry.replicaNode(r)!);
   try {
