@@ -33,9 +33,7 @@ export interface ChildState {
   rebuildProgress?: number | null;
   /** The current or last rebuild is partial (from the io-engine's rebuild map). */
   rebuildPartial?: boolean;
-  /** Bytes copied by the current or last rebuild. */
-  rebuiltBytes?: number;
-  /** Of those, bytes of data written to the child (zero stretches are zeroed, not sent). */
+  /** Bytes of data the current or last rebuild wrote to it (zero stretches are zeroed, not sent). */
   rebuildTransferredBytes?: number;
   /** While Faulted: when the io-engine faulted it (ms since the epoch). */
   faultedAt?: number | null;

@@ -40,7 +40,6 @@ const nexus = (n: Nexus): NexusState => ({
     state: c.state,
     rebuildProgress: c.state === 'Degraded' ? c.rebuildProgress : null,
     rebuildPartial: c.rebuildPartial,
-    rebuiltBytes: c.rebuiltBytes,
     rebuildTransferredBytes: c.rebuildTransferredBytes,
     faultedAt: c.faultedAt,
   })),

@@ -20,9 +20,7 @@ interface Running {
   size: number;
   /** Partial rebuild (only the regions written while the child was away). */
   partial: boolean;
-  /** Bytes copied, as last seen. */
-  copied: number;
-  /** Of those, bytes of data written to the child, as last seen. */
+  /** Bytes of data written to the child, as last seen. */
   transferred: number;
 }
 
@@ -74,7 +72,6 @@ export class RebuildHistory {
       if (c.state === 'Degraded' && c.rebuildProgress != null) {
         if (job) {
           job.percent = Math.max(job.percent, c.rebuildProgress);
-          job.copied = Math.max(job.copied, c.rebuiltBytes ?? 0);
           job.transferred = Math.max(job.transferred, c.rebuildTransferredBytes ?? 0);
         } else {
           jobs ??= new Map();
@@ -86,13 +83,11 @@ export class RebuildHistory {
             percent: c.rebuildProgress,
             size: st.size,
             partial: c.rebuildPartial === true,
-            copied: c.rebuiltBytes ?? 0,
             transferred: c.rebuildTransferredBytes ?? 0,
           });
         }
       } else if (job && fresh(job)) {
-        // the child's bytes copied now cover the whole (finished) rebuild
-        job.copied = Math.max(job.copied, c.rebuiltBytes ?? 0);
+        // the child's count now covers the whole (finished) rebuild
         job.transferred = Math.max(job.transferred, c.rebuildTransferredBytes ?? 0);
         this.finish(st.uuid, c.uri, job, c.state === 'Online' ? 'Completed' : 'Failed', now);
       }

@@ -43,20 +43,13 @@ describe('rebuild history as core observes it', () => {
     const partial = (p: number, bytes: number) => ({
       ...rebuilding(NEW, p),
       rebuildPartial: true,
-      rebuiltBytes: bytes,
       rebuildTransferredBytes: bytes / 2,
     });
     h.observe(nexus([online(SRC), partial(0, 0)]), h.tick());
     h.observe(nexus([online(SRC), partial(50, MiB / 2)]), h.tick());
-    // the Online child reports what its last rebuild copied: 2 MiB, half of it zero stretches
+    // the Online child reports the data its last rebuild wrote: 1 MiB
     h.observe(
-      nexus(
-        [
-          online(SRC),
-          { ...online(NEW), rebuildPartial: true, rebuiltBytes: 2 * MiB, rebuildTransferredBytes: MiB },
-        ],
-        'Online',
-      ),
+      nexus([online(SRC), { ...online(NEW), rebuildPartial: true, rebuildTransferredBytes: MiB }], 'Online'),
       h.tick(),
     );
     expect(h.of('n1')).toEqual([
