@@ -48,7 +48,7 @@ export default class Events extends StorctlCommand {
           suggestions: ['storctl events --watch -o json | jq …'],
         },
       );
-    const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
+    const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls, existing: true });
     try {
       const space = this.globals.keySpace;
       const { events, revision } = await listEvents(store, space, {

@@ -177,7 +177,7 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
       hostPortFlag('ha-cluster', flag, '127.0.0.1:11500');
       return flag;
     }
-    const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls });
+    const store = await openStore(this.globals.storeUrl, { tls: this.globals.tls, existing: true });
     try {
       const leader = await currentLeader(store, haClusterElection(this.globals.keySpace));
       const endpoint = leader && haClusterEndpoint(leader.value);

@@ -41,7 +41,7 @@ export default class StoreLoad extends StorctlCommand {
       this.log(`${plan.records.length} records valid; nothing written (--dry-run)`);
       return;
     }
-    const { written } = await withStore(this.globals, (store) => applyLoad(store, plan));
+    const { written } = await withStore(this.globals, (store) => applyLoad(store, plan), { create: true });
     this.log(`loaded ${written} records into ${this.globals.storeUrl}`);
   }
 }

@@ -29,7 +29,7 @@ export function requireTerminal(stdin = process.stdin, stdout = process.stdout):
 /** Run the dashboard in this terminal until `q` (or Ctrl-C); the store and the watch are closed after. */
 export async function runDashboard(options: RunDashboardOptions): Promise<void> {
   requireTerminal();
-  const store = await openStore(options.storeUrl, { tls: options.tls });
+  const store = await openStore(options.storeUrl, { tls: options.tls, existing: true });
   const model = new DashboardModel({
     store,
     space: options.keySpace,

@@ -1,4 +1,5 @@
-import { UsageError } from '../errors.js';
+import { existsSync } from 'node:fs';
+import { StoreUnavailableError, UsageError } from '../errors.js';
 import { EmbeddedStore } from './embedded.js';
 import type { Store } from './types.js';
 
@@ -15,6 +16,11 @@ export interface OpenStoreOptions {
   tls?: StoreTlsFiles;
   /** How long to wait for etcd to answer the connect check. */
   connectTimeoutMs?: number;
+  /**
+   * Only an embedded store that exists: operator commands read a cluster's store, and one made empty
+   * for them would answer "No resources found" about a cluster that is elsewhere.
+   */
+  existing?: boolean;
 }
 
 export type StoreLocation =
@@ -57,12 +63,24 @@ export function parseStoreUrl(url: string, options: { tls?: StoreTlsFiles } = {}
  */
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const location = parseStoreUrl(url, options);
-  if (location.backend === 'embedded') return EmbeddedStore.open(location.path);
+  if (location.backend === 'embedded') {
+    if (options.existing && !existsSync(location.path)) throw noEmbeddedStore(url, location.path);
+    return EmbeddedStore.open(location.path);
+  }
   // Loaded on demand: commands on the embedded store never pay for gRPC and etcd3.
   const { EtcdStore } = await import('./etcd.js');
   return EtcdStore.connect({
     hosts: location.hosts,
     tls: location.secure ? (options.tls ?? {}) : undefined,
     connectTimeoutMs: options.connectTimeoutMs ?? 3_000,
+  });
+}
+
+function noEmbeddedStore(url: string, path: string): StoreUnavailableError {
+  return new StoreUnavailableError(url, `there is no store file ${path}`, {
+    suggestions: [
+      'start a cluster with `storctl up` (with --data-dir DIR, run commands with STORCTL_DATA_DIR=DIR)',
+      "or point at your cluster's store: --store sqlite:PATH or --store etcd://HOST:PORT (env STORCTL_STORE)",
+    ],
   });
 }

@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Config } from '@oclif/core';
 import { describe, expect, it } from 'vitest';
@@ -66,5 +69,27 @@ describe('every command documents itself', async () => {
     });
     expect(debug.code).toBe(5);
     expect(debug.stderr).toMatch(/\n\s+at /);
+  });
+
+  it('a command that reads an embedded store that is not there says so and makes none', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'storctl-nostore-'));
+    try {
+      const file = join(home, 'missing', 'store.db');
+      for (const args of [
+        ['get', 'volumes'],
+        ['events'],
+        ['doctor', 'store'],
+        ['store', 'dump'],
+        ['orphans'],
+      ]) {
+        const r = await runStorctl(args, { env: { STORCTL_STORE: `sqlite:${file}` } });
+        expect(r.code, args.join(' ')).toBe(5);
+        expect(r.stderr).toContain(`store sqlite:${file} is unreachable: there is no store file ${file}`);
+        expect(r.stderr).toContain('Try: start a cluster with `storctl up`');
+      }
+      expect(existsSync(join(home, 'missing'))).toBe(false);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

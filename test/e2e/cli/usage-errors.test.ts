@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl } from '../../helpers/storctl.js';
 
 /** Mistyped commands and flags: exit 2 (usage), a short answer with the closest match, no usage dump. */
@@ -37,8 +38,10 @@ describe('typos through the built CLI', () => {
   it('with -o json an error is one JSON object on stderr, with the exit code of its kind', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'storctl-json-error-'));
     try {
+      const storeUrl = `sqlite:${join(dir, 'store.db')}`;
+      await (await openStore(storeUrl)).close(); // an empty store: the volume is not found in it
       const r = await runStorctl(['get', 'volume', '00000000-0000-4000-8000-000000000000', '-o', 'json'], {
-        env: { STORCTL_STORE: `sqlite:${join(dir, 'store.db')}` },
+        env: { STORCTL_STORE: storeUrl },
       });
       expect(r.code).toBe(3);
       expect(r.stdout).toBe('');

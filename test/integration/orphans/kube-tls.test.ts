@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { makeTestPki, type TestPki } from '../../helpers/tls.js';
 import { RecordedKubeApiFixture } from './kube-fixture.js';
@@ -20,6 +21,7 @@ describe('storctl orphans --kubeconfig over TLS (recorded API fixture)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'storctl-orphans-tls-'));
+    await (await openStore(env().STORCTL_STORE)).close(); // the cluster's (empty) store
     pki = makeTestPki(dir);
     kube = new RecordedKubeApiFixture('unused-token', pki);
     await kube.start();

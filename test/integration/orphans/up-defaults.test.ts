@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl } from '../../helpers/storctl.js';
 
 /**
@@ -21,6 +22,7 @@ describe('storctl orphans defaults on an `up` machine', () => {
     const staging = join(root, 'plugins', volumeId, 'globalmount');
     mkdirSync(staging, { recursive: true });
     mkdirSync(state, { recursive: true });
+    await (await openStore(`sqlite:${join(data, 'store.db')}`)).close();
     writeFileSync(
       join(data, 'endpoints.json'),
       JSON.stringify({
