@@ -1,10 +1,12 @@
 import { Flags } from '@oclif/core';
+import { defaultClusterId } from '../lib/cluster-id.js';
 import { StorctlCommand } from '../lib/command.js';
 import { humanizeBytes } from '../lib/output/humanize.js';
 import { defaultDataDir, defaultStoreUrl } from '../lib/paths.js';
 import { sizeArg } from '../lib/rest/cli.js';
 import { RestClient } from '../lib/rest/client.js';
 import { endpointsFile } from '../lib/rest/endpoint.js';
+import type { KeySpace } from '../lib/store/keys.js';
 import { parseRoles, ROLE_NAMES, up } from '../lib/up/cluster.js';
 
 export default class Up extends StorctlCommand {
@@ -114,6 +116,8 @@ export default class Up extends StorctlCommand {
     this.log(
       '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
     );
+    const env = commandEnv(dataDir, storeUrl, this.globals.keySpace);
+    if (env) this.log(`         commands find this cluster with: export ${env}`);
     const outcome = await Promise.race([signalled, cluster.failed]);
     if (outcome !== 'signal')
       this.logToStderr(`${outcome.name} cannot be started again (see ${dataDir}/logs); stopping the cluster`);
@@ -141,3 +145,24 @@ async function volumesLoaded(rest: string): Promise<string[]> {
     await client.close();
   }
 }
+
+/**
+ * The environment a storctl command in this shell needs to reach the cluster `up` runs, when a flag
+ * of `up` (not the environment) moved it off the defaults: without it, `storctl get volumes` reads
+ * another store. Empty when the defaults already lead there.
+ */
+function commandEnv(dataDir: string, storeUrl: string, space: KeySpace): string {
+  const env = process.env;
+  const vars: [string, string, string][] = [
+    ['STORCTL_DATA_DIR', dataDir, defaultDataDir()],
+    ['STORCTL_STORE', storeUrl, env.STORCTL_STORE ?? defaultStoreUrl(dataDir)],
+    ['STORCTL_CLUSTER_ID', space.clusterId, env.STORCTL_CLUSTER_ID ?? defaultClusterId()],
+    ['STORCTL_NAMESPACE', space.namespace, env.STORCTL_NAMESPACE ?? 'default'],
+  ];
+  return vars
+    .filter(([, value, fallback]) => value !== fallback)
+    .map(([name, value]) => `${name}=${shellWord(value)}`)
+    .join(' ');
+}
+
+const shellWord = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);

@@ -41,6 +41,8 @@ describe('storctl up --roles (built CLI)', () => {
     expect(up.output).toContain('csi-controller <none> (not in --roles)');
     expect(up.output).toContain('ha-cluster <none> (not in --roles)');
     expect(up.output).toContain('mounter   <none> (not in --roles)');
+    // The defaults lead commands to this cluster: no environment to export.
+    expect(up.output).not.toContain('commands find this cluster');
     const endpoints = cluster.endpoints();
     expect(Object.keys(endpoints.roles).sort()).toEqual(['core', 'io-engine node-1']);
     expect(endpoints.csiControllerSocket).toBeNull();
@@ -69,5 +71,41 @@ describe('storctl up --roles (built CLI)', () => {
     const stopped = up;
     up = undefined;
     expect(await stopped.kill('SIGINT')).toBe(0);
+  }, 90_000);
+
+  it('moved off the defaults by its flags, says what commands need to find it', async () => {
+    const other = new UpHome();
+    const dataDir = join(other.home, 'elsewhere');
+    try {
+      up = await other.start([
+        '--roles',
+        'core,io-engine',
+        '--nodes',
+        '1',
+        '--data-dir',
+        dataDir,
+        '--cluster-id',
+        'c1',
+      ]);
+      expect(up.output).toContain(
+        `commands find this cluster with: export STORCTL_DATA_DIR=${dataDir} STORCTL_CLUSTER_ID=c1`,
+      );
+      // Without it a command finds no store at the default place, and says so (it makes none there).
+      const lost = await runStorctl(['get', 'nodes'], { env: other.env });
+      expect(lost.code).toBe(5);
+      expect(lost.stderr).toContain(`there is no store file ${join(other.home, 'storctl', 'store.db')}`);
+      expect(lost.stderr).toContain('Try: start a cluster with `storctl up`');
+      expect(existsSync(join(other.home, 'storctl'))).toBe(false);
+      const found = await runStorctl(['get', 'nodes', '--no-headers'], {
+        env: { ...other.env, STORCTL_DATA_DIR: dataDir, STORCTL_CLUSTER_ID: 'c1' },
+      });
+      expect(found.stderr).toBe('');
+      expect(found.stdout).toMatch(/^\s*node-1\s/);
+      const stopped = up;
+      up = undefined;
+      expect(await stopped.kill('SIGINT')).toBe(0);
+    } finally {
+      rmSync(other.home, { recursive: true, force: true });
+    }
   }, 90_000);
 });
