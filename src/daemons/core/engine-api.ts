@@ -53,6 +53,8 @@ export interface SnapshotState {
   replicaUuid: string;
   name: string;
   size: number;
+  /** Bytes it holds on disk: its replica's allocation when taken. */
+  allocated: number;
 }
 
 export interface EngineApi {

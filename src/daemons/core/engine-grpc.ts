@@ -170,7 +170,7 @@ export class GrpcEngine implements EngineApi {
     name: string,
   ): Promise<SnapshotState> {
     const s = await this.call((c) => c.createReplicaSnapshot({ replicaUuid, snapshotUuid, name }));
-    return { uuid: s.uuid, replicaUuid: s.replicaUuid, name: s.name, size: s.size };
+    return { uuid: s.uuid, replicaUuid: s.replicaUuid, name: s.name, size: s.size, allocated: s.allocated };
   }
   async createSnapshotClone(snapshotUuid: string, cloneUuid: string) {
     return replica(

@@ -102,12 +102,32 @@ export interface Replica {
   owner?: string;
 }
 
+/** A replica snapshot whose node is up; one whose node is down shows only its ids (`offline`). */
+export interface OnlineReplicaSnapshot {
+  uuid: string;
+  source_id: string;
+  pool_id: string;
+  pool_uuid: string;
+  timestamp: string;
+  size: number;
+  /** Its replica's allocation when taken. */
+  allocated_size: number;
+  /** Held by the earlier snapshots of the same replica. */
+  predecessor_alloc_size: number;
+}
+
 export interface VolumeSnapshot {
   definition: {
     spec: { uuid: string; source_volume: string };
-    metadata: { status: string; timestamp?: string; size: number };
+    metadata: { status: string; timestamp?: string; size: number; total_allocated_size: number };
   };
-  state: { uuid: string; source_volume: string; ready_as_source: boolean };
+  state: {
+    uuid: string;
+    source_volume: string;
+    ready_as_source: boolean;
+    allocated_size: number;
+    replica_snapshots: { online?: OnlineReplicaSnapshot; offline?: { uuid: string; source_id: string } }[];
+  };
 }
 
 export interface CreateVolumeRequest {

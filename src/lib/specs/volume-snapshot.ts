@@ -168,6 +168,14 @@ export function currentReplicaSnapshots(s: VolumeSnapshot): ReplicaSnapshot[] {
   return s.metadata.transactions[s.metadata.txn_id] ?? [];
 }
 
+/**
+ * Bytes the snapshot holds: the allocation of its largest replica snapshot, each being its source
+ * replica's allocation when taken (REST's snapshot state `allocated_size`).
+ */
+export function snapshotAllocated(s: VolumeSnapshot): number {
+  return Math.max(0, ...currentReplicaSnapshots(s).map((r) => Number(r.metadata.allocated_size ?? 0)));
+}
+
 /** Name of the snapshot operation in progress, or null. */
 export function snapshotOperationName(s: VolumeSnapshot): string | null {
   const op = s.metadata.operation?.operation;

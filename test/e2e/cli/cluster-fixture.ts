@@ -58,7 +58,7 @@ export const records: [string, string][] = [
   ],
   [
     objectKey(space, 'VolumeSnapshot', ids.snap),
-    `{"status":{"Created":null},"spec":{"source_id":"${ids.vol2}","uuid":"${ids.snap}"},"metadata":{"operation":null,"timestamp":"2026-11-01T10:00:00Z","spec_size":5368709120,"size":1048576,"total_allocated_size":1048576,"txn_id":"1","transactions":{"1":[]}}}`,
+    `{"status":{"Created":null},"spec":{"source_id":"${ids.vol2}","uuid":"${ids.snap}"},"metadata":{"operation":null,"timestamp":"2026-11-01T10:00:00Z","spec_size":5368709120,"size":5368709120,"total_allocated_size":3145728,"txn_id":"1","transactions":{"1":[{"status":{"Created":null},"spec":{"source_id":{"replica_id":"6a1c2b3d-5555-4c6d-9e0f-3a4b5c6d7e8f","pool_id":"pool-2","pool_uuid":"7b2d3c4e-6666-4d7e-8f90-4b5c6d7e8f90"},"uuid":"8c3e4d5f-7777-4e8f-9a01-5c6d7e8f9012"},"metadata":{"operation":null,"timestamp":"2026-11-01T10:00:00Z","source_spec_size":5368709120,"size":5368709120,"allocated_size":2097152,"meta":{"Volume":{"parent":"${ids.snap}","txn_id":"1"}}}}]}}}`,
   ],
   [
     objectKey(space, 'SwitchOver', ids.vol1),

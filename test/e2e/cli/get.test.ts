@@ -110,7 +110,7 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
               status: 'Created',
               txn_id: '1',
               num_restores: 0,
-              num_snapshot_replicas: 0,
+              num_snapshot_replicas: 1,
             }),
           },
         },
@@ -215,7 +215,8 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
         new RegExp(`${ids.nexus}\\s+${ids.vol1}\\s+node-1\\s+1GiB\\s+2\\s+nbd\\s+Online`),
       );
       expect((await storctl('get', 'snapshots')).stdout).toMatch(
-        new RegExp(`${ids.snap}\\s+2026-11-01T10:00:00Z\\s+5GiB\\s+1MiB\\s+1MiB\\s+${ids.vol2}\\s+0\\s+0`),
+        // SOURCE-SIZE, ALLOCATED-SIZE (its replica snapshot's), TOTAL-ALLOCATED-SIZE, …, RESTORES, REPLICAS
+        new RegExp(`${ids.snap}\\s+2026-11-01T10:00:00Z\\s+5GiB\\s+2MiB\\s+3MiB\\s+${ids.vol2}\\s+0\\s+1`),
       );
       expect((await storctl('get', 'switchovers')).stdout).toMatch(
         // VOLUME STAGE RETRIES AGE FROM TO REASON

@@ -183,8 +183,33 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       const snapId = newVolumeId();
       const snap = await cluster.rest.createSnapshot(id, snapId);
       expect(snap.definition.metadata.status).toBe('Created');
+      // It holds what its replicas held (2 MiB written of 16), not the volume's size.
+      const held = (x: typeof snap) => x.state.replica_snapshots.map((r) => r.online?.allocated_size ?? -1);
+      expect(held(snap)).toHaveLength(2);
+      for (const bytes of held(snap)) {
+        expect(bytes).toBeGreaterThanOrEqual(2 * MiB);
+        expect(bytes).toBeLessThan(4 * MiB);
+      }
+      expect(snap.state.allocated_size).toBe(Math.max(...held(snap)));
+      expect(snap.definition.metadata.total_allocated_size).toBe(snap.state.allocated_size);
       // Writes after the snapshot do not reach the clone.
       await qemuIo(v.state.target!.deviceUri, 'write -P 0x01 0 1M');
+      // A later snapshot counts the earlier one as its predecessor.
+      const laterId = newVolumeId();
+      const later = await cluster.rest.createSnapshot(id, laterId);
+      for (const { online } of later.state.replica_snapshots) {
+        if (!online) throw new Error('a replica snapshot is offline');
+        const first = snap.state.replica_snapshots.find((f) => f.online?.source_id === online.source_id);
+        expect(online.predecessor_alloc_size).toBe(first?.online?.allocated_size);
+      }
+      expect(later.definition.metadata.total_allocated_size).toBe(
+        Math.max(
+          ...later.state.replica_snapshots.map(
+            ({ online }) => (online?.allocated_size ?? 0) + (online?.predecessor_alloc_size ?? 0),
+          ),
+        ),
+      );
+      await cluster.rest.deleteSnapshot(laterId);
       const listed = await cluster.rest.call<{ entries: { definition: { spec: { uuid: string } } }[] }>(
         'GET',
         '/volumes/snapshots',

@@ -21,6 +21,7 @@ const MIRRORS: Record<string, string> = {
   Pool: 'Pool',
   Replica: 'Replica',
   VolumeSnapshot: 'VolumeSnapshot',
+  OnlineReplicaSnapshot: 'OnlineReplicaSnapshotState',
   CreateVolumeRequest: 'CreateVolumeBody',
   PublishRequest: 'PublishVolumeBody',
   BlockDevice: 'BlockDevice',

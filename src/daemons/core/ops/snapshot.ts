@@ -10,6 +10,7 @@ import type { CoreContext } from '../context.js';
 import type { EngineApi } from '../engine-api.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
+import { predecessorBytes } from '../rest/present-schema.js';
 import { notFound, SvcError, toSvcError } from '../svc-error.js';
 import { upToDateReplicas } from './nexus-build.js';
 import { retrySettle, rollbackOp, settleOp } from './settle.js';
@@ -97,7 +98,7 @@ export async function createSnapshot(
           timestamp: new Date().toISOString(),
           source_spec_size: volume.size,
           size: st.size,
-          allocated_size: st.size,
+          allocated_size: st.allocated,
           meta: { Volume: { parent: snapId, txn_id: txnId } },
         },
       };
@@ -139,6 +140,15 @@ export async function createSnapshot(
     snap.metadata.operation = null;
     snap.metadata.timestamp = new Date().toISOString();
     snap.metadata.size = volume.size;
+    // Held by this snapshot and the earlier ones of the same replica (its largest replica's).
+    snap.metadata.total_allocated_size = Math.max(
+      0,
+      ...records.map(
+        (r) =>
+          Number(r.metadata.allocated_size) +
+          predecessorBytes(registry, r.spec.source_id.replica_id, String(r.metadata.timestamp)),
+      ),
+    );
     snap.metadata.transactions = { [txnId]: records };
     await settleOp(registry, { kind: 'snapshot', id: snapId }, true, {
       snapshots: [snap],

@@ -35,6 +35,16 @@ export function replicaSnapshotBytes(reg: Registry, replicaUuid: string): number
   return sum;
 }
 
+/** Bytes held by the snapshots of one replica taken before `taken` (an ISO timestamp). */
+export function predecessorBytes(reg: Registry, replicaUuid: string, taken: string): number {
+  let sum = 0;
+  for (const s of reg.snapshots.values())
+    for (const r of s.metadata.transactions[s.metadata.txn_id] ?? [])
+      if (r.spec.source_id.replica_id === replicaUuid && String(r.metadata.timestamp ?? '') < taken)
+        sum += Number(r.metadata.allocated_size ?? 0);
+  return sum;
+}
+
 /** REST `ReplicaSpaceUsage` of a replica of `capacity` bytes with `allocated` bytes in use. */
 export function replicaSpace(reg: Registry, replicaUuid: string, capacity: number, allocated: number) {
   const snapshots = replicaSnapshotBytes(reg, replicaUuid);
@@ -148,18 +158,13 @@ export function replicaSnapshotsOut(reg: Registry, s: VolumeSnapshot) {
     const node = replica ? reg.replicaNode(replica) : reg.pools.get(src.pool_id)?.node;
     if (!node || !reg.isOnline(node)) return { offline: base };
     const taken = String(r.metadata.timestamp ?? s.metadata.timestamp ?? '');
-    let predecessors = 0;
-    for (const other of reg.snapshots.values())
-      for (const rec of other.metadata.transactions[other.metadata.txn_id] ?? [])
-        if (rec.spec.source_id.replica_id === src.replica_id && String(rec.metadata.timestamp ?? '') < taken)
-          predecessors += Number(rec.metadata.allocated_size ?? 0);
     return {
       online: {
         ...base,
         timestamp: taken,
         size: Number(r.metadata.size ?? 0),
         allocated_size: Number(r.metadata.allocated_size ?? 0),
-        predecessor_alloc_size: predecessors,
+        predecessor_alloc_size: predecessorBytes(reg, src.replica_id, taken),
       },
     };
   });

@@ -6,6 +6,7 @@ import {
   type PoolSpec,
   poolRefName,
   type ReplicaSpec,
+  snapshotAllocated,
   specStatusName,
   type VolumeSnapshot,
   type VolumeSpec,
@@ -126,7 +127,7 @@ export function snapshotOut(reg: Registry, s: VolumeSnapshot) {
     state: {
       uuid: s.spec.uuid,
       source_volume: s.spec.source_id,
-      allocated_size: s.metadata.total_allocated_size,
+      allocated_size: snapshotAllocated(s),
       timestamp: s.metadata.timestamp ?? undefined,
       ready_as_source: specStatusName(s.status) === 'Created',
       replica_snapshots: replicaSnapshotsOut(reg, s),

@@ -3,6 +3,7 @@ import type { Listing } from '../../output/render.js';
 import { snapshotDefinitionOut } from '../../rest/present.js';
 import {
   currentReplicaSnapshots,
+  snapshotAllocated,
   snapshotOperationName,
   type VolumeSnapshot,
   volumeContentSource,
@@ -31,7 +32,7 @@ export function snapshotListing(state: ClusterState, volumeId?: string): Listing
       { header: 'ID', get: (r) => r.spec.spec.uuid },
       { header: 'TIMESTAMP', get: (r) => r.spec.metadata.timestamp },
       { header: 'SOURCE-SIZE', get: (r) => humanizeBytes(r.spec.metadata.spec_size) },
-      { header: 'ALLOCATED-SIZE', get: (r) => humanizeBytes(r.spec.metadata.size) },
+      { header: 'ALLOCATED-SIZE', get: (r) => humanizeBytes(snapshotAllocated(r.spec)) },
       { header: 'TOTAL-ALLOCATED-SIZE', get: (r) => humanizeBytes(r.spec.metadata.total_allocated_size) },
       { header: 'SOURCE-VOL', get: (r) => r.spec.spec.source_id },
       { header: 'RESTORES', get: (r) => r.restores },
