@@ -4,6 +4,7 @@ import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { registerNbdMetrics, unregisterNbdMetrics } from '../../lib/metrics/nbd.js';
+import { addPoolSource } from '../../lib/metrics/pools.js';
 import { NbdServer } from '../../lib/nbd/server.js';
 import type { KeySpace } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
@@ -73,6 +74,15 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     childTimeoutMs: config.childTimeoutMs ?? 30_000,
     nexusInfoRetries: config.nexusInfoRetries ?? 10,
   });
+  // Every pool this engine has is Online (one it cannot open is not imported).
+  const stopPoolMetrics = addPoolSource(() =>
+    Promise.all(
+      [...engine.pools.values()].map(async (p) => {
+        const { capacity, used, committed } = await p.stats();
+        return { node: config.nodeId, name: p.name, capacity, used, committed, status: 'Online' as const };
+      }),
+    ),
+  );
 
   const server = new MeteredGrpcServer({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
   const service = lookupService(loadProto('io_engine.proto'), IO_ENGINE_SERVICE);
@@ -141,6 +151,7 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
         await engine.serial(() => engine.stop());
         await nbd.close();
         unregisterNbdMetrics(nbd);
+        stopPoolMetrics();
         await liveness?.stop();
       })();
       return stopping;

@@ -6,7 +6,7 @@ import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
 import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
-import { TestCluster } from '../core/cluster.js';
+import { POOL_CAPACITY, TestCluster } from '../core/cluster.js';
 import { createRequest, mountCap, startController } from '../csi-controller/controller-process.js';
 import { BUCKET, cleanupRoot, type Env, makeEnv, mounterProcess, targetPath } from '../mounter/fixture.js';
 
@@ -126,6 +126,24 @@ describe('/metrics of every daemon (real processes, real HTTP)', () => {
       MiB,
     );
     expect(sum(engine1, 'storctl_rebuilds_active')).toBe(0);
+    // The pool, under Mayastor's exporter names: empty before, then the 8 MiB thin replica promised
+    // and the MiB written to it held.
+    const pool = { node: 'node-1', name: 'pool-node-1' };
+    expect(sum(engine0, 'disk_pool_total_size_bytes', pool)).toBe(POOL_CAPACITY);
+    expect(sum(engine0, 'disk_pool_committed_size_bytes', pool)).toBe(0);
+    expect(sum(engine0, 'disk_pool_used_size_bytes', pool)).toBe(0);
+    expect(sum(engine1, 'disk_pool_status', pool)).toBe(1);
+    expect(sum(engine1, 'disk_pool_committed_size_bytes', pool)).toBe(8 * MiB);
+    // Pool usage is read at most a second old: wait for the write to show.
+    let used = 0;
+    await waitFor(
+      async () => {
+        used = sum(await scrape(engineUrl), 'disk_pool_used_size_bytes', pool);
+        return used >= MiB;
+      },
+      { what: 'the written MiB in disk_pool_used_size_bytes' },
+    );
+    expect(used).toBeLessThan(2 * MiB); // thin: what was written, not the 8 MiB
     const createNexus = { service: 'storctl.io_engine.v1.IoEngine', method: 'CreateNexus', code: 'OK' };
     expect(
       sum(engine1, 'storctl_grpc_requests_total', createNexus) -
