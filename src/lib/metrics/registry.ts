@@ -2,8 +2,8 @@ import client from 'prom-client';
 
 /**
  * The one metrics registry of this process. Every daemon serves it at `/metrics`; the metrics
- * themselves are defined in `catalog.ts` (and `switchover.ts`), so the README lists them from one
- * place. Only daemons import this: CLI commands never load prom-client.
+ * themselves are defined in `catalog.ts` (and `switchover.ts`, `nbd.ts`, `pools.ts`), which the
+ * README's table lists. Only daemons import this: CLI commands never load prom-client.
  */
 export const registry = new client.Registry();
 
