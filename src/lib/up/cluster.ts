@@ -8,6 +8,12 @@ import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { RestClient } from '../rest/client.js';
 import { type ClusterEndpoints, endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
 import { Role, type RoleSpec } from './role.js';
+import { flushStaged, stagedVolumes } from './staged.js';
+
+const csiNodeStateDir = (dataDir: string) => join(dataDir, 'csi-node');
+
+/** How long stopping waits for one staged volume's page cache to reach its target. */
+const FLUSH_TIMEOUT_MS = 30_000;
 
 /** The roles `up` runs, in start order. */
 export const ROLE_NAMES = [
@@ -117,6 +123,7 @@ function pidAlive(pid: number): boolean {
 export async function up(o: UpOptions): Promise<UpCluster> {
   const runs = (r: RoleName) => !o.roles || o.roles.has(r);
   const isRoot = process.getuid?.() === 0;
+  const csiNodeRuns = runs('csi-node') && isRoot;
   // Asked for by name, a role that cannot run here is an error, not a note (as with every role).
   if (o.roles?.has('csi-node') && !isRoot)
     throw new UsageError(
@@ -155,12 +162,27 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     // step shuts down). Then every nexus shuts down cleanly while all of its children are still up,
     // so NexusInfo records them healthy and the next start rebuilds nothing; only then the io-engines.
     const engineRoles = new Set<Role>(engines.map((e) => e.role));
+    const staged = csiNodeRuns ? await stagedVolumes(csiNodeStateDir(o.dataDir)) : [];
+    if (staged.length) {
+      o.say(`flushing the ${staged.length} volume(s) csi-node staged …`);
+      for (const v of await flushStaged(staged, FLUSH_TIMEOUT_MS))
+        o.say(`  ${v.volumeId}: not flushed within ${FLUSH_TIMEOUT_MS / 1000} s (its path is down?)`);
+    }
     for (const r of [...roles].reverse()) if (!engineRoles.has(r)) await r.stop();
     await shutdownNexuses(
       engines.flatMap((e) => (e.grpc && e.role.running ? [e.grpc] : [])),
       o.say,
     );
     for (const e of [...engines].reverse()) await e.role.stop();
+    // The mounts stay (a pod may still use them) and the next `up` serves them again.
+    if (staged.length)
+      o.say(
+        [
+          `${staged.length} volume(s) stay staged by csi-node, their I/O stalled until \`storctl up\` runs again with this data dir:`,
+          ...staged.map((v) => `  ${v.volumeId}  ${v.stagingPath}`),
+          'to release them, unpublish and unstage them (NodeUnpublishVolume, NodeUnstageVolume) while the cluster runs',
+        ].join('\n'),
+      );
     const file = endpointsFile(o.dataDir);
     if (existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).pid === process.pid)
       rmSync(file, { force: true });
@@ -367,7 +389,7 @@ async function startCsi(
       '--node-id',
       'node-1',
       '--state-dir',
-      join(o.dataDir, 'csi-node'),
+      csiNodeStateDir(o.dataDir),
       '--root',
       csiNodeRoot,
       '--fs-listen',

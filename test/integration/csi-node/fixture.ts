@@ -122,22 +122,11 @@ export class CsiNodeFixture {
    * devices bound to its files; its processes, by PID), so no test leaves anything on the machine.
    */
   async forceCleanup(): Promise<void> {
-    // Filesystems first, then loop devices, then the FUSE mounts under them, then processes.
-    const mounts = (await readMountTable()).filter((m) => m.mountPoint.startsWith(`${this.dir}/`));
-    for (const m of mounts.filter((m) => !m.fsType.startsWith('fuse')).reverse())
-      await exec('umount', ['-l', m.mountPoint]).catch(() => {});
-    for (const [dev] of await this.ourLoops()) await exec('losetup', ['-d', dev]).catch(() => {});
-    for (const m of mounts.filter((m) => m.fsType.startsWith('fuse')))
-      await exec('umount', ['-l', m.mountPoint]).catch(() => {});
-    for (const pid of await readdir('/proc')) {
-      if (!/^\d+$/.test(pid)) continue;
-      const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-      if (cmd.includes(this.stateDir)) {
-        try {
-          process.kill(Number(pid), 'SIGKILL');
-        } catch {}
-      }
-    }
+    await forceCleanupBelow(
+      this.dir,
+      this.stateDir,
+      (await this.ourLoops()).map(([dev]) => dev),
+    );
   }
 
   /** The end of a test: stop the node, undo whatever it left (mounts, loops, proxies), remove the dir. */
@@ -150,4 +139,37 @@ export class CsiNodeFixture {
   async remove(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Undo what a csi-node left below `dir`: its filesystems (lazily), then `loops` (the loop devices
+ * bound to its files), then the FUSE mounts under them, then the processes whose command line names
+ * `processMark` (its proxies), by PID.
+ */
+export async function forceCleanupBelow(dir: string, processMark: string, loops: string[]): Promise<void> {
+  const mounts = (await readMountTable()).filter((m) => m.mountPoint.startsWith(`${dir}/`));
+  for (const m of mounts.filter((m) => !m.fsType.startsWith('fuse')).reverse())
+    await exec('umount', ['-l', m.mountPoint]).catch(() => {});
+  for (const dev of loops) await exec('losetup', ['-d', dev]).catch(() => {});
+  for (const m of mounts.filter((m) => m.fsType.startsWith('fuse')))
+    await exec('umount', ['-l', m.mountPoint]).catch(() => {});
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmd.includes(processMark)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {}
+    }
+  }
+}
+
+/** Loop devices whose backing file lies below `dir`. */
+export async function loopsBelow(dir: string): Promise<string[]> {
+  const { stdout } = await exec('losetup', ['-a', '-n', '-O', 'NAME,BACK-FILE']);
+  return stdout
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/, 2))
+    .filter(([dev, back]) => dev && back?.startsWith(`${dir}/`))
+    .map(([dev]) => dev);
 }
