@@ -16,7 +16,7 @@ const POOL_CHANGING = new Set<string | symbol>([
 
 /** One gRPC client per online io-engine, made from the endpoint its liveness key advertises. */
 export class Engines {
-  private clients = new Map<string, { endpoint: string; api: EngineApi }>();
+  private clients = new Map<string, { endpoint: string; startedAt: string | null; api: EngineApi }>();
 
   constructor(
     private readonly registry: Registry,
@@ -31,11 +31,13 @@ export class Engines {
     if (!live?.online || !live.grpcEndpoint) {
       throw new SvcError('Unavailable', `io-engine node '${node}' is not online`, `NodeNotOnline: ${node}`);
     }
+    // A restarted io-engine gets a new client even at the same endpoint: the old one's channel may
+    // be backing off from the calls that failed while the process was gone.
     const have = this.clients.get(node);
-    if (have && have.endpoint === live.grpcEndpoint) return have.api;
+    if (have && have.endpoint === live.grpcEndpoint && have.startedAt === live.startedAt) return have.api;
     have?.api.close();
     const api = this.withPoolRefresh(node, this.factory(node, live.grpcEndpoint));
-    this.clients.set(node, { endpoint: live.grpcEndpoint, api });
+    this.clients.set(node, { endpoint: live.grpcEndpoint, startedAt: live.startedAt, api });
     return api;
   }
 

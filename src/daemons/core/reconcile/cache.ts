@@ -7,6 +7,12 @@ export async function pollEngines(ctx: CoreContext): Promise<void> {
   await Promise.all(nodes.map((node) => pollNode(ctx, node)));
 }
 
+/** The online io-engines whose state no poll has read since they (re)started. */
+export function unpolledNodes(ctx: CoreContext): string[] {
+  const { registry } = ctx;
+  return [...registry.nodeLive.keys()].filter((n) => registry.isOnline(n) && !registry.polledPools.has(n));
+}
+
 /** Poll one io-engine; an offline one's polled state is dropped. */
 export async function pollNode(ctx: CoreContext, node: string): Promise<void> {
   const { registry, engines, log } = ctx;

@@ -2,7 +2,7 @@ import { reconcileDuration } from '../../../lib/metrics/catalog.js';
 import type { CoreContext } from '../context.js';
 import { eventsToTrim } from '../events.js';
 import { reconcileDirtySpecs } from '../recovery.js';
-import { pollEngines } from './cache.js';
+import { pollEngines, pollNode, unpolledNodes } from './cache.js';
 import { drainNodes } from './drain.js';
 import { collectNexuses, collectReplicas, collectVolumes } from './gc.js';
 import { reconcilePools } from './pools.js';
@@ -65,6 +65,12 @@ export class ReconcileLoop {
       await this.step('nodes', () => registry.refreshNodes());
       await this.step('cache', () => pollEngines(this.ctx));
       await this.step('status-events', () => recordStatusChanges(this.ctx));
+    } else {
+      // An online io-engine whose poll failed (or never ran since it restarted) is polled again now,
+      // not a cache period later: until then its pools are not re-imported nor its replicas seen.
+      const unpolled = unpolledNodes(this.ctx);
+      if (unpolled.length)
+        await this.step('cache', () => Promise.all(unpolled.map((node) => pollNode(this.ctx, node))));
     }
     busy = Boolean(await this.step('persistent-store', () => reconcileDirtySpecs(this.ctx))) || busy;
     busy = Boolean(await this.step('pools', () => reconcilePools(this.ctx))) || busy;
