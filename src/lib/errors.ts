@@ -75,13 +75,13 @@ export class ConflictError extends StorctlError {
   }
 }
 
-/** The store cannot be reached: names the endpoint and what to check. */
 /** A client library's detail, or a plain statement when it has none (never "unreachable: null"). */
 const detailText = (detail: string | null | undefined) =>
   detail && detail !== 'null' && detail !== 'undefined'
     ? detail
     : 'no answer (connection refused, reset or timed out)';
 
+/** The store cannot be reached or opened: names the endpoint and what to check. */
 export class StoreUnavailableError extends StorctlError {
   constructor(
     readonly endpoint: string,

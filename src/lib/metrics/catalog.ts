@@ -2,8 +2,8 @@ import { client, LATENCY_BUCKETS, registry } from './registry.js';
 
 /*
  * Every storctl metric but the switchover ones (switchover.ts), the per-target NBD ones (nbd.ts)
- * and the pools' (pools.ts). Each is registered once per process; a daemon only moves the ones of its work, the
- * others stay at zero (or, labelled, absent).
+ * and the pools' (pools.ts). Each is registered once per process; a daemon only moves the ones of
+ * its work, the others stay at zero (or, labelled, absent).
  */
 
 const registers = [registry];

@@ -158,7 +158,8 @@ export async function up(o: UpOptions): Promise<UpCluster> {
   let endpoints: ClusterEndpoints | null = null;
   let rest = '';
   const stop = async () => {
-    // The mounter and core first: core stops writing and reconciling (it would rebuild what the next
+    // What the staged volumes' page cache holds goes to their targets while every role still runs.
+    // Then the mounter and core: core stops writing and reconciling (it would rebuild what the next
     // step shuts down). Then every nexus shuts down cleanly while all of its children are still up,
     // so NexusInfo records them healthy and the next start rebuilds nothing; only then the io-engines.
     const engineRoles = new Set<Role>(engines.map((e) => e.role));
