@@ -172,6 +172,11 @@ export abstract class StorctlCommand extends Command {
         const flags = Object.keys({ ...own.baseFlags, ...own.flags }).map((f) => `--${f}`);
         const near = typo ? closest(typo.split('=')[0], flags) : null;
         if (near) this.logToStderr(`Did you mean ${near}?`);
+        // `volume resize ID 20GiB`: a value given as an argument where the one required flag takes it.
+        const extra = (err as { args?: unknown[] }).args;
+        const required = Object.entries(own.flags ?? {}).filter(([, f]) => f.required);
+        if (extra?.length === 1 && required.length === 1)
+          this.logToStderr(`Did you mean --${required[0][0]} ${String(extra[0])}?`);
         this.logToStderr(`Try: storctl ${this.id?.replaceAll(':', ' ') ?? ''} --help`);
         this.exit(ExitCode.usage);
       }

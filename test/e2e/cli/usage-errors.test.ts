@@ -35,6 +35,22 @@ describe('typos through the built CLI', () => {
     ]);
   });
 
+  it.each([
+    [['volume', 'resize', '00000000-0000-4000-8000-000000000000', '20GiB'], '--size 20GiB'],
+    [['volume', 'scale', '00000000-0000-4000-8000-000000000000', '3'], '--replicas 3'],
+  ])(
+    '%j gives as an argument what its one required flag takes: exit 2, the flag named',
+    async (args, fix) => {
+      const r = await runStorctl(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr.split('\n').filter(Boolean)).toEqual([
+        `Error: Unexpected argument: ${args.at(-1)}`,
+        `Did you mean ${fix}?`,
+        `Try: storctl ${args.slice(0, 2).join(' ')} --help`,
+      ]);
+    },
+  );
+
   it('with -o json an error is one JSON object on stderr, with the exit code of its kind', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'storctl-json-error-'));
     try {
