@@ -127,13 +127,20 @@ export class PathProxy implements BlockBackend {
     }
   }
 
-  private adopt(c: NbdClient): void {
+  /**
+   * Make `c` the path. The old connection closes after its requests are answered, or, when it is
+   * `abandoned` (the proxy moved away from a target that stopped answering), at once: its requests
+   * are then sent again on `c` instead of waiting out their timeout on a target that is gone.
+   */
+  private adopt(c: NbdClient, abandoned = false): void {
     const old = this.client;
     this.client = c;
     this.volumeSize = c.size;
     this.lastError = undefined;
     for (const w of this.waiters.splice(0)) w();
-    if (old && !old.closed) void old.close();
+    if (!old || old.closed) return;
+    if (abandoned) old.abort(`re-pointed to ${this.target}`);
+    else void old.close();
   }
 
   /** Switch to another target (HA: a new nexus); the local device and its filesystem stay. */
@@ -143,9 +150,10 @@ export class PathProxy implements BlockBackend {
       await c.close();
       throw new Error(`target ${target} is ${c.size} bytes, smaller than the volume (${this.volumeSize})`);
     }
+    const moved = target !== this.target;
     this.target = target;
     this.repoints++;
-    this.adopt(c);
+    this.adopt(c, moved);
     this.opts.log?.('re-pointed', { target });
     return this.status();
   }

@@ -371,6 +371,17 @@ export class NbdClient implements BlockBackend {
     return this.closedError !== null;
   }
 
+  /**
+   * Drop the connection now: requests in flight fail as on a lost connection, so a caller can send
+   * them again elsewhere (a path proxy re-pointed away from a stalled target).
+   */
+  abort(reason: string): void {
+    if (this.closedError) return;
+    this.closeListeners = [];
+    this.fail(new BlockIoError(reason, Errno.ESHUTDOWN));
+    this.socket.destroy();
+  }
+
   /** Send DISC after in-flight requests and close. */
   async close(): Promise<void> {
     if (this.closedError) return;

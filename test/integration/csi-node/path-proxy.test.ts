@@ -97,6 +97,48 @@ describe('csi-node path proxy', () => {
     expect(proxy.status()).toMatchObject({ connected: true, target: b.uri });
   });
 
+  it('re-pointed away from a target that stopped answering, a request in flight goes to the new target at once', async () => {
+    // Target a stops answering reads (a hung io-engine keeps its TCP connection open).
+    const file = join(dir, 'hung.img');
+    await writeFile(file, Buffer.alloc(4 * MiB, 0xaa));
+    const real = await FileBackend.open(file);
+    let stalled = false;
+    let stuckReads = 0;
+    const hung = Object.create(real) as FileBackend;
+    hung.read = (buf, offset) => {
+      if (!stalled) return real.read(buf, offset);
+      stuckReads++;
+      return new Promise<void>(() => {});
+    };
+    const a = new NbdServer();
+    await a.listen('127.0.0.1', 0);
+    a.addExport('hung', hung);
+    const b = await target(dir, 'b', 0xbb);
+    cleanup.push(
+      () => a.close(),
+      () => b.server.close(),
+      () => real.close(),
+    );
+    const { proxy } = await proxyTo(a.uri('hung'));
+    const local = await connectUnix(join(dir, 'nbd.sock'));
+    cleanup.push(() => local.close());
+    const buf = Buffer.alloc(4096);
+    await local.read(buf, 0);
+    expect(buf[0]).toBe(0xaa);
+
+    stalled = true;
+    let answered = false;
+    const pending = local.read(buf, 0).then(() => {
+      answered = true;
+    });
+    await waitFor(() => stuckReads === 1, { what: 'the read stuck at the hung target' });
+    await proxy.repoint(b.uri);
+    // Answered by b well before the request timeout (30 s) of the connection to a would end it.
+    await waitFor(() => answered, { what: 'the read answered through the new target', timeoutMs: 10_000 });
+    await pending;
+    expect(buf[0]).toBe(0xbb);
+  });
+
   it('advertises a larger size: the tail past the volume reads as zeroes and refuses writes', async () => {
     const { a, proxy, local } = await proxied('tail', 0xcc, { advertisedSize: 64 * MiB });
     expect(local.size).toBe(64 * MiB);
