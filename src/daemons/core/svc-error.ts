@@ -112,3 +112,14 @@ export function toSvcError(err: unknown): SvcError {
   if (err instanceof IoEngineError) return new SvcError(KIND_OF_GRPC[err.code] ?? 'Internal', err.message);
   return new SvcError('Internal', err instanceof Error ? err.message : String(err));
 }
+
+/** `p`, or a rejection after `ms` (the work itself goes on). Without `ms`, just `p`. */
+export function withDeadline<T>(p: Promise<T>, ms: number | undefined, what: string): Promise<T> {
+  if (ms === undefined) return p;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SvcError('Timeout', `${what} within ${ms} ms`)), ms);
+  });
+  p.catch(() => {});
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}

@@ -3,21 +3,10 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { PublishVolumeBody } from '../rest/validate.js';
 import { chooseTargetNode } from '../scheduler.js';
-import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { dirty, SvcError, toSvcError, withDeadline } from '../svc-error.js';
 import { fenceNexus } from './fence.js';
 import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
 import { rollbackOp, settleOp } from './settle.js';
-
-/** `p`, or a rejection after `ms` (the work itself goes on). Without `ms`, just `p`. */
-function withDeadline<T>(p: Promise<T>, ms: number | undefined, what: string): Promise<T> {
-  if (ms === undefined) return p;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SvcError('Timeout', `${what} within ${ms} ms`)), ms);
-  });
-  p.catch(() => {});
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
 
 export function checkUsable(volume: VolumeSpec): void {
   if (volume.operation) throw dirty('volume', volume.uuid);
