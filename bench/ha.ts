@@ -6,6 +6,9 @@
  * - failover-50: 50 volumes staged as raw block devices, their targets on one io-engine, one durable
  *   writer per device; kill -9 of that io-engine; per volume, time to the first write acknowledged after it.
  * - forced: `storctl switchover --wait` of the healthy, mounted volume, while writing.
+ * - hung-1: the same volume, while writing, its target's io-engine stopped (SIGSTOP: connections
+ *   stay open, nothing answers) until the target moved; time from the stop to the first write
+ *   acknowledged after it.
  * Detection settings are those of the issue's bar: path checks every 250 ms, failed after 2 misses,
  * probe timeout 1 s.
  *
@@ -128,6 +131,31 @@ async function main() {
       await healthy(vol.id);
     }
 
+    // The target's io-engine hangs (SIGSTOP: its connections stay open, nothing answers), while
+    // writing; it resumes once the target has moved.
+    const hung: number[] = [];
+    for (let r = 0; r < runs; r++) {
+      const from = (await targetNode(vol.id))!;
+      const w = new IoLoop(join(vol.path, 'bench.bin'), 'write');
+      w.start();
+      await waitFor(() => w.acks.length >= 10, { what: 'writes under way' });
+      const engine = cluster.engine(from);
+      const t0 = Date.now();
+      process.kill(engine.proc.pid, 'SIGSTOP');
+      try {
+        await waitFor(async () => w.firstAfter(t0) !== undefined && (await targetNode(vol.id)) !== from, {
+          what: 'failover from a hung io-engine',
+          timeoutMs: 120_000,
+        });
+      } finally {
+        process.kill(engine.proc.pid, 'SIGCONT');
+      }
+      hung.push(w.firstAfter(t0)! - t0);
+      await w.stop();
+      if (w.errors) throw new Error(`${w.errors} write errors during hung-node run ${r}`);
+      await healthy(vol.id);
+    }
+
     // N volumes as raw block devices, all targets on node-2, one reader each.
     const many = [];
     for (let i = 0; i < volumeCount; i++) many.push(await publish('node-2', true));
@@ -160,6 +188,7 @@ async function main() {
           ioErrors,
         },
         forced: summary(forced),
+        hung1: summary(hung),
       }),
     );
   } catch (err) {
