@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, newVolumeId, TestCluster } from './cluster.js';
 
 const MiB = 1 << 20;
@@ -28,6 +29,36 @@ describe('a volume whose target io-engine is stalled', () => {
     } finally {
       process.kill(engine.proc.pid, 'SIGCONT');
     }
+    await c.rest.unpublishVolume(id);
+    await c.rest.deleteVolume(id);
+  });
+
+  it('moved away from a stalled node, its old target is shut down later by the GC instead of waited on', async () => {
+    const id = newVolumeId();
+    const first = await c.createPublished(id, { size: 8 * MiB, replicas: 2, node: 'node-1' });
+    const oldNexus = first.state.target!.uuid;
+    const engine = c.engine('node-1');
+    process.kill(engine.proc.pid, 'SIGSTOP');
+    try {
+      const moved = await c.rest.publishVolume(id, {
+        protocol: 'nbd',
+        publish_context: {},
+        republish: true,
+        node: 'node-2',
+      });
+      expect(moved.state.target?.node).toBe('node-2');
+      // HA's last stage: the stale target on the stalled node is left to the GC, the call answers.
+      await c.rest.call('DELETE', `/volumes/${id}/shutdown_targets`);
+      const nexuses = await c.rest.call<{ uuid: string }[]>('GET', '/nexuses');
+      expect(nexuses.map((n) => n.uuid)).toContain(oldNexus);
+    } finally {
+      process.kill(engine.proc.pid, 'SIGCONT');
+    }
+    await waitFor(
+      async () =>
+        !(await c.rest.call<{ uuid: string }[]>('GET', '/nexuses')).some((n) => n.uuid === oldNexus),
+      { what: 'the old target destroyed once its node answers' },
+    );
     await c.rest.unpublishVolume(id);
     await c.rest.deleteVolume(id);
   });

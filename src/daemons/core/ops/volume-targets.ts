@@ -1,13 +1,17 @@
 import { cloneSpec, type NexusSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { toSvcError } from '../svc-error.js';
+import { toSvcError, withDeadline } from '../svc-error.js';
+
+/** How long shutting a stale target down waits for its io-engine (a switchover's last stage). */
+const SHUTDOWN_WAIT_MS = 1000;
 
 /**
  * Destroy the volume's nexuses that are not its current target (Mayastor `shutdown_targets`): old
  * targets left by a republish whose node was unreachable, or shut down ones. A nexus on an online
- * node is destroyed and its spec removed; one on an offline node is marked Deleting and disowned,
- * so the nexus garbage collector destroys it when the node is back. Returns what was done.
+ * node is destroyed and its spec removed; one on an offline node, or one whose node does not answer
+ * within SHUTDOWN_WAIT_MS, is marked Deleting and disowned, so the nexus garbage collector destroys
+ * it when the node is back. Returns what was done.
  */
 export async function shutdownStaleTargets(
   ctx: CoreContext,
@@ -30,9 +34,15 @@ export async function shutdownStaleTargets(
         continue;
       }
       try {
-        await engine.destroyNexus(n.uuid);
+        await withDeadline(engine.destroyNexus(n.uuid), SHUTDOWN_WAIT_MS, `node '${n.node}' did not answer`);
       } catch (err) {
-        if (toSvcError(err).kind !== 'NotFound') throw err;
+        const kind = toSvcError(err).kind;
+        if (kind === 'Timeout') {
+          // A hung node: left to the garbage collector as if offline, not waited on.
+          deferred.push({ ...cloneSpec(n), spec_status: 'Deleting', owner: null, operation: null });
+          continue;
+        }
+        if (kind !== 'NotFound') throw err;
       }
       registry.dropNexusState(n.node, n.uuid);
       destroyed.push(n.uuid);
