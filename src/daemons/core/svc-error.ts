@@ -113,6 +113,13 @@ export function toSvcError(err: unknown): SvcError {
   return new SvcError('Internal', err instanceof Error ? err.message : String(err));
 }
 
+/**
+ * How long a switchover's teardown of the old target, or a volume read, waits for an io-engine: a
+ * hung one (its connections open, nothing answering) must not hold them for the whole request
+ * timeout. What is not done by then the garbage collectors finish once the node answers.
+ */
+export const HUNG_ENGINE_WAIT_MS = 1000;
+
 /** `p`, or a rejection after `ms` (the work itself goes on). Without `ms`, just `p`. */
 export function withDeadline<T>(p: Promise<T>, ms: number | undefined, what: string): Promise<T> {
   if (ms === undefined) return p;

@@ -78,10 +78,6 @@ export async function destroyReplicasQuietly(
   return { destroyed, left };
 }
 
-/**
- * A new volume spec, status Creating with its Create operation recorded: the intent is stored
- * before any io-engine is touched (docs/mayastor-compat.md §1.5). `overrides` serve clones (thin, content source).
- */
 /** Commit a create: volume and replicas Created, their operations cleared, one store write with its event. */
 export async function commitCreated(
   registry: Registry,
@@ -103,6 +99,10 @@ export async function commitCreated(
   );
 }
 
+/**
+ * A new volume spec, status Creating with its Create operation recorded: the intent is stored
+ * before any io-engine is touched (docs/mayastor-compat.md §1.5). `overrides` serve clones (thin, content source).
+ */
 export function newVolumeSpec(
   uuid: string,
   body: CreateVolumeBody,

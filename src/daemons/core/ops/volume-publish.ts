@@ -3,7 +3,7 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { PublishVolumeBody } from '../rest/validate.js';
 import { chooseTargetNode } from '../scheduler.js';
-import { dirty, SvcError, toSvcError, withDeadline } from '../svc-error.js';
+import { dirty, HUNG_ENGINE_WAIT_MS, SvcError, toSvcError, withDeadline } from '../svc-error.js';
 import { fenceNexus } from './fence.js';
 import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
 import { rollbackOp, settleOp } from './settle.js';
@@ -138,15 +138,9 @@ async function publishOn(
 }
 
 /**
- * How long a republish waits for the old target's io-engine to destroy the nexus: a dead or stalled
- * node must not hold up the switchover; the fence keeps the old nexus from serving, and the nexus
- * garbage collector destroys it once its node answers again.
- */
-const REPUBLISH_TEARDOWN_WAIT_MS = 1000;
-
-/**
  * Move the target (HA switchover, drain): choose the new node, tear the old nexus down (best effort,
- * bounded), fence it, and publish on the new node. The node is chosen (a requested one checked)
+ * bounded: the fence keeps the old nexus from serving, and the nexus garbage collector destroys it
+ * once its node answers again), fence it, and publish on the new node. The node is chosen (a requested one checked)
  * while the old target still serves: a refusal (an unknown or offline node, none usable) leaves the
  * volume published where it was instead of without a target.
  */
@@ -159,7 +153,7 @@ async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolu
     body.node,
     body.node ? [] : [old.node],
   );
-  await teardownTarget(ctx, volume, true, REPUBLISH_TEARDOWN_WAIT_MS);
+  await teardownTarget(ctx, volume, true, HUNG_ENGINE_WAIT_MS);
   await fenceNexus(ctx, volume.uuid, old.nexus);
   return publishOn(ctx, ctx.registry.volume(volume.uuid), node, { ...body, republish: false });
 }

@@ -1,16 +1,13 @@
 import { cloneSpec, type NexusSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { toSvcError, withDeadline } from '../svc-error.js';
-
-/** How long shutting a stale target down waits for its io-engine (a switchover's last stage). */
-const SHUTDOWN_WAIT_MS = 1000;
+import { HUNG_ENGINE_WAIT_MS, toSvcError, withDeadline } from '../svc-error.js';
 
 /**
  * Destroy the volume's nexuses that are not its current target (Mayastor `shutdown_targets`): old
  * targets left by a republish whose node was unreachable, or shut down ones. A nexus on an online
  * node is destroyed and its spec removed; one on an offline node, or one whose node does not answer
- * within SHUTDOWN_WAIT_MS, is marked Deleting and disowned, so the nexus garbage collector destroys
+ * within HUNG_ENGINE_WAIT_MS, is marked Deleting and disowned, so the nexus garbage collector destroys
  * it when the node is back. Returns what was done.
  */
 export async function shutdownStaleTargets(
@@ -34,7 +31,11 @@ export async function shutdownStaleTargets(
         continue;
       }
       try {
-        await withDeadline(engine.destroyNexus(n.uuid), SHUTDOWN_WAIT_MS, `node '${n.node}' did not answer`);
+        await withDeadline(
+          engine.destroyNexus(n.uuid),
+          HUNG_ENGINE_WAIT_MS,
+          `node '${n.node}' did not answer`,
+        );
       } catch (err) {
         const kind = toSvcError(err).kind;
         if (kind === 'Timeout') {

@@ -10,7 +10,7 @@ import { resizeVolume, scaleVolume } from '../ops/volume-scale.js';
 import { shareProtocol, shareVolume, unshareVolume } from '../ops/volume-share.js';
 import { shutdownStaleTargets } from '../ops/volume-targets.js';
 import type { RebuildHistory } from '../rebuild-history.js';
-import { notFound, SvcError, withDeadline } from '../svc-error.js';
+import { HUNG_ENGINE_WAIT_MS, notFound, SvcError, withDeadline } from '../svc-error.js';
 import { snapshotOut, volumeOut } from './present.js';
 import type { RestRequest, Router } from './router.js';
 import {
@@ -37,18 +37,15 @@ export function paginate<T>(items: T[], q: URLSearchParams): { entries: T[]; nex
 }
 
 /**
- * How long a single-volume read waits for the target's io-engine: a hung one (which HA is about to
- * switch away from, reading the volume first) must not hold the answer for the whole request timeout.
+ * A single-volume read asks the target's io-engine for fresh nexus state (rebuild progress), but
+ * not for long: HA reads the volume before switching its target away from a hung io-engine.
  */
-const REFRESH_WAIT_MS = 1000;
-
-/** A single-volume read asks the target's io-engine for fresh nexus state (rebuild progress). */
 async function refreshTarget(ctx: CoreContext, v: VolumeSpec): Promise<void> {
   if (!v.target || v.target.active === false) return;
   const engine = ctx.engines.tryGet(v.target.node);
   if (!engine) return;
   try {
-    const st = await withDeadline(engine.getNexus(v.target.nexus), REFRESH_WAIT_MS, 'no nexus state');
+    const st = await withDeadline(engine.getNexus(v.target.nexus), HUNG_ENGINE_WAIT_MS, 'no nexus state');
     ctx.registry.setNexusState(v.target.node, st);
   } catch {
     // keep the cached state
