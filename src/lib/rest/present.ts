@@ -1,4 +1,5 @@
 import {
+  currentReplicaSnapshots,
   isCordoned,
   type NodeSpec,
   operationName,
@@ -114,7 +115,7 @@ export function snapshotDefinitionOut(s: VolumeSnapshot, numRestores: number) {
       txn_id: s.metadata.txn_id,
       transactions: transactionsOut(s),
       num_restores: numRestores,
-      num_snapshot_replicas: (s.metadata.transactions[s.metadata.txn_id] ?? []).length,
+      num_snapshot_replicas: currentReplicaSnapshots(s).length,
     },
   };
 }

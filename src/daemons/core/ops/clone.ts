@@ -1,4 +1,9 @@
-import { isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
+import {
+  currentReplicaSnapshots,
+  isCreated,
+  type ReplicaSpec,
+  type VolumeSpec,
+} from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
@@ -29,7 +34,7 @@ export async function createCloneVolume(
       `clone size ${body.size} must equal the snapshot size ${snap.metadata.spec_size}`,
     );
   }
-  const records = snap.metadata.transactions[snap.metadata.txn_id] ?? [];
+  const records = currentReplicaSnapshots(snap);
   if (body.replicas > records.length) {
     throw new SvcError(
       'FailedPrecondition',

@@ -140,9 +140,9 @@ async function publishOn(
 /**
  * Move the target (HA switchover, drain): choose the new node, tear the old nexus down (best effort,
  * bounded: the fence keeps the old nexus from serving, and the nexus garbage collector destroys it
- * once its node answers again), fence it, and publish on the new node. The node is chosen (a requested one checked)
- * while the old target still serves: a refusal (an unknown or offline node, none usable) leaves the
- * volume published where it was instead of without a target.
+ * once its node answers again), fence it, and publish on the new node. The node is chosen (a
+ * requested one checked) while the old target still serves: a refusal (an unknown or offline node,
+ * none usable) leaves the volume published where it was instead of without a target.
  */
 async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolumeBody): Promise<VolumeSpec> {
   const old = volume.target!;

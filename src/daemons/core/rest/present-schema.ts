@@ -1,5 +1,6 @@
 import {
   childReplicaUuid,
+  currentReplicaSnapshots,
   type NexusSpec,
   operationName,
   poolRefName,
@@ -39,7 +40,7 @@ export function replicaSnapshotBytes(reg: Registry, replicaUuid: string): number
 export function predecessorBytes(reg: Registry, replicaUuid: string, taken: string): number {
   let sum = 0;
   for (const s of reg.snapshots.values())
-    for (const r of s.metadata.transactions[s.metadata.txn_id] ?? [])
+    for (const r of currentReplicaSnapshots(s))
       if (r.spec.source_id.replica_id === replicaUuid && String(r.metadata.timestamp ?? '') < taken)
         sum += Number(r.metadata.allocated_size ?? 0);
   return sum;
@@ -145,8 +146,7 @@ export function specsOut(reg: Registry) {
  * replica.
  */
 export function replicaSnapshotsOut(reg: Registry, s: VolumeSnapshot) {
-  const txn = s.metadata.transactions[s.metadata.txn_id] ?? [];
-  return txn.map((r: ReplicaSnapshot) => {
+  return currentReplicaSnapshots(s).map((r: ReplicaSnapshot) => {
     const src = r.spec.source_id;
     const base = {
       uuid: r.spec.uuid,
