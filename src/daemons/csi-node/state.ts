@@ -1,6 +1,6 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { writeSecretFile } from '../../lib/mount/credentials.js';
+import { writeFileAtomic } from '../../lib/atomic-file.js';
 import type { AttachedDevice } from './attacher.js';
 import type { ProxyRef } from './proxy.js';
 
@@ -84,7 +84,7 @@ export class NodeState {
     const next = this.chain.then(async () => {
       change(this.volumes);
       const body: StateFile = { version: 1, volumes: Object.fromEntries(this.volumes) };
-      await writeSecretFile(this.file, `${JSON.stringify(body, null, 2)}\n`);
+      await writeFileAtomic(this.file, `${JSON.stringify(body, null, 2)}\n`);
     });
     this.chain = next.catch(() => {});
     return next;

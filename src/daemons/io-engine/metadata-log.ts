@@ -1,5 +1,5 @@
 import { type FileHandle, open, readFile } from 'node:fs/promises';
-import { writeFileAtomic } from './atomic-file.js';
+import { writeFileAtomic } from '../../lib/atomic-file.js';
 
 /**
  * Group-committed metadata as a snapshot file plus an append-only journal. A change appends one

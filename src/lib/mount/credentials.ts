@@ -1,5 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Long-term S3 keys. Never logged: only ever written to 0600 files. */
@@ -99,27 +98,6 @@ export async function loadDriverCredentials(
 export async function ensureCredentialDir(dir: string): Promise<void> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
-}
-
-/**
- * Write `content` to `path` atomically with mode 0600: a temp file in the same directory, fsync,
- * rename over the old one. A reader (the FUSE daemon) sees the old or the new file, never half.
- */
-export async function writeSecretFile(path: string, content: string): Promise<void> {
-  const tmp = `${path}.tmp-${randomBytes(6).toString('hex')}`;
-  const fh = await open(tmp, 'wx', 0o600);
-  try {
-    await fh.writeFile(content);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    await rename(tmp, path);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
 }
 
 /** Credential files belong to one target: `<dir>/<targetId>.<kind>`. */

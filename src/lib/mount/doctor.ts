@@ -1,7 +1,7 @@
 import { readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { writeFileAtomic } from '../atomic-file.js';
 import type { SystemdClient } from '../systemd/client.js';
-import { writeSecretFile } from './credentials.js';
 import { isS3FuseMount } from './fuse-binary.js';
 import { probePath } from './health.js';
 import type { DaemonInfo } from './mounter.js';
@@ -272,7 +272,7 @@ async function dropRecord(stateDir: string, target: string): Promise<void> {
     if (name.startsWith(`${id}.`)) await rm(join(credentialDir, name), { force: true });
   }
   if (records.delete(target)) {
-    await writeSecretFile(
+    await writeFileAtomic(
       stateFile,
       `${JSON.stringify({ version: 1, mounts: Object.fromEntries(records) }, null, 2)}\n`,
     );

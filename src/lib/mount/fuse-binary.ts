@@ -1,6 +1,7 @@
 import { access, constants } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
-import { credentialFilePath, type S3Credentials, writeSecretFile } from './credentials.js';
+import { writeFileAtomic } from '../atomic-file.js';
+import { credentialFilePath, type S3Credentials } from './credentials.js';
 import type { MountEntry } from './mountinfo.js';
 import type { MountOptions } from './options-policy.js';
 
@@ -71,7 +72,7 @@ class S3fsAdapter implements FuseAdapter {
     this.checkCredentials(creds);
     if (!creds) return { files: [], args: ['-o', 'public_bucket=1'], env: {} };
     const file = credentialFilePath(dir, id, 'passwd-s3fs');
-    await writeSecretFile(file, `${creds.accessKeyId}:${creds.secretAccessKey}\n`);
+    await writeFileAtomic(file, `${creds.accessKeyId}:${creds.secretAccessKey}\n`);
     return { files: [file], args: ['-o', `passwd_file=${file}`], env: {} };
   }
 
@@ -135,8 +136,8 @@ class MountpointS3Adapter implements FuseAdapter {
       `aws_secret_access_key=${creds.secretAccessKey}`,
     ];
     if (creds.sessionToken) lines.push(`aws_session_token=${creds.sessionToken}`);
-    await writeSecretFile(config, `[profile ${profile}]\n`);
-    await writeSecretFile(credentials, `${lines.join('\n')}\n`);
+    await writeFileAtomic(config, `[profile ${profile}]\n`);
+    await writeFileAtomic(credentials, `${lines.join('\n')}\n`);
     // Only paths and a profile name go into the environment; the keys stay in the 0600 files.
     return {
       files: [config, credentials],

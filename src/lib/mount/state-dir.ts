@@ -1,5 +1,6 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { writeFileAtomic } from '../atomic-file.js';
 import { defaultDataDir } from '../paths.js';
 
 /** Where the mounter keeps mount records, credential files and daemon logs (flag and doctor agree). */
@@ -15,10 +16,7 @@ export function defaultMounterStateDir(env: NodeJS.ProcessEnv = process.env): st
 export const rootsFile = (stateDir: string) => join(stateDir, 'roots.json');
 
 export async function writeMounterRoots(stateDir: string, roots: string[]): Promise<void> {
-  const file = rootsFile(stateDir);
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify({ roots: roots.map((r) => resolve(r)) })}\n`, { mode: 0o600 });
-  await rename(tmp, file);
+  await writeFileAtomic(rootsFile(stateDir), `${JSON.stringify({ roots: roots.map((r) => resolve(r)) })}\n`);
 }
 
 /** The roots a mounter recorded in this state dir; null when none did (never ran, or older). */

@@ -1,6 +1,6 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { writeSecretFile } from './credentials.js';
+import { writeFileAtomic } from '../atomic-file.js';
 
 export type MounterKind = 'systemd' | 'process';
 
@@ -84,7 +84,7 @@ export class MountState {
       await this.reload();
       change(this.mounts);
       const body: StateFile = { version: 1, mounts: Object.fromEntries(this.mounts) };
-      await writeSecretFile(this.file, `${JSON.stringify(body, null, 2)}\n`);
+      await writeFileAtomic(this.file, `${JSON.stringify(body, null, 2)}\n`);
     });
     this.chain = next.catch(() => {});
     return next;

@@ -1,5 +1,6 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../atomic-file.js';
 import { defaultDataDir } from '../paths.js';
 
 /**
@@ -85,8 +86,6 @@ export async function dropCsiNodeEntry(stateDir: string, entry: CsiNodeVolume): 
   const now = state.volumes[entry.volumeId];
   if (!now || now.stagedAt !== entry.stagedAt) return false;
   delete state.volumes[entry.volumeId];
-  const tmp = `${file}.${process.pid}.orphans.tmp`;
-  await writeFile(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-  await rename(tmp, file);
+  await writeFileAtomic(file, `${JSON.stringify(state, null, 2)}\n`);
   return true;
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { chmod, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../atomic-file.js';
 import { defaultDataDir } from '../paths.js';
 
 /** Mayastor's api-rest HTTP port; the REST URL when nothing else says where core is. */
@@ -43,11 +43,7 @@ export function readEndpoints(dataDir = defaultDataDir()): ClusterEndpoints | nu
 
 /** Written atomically (temp file + rename), readable by the user only. */
 export async function writeEndpoints(dataDir: string, endpoints: ClusterEndpoints): Promise<void> {
-  const file = endpointsFile(dataDir);
-  const tmp = `${file}.${process.pid}.tmp`;
-  await writeFile(tmp, `${JSON.stringify(endpoints, null, 2)}\n`, { mode: 0o600 });
-  await chmod(tmp, 0o600);
-  await rename(tmp, file);
+  await writeFileAtomic(endpointsFile(dataDir), `${JSON.stringify(endpoints, null, 2)}\n`);
 }
 
 /** REST URL of core: `--rest` / STORCTL_REST first (the caller passes it), then `up`'s file, then the default. */

@@ -188,15 +188,25 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     if (existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).pid === process.pid)
       rmSync(file, { force: true });
   };
-  /** endpoints.json, rewritten whenever a role comes back with another address. */
-  async function publish(): Promise<void> {
-    if (!endpoints) return;
-    endpoints.rest = rest || undefined;
-    endpoints.ioEngines = engines.map((e) => ({ node: e.node, grpc: e.grpc ?? '', nbd: e.nbd ?? '' }));
-    // Which process is which role, for an operator's `kill` or `ps` (and restarts change them).
-    endpoints.roles = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
-    endpoints.metrics = Object.fromEntries(roles.map((r) => [r.name, r.metricsUrl]));
-    await writeEndpoints(o.dataDir, endpoints);
+  /**
+   * endpoints.json, rewritten whenever a role comes back with another address. One write at a
+   * time, each of what is known when it starts: roles restarted together (core and ha-cluster
+   * after a store outage) leave the file with both.
+   */
+  let publishing = Promise.resolve();
+  function publish(): Promise<void> {
+    const write = async () => {
+      if (!endpoints) return;
+      endpoints.rest = rest || undefined;
+      endpoints.ioEngines = engines.map((e) => ({ node: e.node, grpc: e.grpc ?? '', nbd: e.nbd ?? '' }));
+      // Which process is which role, for an operator's `kill` or `ps` (and restarts change them).
+      endpoints.roles = Object.fromEntries(roles.map((r) => [r.name, r.pid]));
+      endpoints.metrics = Object.fromEntries(roles.map((r) => [r.name, r.metricsUrl]));
+      await writeEndpoints(o.dataDir, endpoints);
+    };
+    const done = publishing.then(write);
+    publishing = done.catch(() => {});
+    return done;
   }
   const role = (
     name: string,

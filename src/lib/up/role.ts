@@ -127,21 +127,27 @@ export class Role {
       await new Promise((r) => setTimeout(r, delay).unref());
       if (this.stopping) return;
       delay = Math.min(delay * 2, 30_000);
+      let afterReady: Error | undefined;
       try {
         await this.spawn();
-        this.restarts++;
-        failedStarts = 0;
-        this.say(`${this.name} restarted`);
       } catch (err) {
-        const code = this.process?.child.exitCode ?? null;
-        // Waiting for the store: not a fault of the role's, tried again until the store is back.
-        if (code !== null && this.spec.waitingExitCodes?.includes(code)) continue;
-        if (++failedStarts >= MAX_FAILED_STARTS) {
-          this.say(`${this.name} did not start ${failedStarts} times in a row: ${(err as Error).message}`);
-          this.giveUp(this);
-          return;
+        // Ready and serving: only what follows readiness (republishing the endpoints) failed.
+        if (this.process?.running) afterReady = err as Error;
+        else {
+          const code = this.process?.child.exitCode ?? null;
+          // Waiting for the store: not a fault of the role's, tried again until the store is back.
+          if (code !== null && this.spec.waitingExitCodes?.includes(code)) continue;
+          if (++failedStarts >= MAX_FAILED_STARTS) {
+            this.say(`${this.name} did not start ${failedStarts} times in a row: ${(err as Error).message}`);
+            this.giveUp(this);
+            return;
+          }
+          continue;
         }
       }
+      this.restarts++;
+      failedStarts = 0;
+      this.say(afterReady ? `${this.name} restarted, but ${afterReady.message}` : `${this.name} restarted`);
     }
   }
 

@@ -46,6 +46,18 @@ describe('storctl up through a store outage (etcd paused, then killed and restar
     rmSync(cluster.home, { recursive: true, force: true });
   });
 
+  /** The last lines of a role's log under `up` (a failure's message carries them: the temp dir goes). */
+  const logTail = (file: string) => {
+    try {
+      return readFileSync(join(cluster.home, 'storctl', 'logs', file), 'utf8')
+        .split('\n')
+        .slice(-30)
+        .join('\n');
+    } catch (err) {
+      return `(${(err as Error).message})`;
+    }
+  };
+
   /** Write a fresh pattern and read it back, again and again, until `until` holds; the count. */
   async function ioUntil(
     uri: string,
@@ -57,7 +69,7 @@ describe('storctl up through a store outage (etcd paused, then killed and restar
     for (;;) {
       if (Date.now() > deadline)
         throw new Error(
-          `${what}: not done after 90 s of I/O; up said:\n${up.output.split('\n').slice(-20).join('\n')}`,
+          `${what}: not done after 90 s of I/O; up said:\n${up.output.split('\n').slice(-20).join('\n')}\ncore.log ends:\n${logTail('core.log')}`,
         );
       const pattern = `0x${(16 + (rounds % 200)).toString(16)}`;
       const offset = (rounds % 64) * 65536;
@@ -158,7 +170,7 @@ describe('storctl up through a store outage (etcd paused, then killed and restar
       { what: 'the volume created into the outage settled', timeoutMs: 60_000, intervalMs: 500 },
     ).catch((err: Error) => {
       throw new Error(
-        `${err.message}; last seen: ${holding || `nothing pending, the volume ${state}`}; up said:\n${up.output.split('\n').slice(-30).join('\n')}`,
+        `${err.message}; last seen: ${holding || `nothing pending, the volume ${state}`}; up said:\n${up.output.split('\n').slice(-30).join('\n')}\ncore.log ends:\n${logTail('core.log')}`,
       );
     });
     return state;

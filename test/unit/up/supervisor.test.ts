@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Role } from '../../../src/lib/up/role.js';
 import { RoleProcess } from '../../../src/lib/up/supervisor.js';
+import { waitFor } from '../../helpers/wait.js';
 
 describe("up's role supervisor", () => {
   const dir = mkdtempSync(join(tmpdir(), 'storctl-supervisor-'));
@@ -86,6 +87,49 @@ describe("up's role supervisor", () => {
       await r.stop();
     }
   });
+
+  it('a restart that is ready but whose endpoints cannot be written is said, and the role is watched on', async () => {
+    // Started: ready, then exits as core does on a lost lease. Restarted: ready, and stays.
+    const bin = join(dir, 'relapse.js');
+    const count = join(dir, 'relapse.count');
+    writeFileSync(count, '0');
+    writeFileSync(
+      bin,
+      `const fs = require('node:fs');
+       const n = Number(fs.readFileSync(${JSON.stringify(count)}, 'utf8')) + 1;
+       fs.writeFileSync(${JSON.stringify(count)}, String(n));
+       console.log(JSON.stringify({ msg: 'ready', start: n }));
+       if (n === 1) setTimeout(() => process.exit(128), 50);
+       else setInterval(() => {}, 1000);`,
+    );
+    const said: string[] = [];
+    let published = 0;
+    const r = new Role(
+      {
+        name: 'relapse',
+        bin,
+        args: () => [],
+        env: process.env,
+        logFile: join(dir, 'relapse.log'),
+        readyMsg: 'ready',
+        afterReady: async () => {
+          if (++published === 2) throw new Error('cannot write endpoints.json: ENOENT');
+        },
+      },
+      (l) => said.push(l),
+    );
+    try {
+      await r.start();
+      await waitFor(() => r.restarts === 1, { what: 'the restart counted', timeoutMs: 10_000 });
+      expect(said).toEqual([
+        expect.stringMatching(/^relapse exited \(code 128: lost its store lease.*\); restarting in 1s/),
+        'relapse restarted, but cannot write endpoints.json: ENOENT',
+      ]);
+      expect(r.running).toBe(true);
+    } finally {
+      await r.stop();
+    }
+  }, 20_000);
 
   it('a first start that fails otherwise, or keeps waiting, is reported without more tries', async () => {
     const other = flaky('broken', 1, 3);

@@ -11,7 +11,11 @@ async function fsyncPath(path: string): Promise<void> {
   }
 }
 
-/** Write text so a crash leaves either the old or the new content: unique temp file, fsync, rename, fsync dir. */
+/**
+ * Write text so a crash leaves either the old or the new content, readable by the owner only
+ * (0600): unique temp file in the same directory, fsync, rename, fsync of the directory. A reader
+ * sees the old or the new file, never half of one.
+ */
 export async function writeFileAtomic(path: string, text: string): Promise<void> {
   // Unique per write: two writers never share (and truncate) one temp file.
   const tmp = `${path}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
