@@ -6,8 +6,9 @@ import { type Column, cell, shownColumns } from '../output/render.js';
 import { storedVolume } from '../rest/present.js';
 import { decodeRecord } from '../specs/index.js';
 import { stringifyJson } from '../specs/json.js';
-import type { KeyValue } from '../store/types.js';
+import { decodeRangeKvs } from '../store/etcd-range-codec.js';
 import type { ClusterState } from './cluster.js';
+import type { StoredPage } from './pages.js';
 import { type VolumeRow, volumeColumns, volumeRow } from './views/volumes.js';
 
 /**
@@ -25,33 +26,36 @@ export interface VolumePresenter {
   };
 }
 
-/** What validating one page found: indexes to leave out (not specs, or undecodable) and why. */
+/** What validating one page found: what to print for it, and the values left out (undecodable) and why. */
 export interface PageVerdict {
-  skip: number[];
   errors: { key: string; field: string; detail: string }[];
   /**
-   * With a presenter: the JSON texts to print for the values not skipped, in order, joined by
-   * `,\n` (one string crosses threads far cheaper than thousands).
+   * Unless a table is asked for: the JSON texts to print for the values that decoded (as stored, or
+   * as the presenter shows them), in order, joined by `,\n` (one string crosses threads far cheaper
+   * than thousands).
    */
   text?: string;
-  /** With a table presenter instead: each volume's table cells, in order. */
+  /** How many items `text` holds. */
+  printed: number;
+  /** With a table presenter: each volume's table cells, in order. */
   rows?: string[][];
 }
 
 /**
- * Decode (validate) every value of a page; the decoded values are dropped, or, given `present`,
- * turned into the JSON text of what a listing prints for them.
+ * Decode (validate) every value of a page into the text a listing prints for it: the stored value
+ * as is, or, given `present`, what REST shows for it (or its table cells).
  */
 export function validatePage(keys: string[], values: string[], present?: VolumePresenter): PageVerdict {
-  const verdict: PageVerdict = { skip: [], errors: [] };
+  const verdict: PageVerdict = { errors: [], printed: 0 };
   const texts: string[] = [];
   const rows: string[][] = [];
   const table = present?.table && tableOf(present.table);
   for (let i = 0; i < keys.length; i++) {
     try {
       const rec = decodeRecord(keys[i], values[i]);
-      if (!rec || (present && rec.type !== 'VolumeSpec')) verdict.skip.push(i);
-      else if (present && rec.type === 'VolumeSpec') {
+      if (!rec || (present && rec.type !== 'VolumeSpec')) continue;
+      if (!present) texts.push(values[i]);
+      else if (rec.type === 'VolumeSpec') {
         if (table) {
           const row = volumeRow(table.state, rec.value, present.snapshotCounts);
           rows.push(table.columns.map((c) => cell(c.get(row))));
@@ -60,13 +64,30 @@ export function validatePage(keys: string[], values: string[], present?: VolumeP
       }
     } catch (err) {
       if (!(err instanceof DecodeError)) throw err;
-      verdict.skip.push(i);
       verdict.errors.push({ key: err.key, field: err.field, detail: err.detail });
     }
   }
   if (table) verdict.rows = rows;
-  else if (present) verdict.text = texts.join(',\n');
+  else {
+    verdict.text = texts.join(',\n');
+    verdict.printed = texts.length;
+  }
   return verdict;
+}
+
+/** A page as it crosses to the worker: its keys and values, or etcd's encoding of them. */
+export type PageMessage = { keys: string[]; values: string[] } | { encoded: Uint8Array };
+
+export function pageMessage(page: StoredPage): PageMessage {
+  return 'encoded' in page
+    ? { encoded: page.encoded }
+    : { keys: page.kvs.map((kv) => kv.key), values: page.kvs.map((kv) => kv.value) };
+}
+
+/** validatePage of a page message (decoded here if still encoded). */
+export function validatePageMessage(msg: PageMessage, present?: VolumePresenter): PageVerdict {
+  const { keys, values } = 'encoded' in msg ? decodeRangeKvs(msg.encoded) : msg;
+  return validatePage(keys, values, present);
 }
 
 /** The store-only cluster state a table row reads (its NexusInfo), built once per presenter. */
@@ -102,15 +123,17 @@ export class PageValidator {
   private broken: Error | null = null;
   private readonly waiting: { resolve: (v: PageVerdict) => void; reject: (e: Error) => void }[] = [];
 
-  check(kvs: KeyValue[]): Promise<PageVerdict> {
-    const keys = kvs.map((kv) => kv.key);
-    const values = kvs.map((kv) => kv.value);
+  check(page: StoredPage): Promise<PageVerdict> {
     const worker = this.start();
-    if (!worker) return Promise.resolve(validatePage(keys, values, this.present));
+    if (!worker) return Promise.resolve(validatePageMessage(pageMessage(page), this.present));
     if (this.broken) return Promise.reject(this.broken);
     return new Promise((resolve, reject) => {
       this.waiting.push({ resolve, reject });
-      worker.postMessage({ keys, values });
+      if ('encoded' in page) {
+        // A copy of its own, moved to the worker (not cloned): the response may share its memory.
+        const encoded = new Uint8Array(page.encoded);
+        worker.postMessage({ encoded }, [encoded.buffer]);
+      } else worker.postMessage(pageMessage(page));
     });
   }
 

@@ -1,4 +1,4 @@
-import type { KeyValue, RangeResult, Store } from '../store/types.js';
+import type { KeyValue, Store } from '../store/types.js';
 import { prefixEnd } from '../store/validate.js';
 
 /**
@@ -24,6 +24,18 @@ interface Span {
   under?: string;
 }
 
+/** A page as the store gave it: its key-values, or (etcd) the Range response still encoding them. */
+export type StoredPage = { kvs: KeyValue[]; n: number } | { encoded: Uint8Array; n: number };
+
+/** One page read, with what the next read needs. */
+interface PageRead<P> {
+  page: P;
+  n: number;
+  lastKey: string | undefined;
+  more: boolean;
+  count?: number;
+}
+
 /**
  * Every key under `prefix`, sorted by key, read page by page (each page starts after the last key).
  * The next request is sent before the current page is handed out, so the store works on it while
@@ -34,19 +46,56 @@ export async function* readPrefixPages(
   prefix: string,
   pageLimit = PAGE_LIMIT,
 ): AsyncGenerator<KeyValue[]> {
+  yield* spanPages(prefix, pageLimit, (span) =>
+    store.range(prefix, { limit: pageLimit, startKey: span.from, endKey: span.to }).then((r) => ({
+      page: r.kvs,
+      n: r.kvs.length,
+      lastKey: r.kvs[r.kvs.length - 1]?.key,
+      more: r.more,
+      count: r.count,
+    })),
+  );
+}
+
+/**
+ * readPrefixPages for a reader that decodes pages elsewhere (a worker thread): etcd's pages stay
+ * encoded (Store.rangeEncoded), the embedded store's come decoded.
+ */
+export async function* readPrefixStoredPages(
+  store: Store,
+  prefix: string,
+  pageLimit = PAGE_LIMIT,
+): AsyncGenerator<StoredPage> {
+  const rangeEncoded = store.rangeEncoded?.bind(store);
+  if (!rangeEncoded) {
+    for await (const kvs of readPrefixPages(store, prefix, pageLimit)) yield { kvs, n: kvs.length };
+    return;
+  }
+  yield* spanPages(prefix, pageLimit, (span) =>
+    rangeEncoded(prefix, { limit: pageLimit, startKey: span.from, endKey: span.to }).then((r) => ({
+      page: { encoded: r.bytes, n: r.n },
+      n: r.n,
+      lastKey: r.lastKey,
+      more: r.more,
+      count: r.count,
+    })),
+  );
+}
+
+async function* spanPages<P>(
+  prefix: string,
+  pageLimit: number,
+  read: (span: Span) => Promise<PageRead<P>>,
+): AsyncGenerator<P> {
   const todo: Span[] = [{ from: prefix, to: prefixEnd(prefix), under: prefix }];
-  const read = (span: Span) =>
-    store
-      .range(prefix, { limit: pageLimit, startKey: span.from, endKey: span.to })
-      .then((page) => ({ span, page }));
-  let pending = read(todo.shift()!);
+  const readSpan = (span: Span) => read(span).then((r) => ({ span, r }));
+  let pending = readSpan(todo.shift()!);
   for (;;) {
-    const { span, page } = await pending;
-    const last = page.kvs[page.kvs.length - 1];
-    if (page.more && last) todo.unshift(...rest(span, page, `${last.key}\0`, pageLimit));
+    const { span, r } = await pending;
+    if (r.more && r.lastKey !== undefined) todo.unshift(...rest(span, r.count, `${r.lastKey}\0`, pageLimit));
     const next = todo.shift();
-    if (next) pending = read(next);
-    if (page.kvs.length > 0) yield page.kvs;
+    if (next) pending = readSpan(next);
+    if (r.n > 0) yield r.page;
     if (!next) return;
   }
 }
@@ -61,10 +110,9 @@ export async function* readPrefix(
 }
 
 /** What is left of `span` from `after` on: one span, or sub-spans when it is big and splittable. */
-function rest(span: Span, page: RangeResult, after: string, pageLimit: number): Span[] {
+function rest(span: Span, count: number | undefined, after: string, pageLimit: number): Span[] {
   const under = span.under;
-  if (under === undefined || (page.count ?? 0) <= SPLIT_PAGES * pageLimit)
-    return [{ from: after, to: span.to }];
+  if (under === undefined || (count ?? 0) <= SPLIT_PAGES * pageLimit) return [{ from: after, to: span.to }];
   const spans: Span[] = [];
   let from = after;
   for (const c of SPLIT_ALPHABET) {

@@ -4,15 +4,16 @@ import { storedVolume } from '../rest/present.js';
 import { codecFor, decodeRecord, type SpecType, type SpecTypes, type VolumeSpec } from '../specs/index.js';
 import { stringifyJson } from '../specs/json.js';
 import { type KeySpace, typePrefix } from '../store/keys.js';
-import type { KeyValue, Store } from '../store/types.js';
+import type { Store } from '../store/types.js';
 import {
   PageValidator,
   type PageVerdict,
+  pageMessage,
   type VolumePresenter,
-  validatePage,
+  validatePageMessage,
   verdictErrors,
 } from './page-validator.js';
-import { PAGE_LIMIT, readPrefix, readPrefixPages } from './pages.js';
+import { PAGE_LIMIT, readPrefix, readPrefixStoredPages } from './pages.js';
 
 /**
  * A json|yaml listing written as it is read: JSON is an array with one compact object per line,
@@ -131,19 +132,10 @@ async function printValidatedPages(
   present: VolumePresenter | undefined,
 ): Promise<DecodeError[]> {
   const errors: DecodeError[] = [];
-  for await (const { kvs, verdict } of validatedPages(store, prefix, present)) {
-    const skip = new Set(verdict.skip);
+  for await (const verdict of validatedPages(store, prefix, present)) {
     errors.push(...verdictErrors(verdict));
-    if (verdict.text !== undefined) {
-      const added = out.addJson(verdict.text, kvs.length - skip.size);
-      if (added) await added;
-      continue;
-    }
-    for (let i = 0; i < kvs.length; i++) {
-      if (skip.has(i)) continue;
-      const added = out.addJson(kvs[i].value, 1);
-      if (added) await added;
-    }
+    const added = out.addJson(verdict.text ?? '', verdict.printed);
+    if (added) await added;
   }
   return errors;
 }
@@ -160,7 +152,7 @@ export async function volumeTableRows(
 ): Promise<{ rows: string[][]; errors: DecodeError[] }> {
   const rows: string[][] = [];
   const errors: DecodeError[] = [];
-  for await (const { verdict } of validatedPages(store, typePrefix(space, 'VolumeSpec'), present)) {
+  for await (const verdict of validatedPages(store, typePrefix(space, 'VolumeSpec'), present)) {
     errors.push(...verdictErrors(verdict));
     for (const row of verdict.rows ?? []) rows.push(row);
   }
@@ -168,40 +160,30 @@ export async function volumeTableRows(
 }
 
 /**
- * Pages of a prefix with their verdicts, in key order: a worker validates each page while this
- * thread reads the next ones (two pages ahead). A first page short of the limit is the whole
- * listing and is validated here (not worth a thread).
+ * The verdicts of a prefix's pages, in key order: a worker validates each page while this thread
+ * reads the next ones (two pages ahead). A first page short of the limit is the whole listing and
+ * is validated here (not worth a thread).
  */
 async function* validatedPages(
   store: Store,
   prefix: string,
   present: VolumePresenter | undefined,
-): AsyncGenerator<{ kvs: KeyValue[]; verdict: PageVerdict }> {
+): AsyncGenerator<PageVerdict> {
   const validator = new PageValidator(present);
-  const queue: { kvs: KeyValue[]; verdict: Promise<PageVerdict> }[] = [];
-  const next = async () => {
-    const { kvs, verdict } = queue.shift()!;
-    return { kvs, verdict: await verdict };
-  };
+  const queue: Promise<PageVerdict>[] = [];
   try {
     let first = true;
-    for await (const kvs of readPrefixPages(store, prefix)) {
+    for await (const page of readPrefixStoredPages(store, prefix)) {
       const verdict =
-        first && kvs.length < PAGE_LIMIT
-          ? Promise.resolve(
-              validatePage(
-                kvs.map((kv) => kv.key),
-                kvs.map((kv) => kv.value),
-                present,
-              ),
-            )
-          : validator.check(kvs);
-      verdict.catch(() => {}); // awaited in order by next()
-      queue.push({ kvs, verdict });
+        first && page.n < PAGE_LIMIT
+          ? Promise.resolve(validatePageMessage(pageMessage(page), present))
+          : validator.check(page);
+      verdict.catch(() => {}); // awaited in order below
+      queue.push(verdict);
       first = false;
-      if (queue.length > 2) yield await next();
+      if (queue.length > 2) yield await queue.shift()!;
     }
-    while (queue.length > 0) yield await next();
+    while (queue.length > 0) yield await queue.shift()!;
   } finally {
     await validator.close();
   }

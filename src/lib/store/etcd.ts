@@ -1,7 +1,9 @@
+import * as grpc from '@grpc/grpc-js';
 import { noop } from 'cockatiel';
 import { castGrpcError, Etcd3, type IKeyValue, isRecoverableError } from 'etcd3';
 import { StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
 import { mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
+import { encodeRangeRequest, summarizeRangeResponse } from './etcd-range-codec.js';
 import {
   leaseToDecimal,
   leaseToHex,
@@ -14,6 +16,7 @@ import { EtcdWatch, toKeyValue } from './etcd-watch.js';
 import { type LeaseHandle, trackedLeaseHandle } from './lease-handle.js';
 import type { StoreTlsFiles } from './open.js';
 import type {
+  EncodedRange,
   KeyValue,
   Lease,
   LeaseOptions,
@@ -55,10 +58,15 @@ export class EtcdStore implements Store {
   private readonly watches = new Set<EtcdWatch>();
   private readonly leases = new Set<LeaseHandle>();
 
+  /** Channels of rangeEncoded, one per endpoint, made on first use. */
+  private rangeChannels: grpc.Client[] | undefined;
+
   private constructor(
     private readonly client: Etcd3,
     readonly hosts: string[],
     secure: boolean,
+    private readonly makeRangeChannels: () => grpc.Client[],
+    private readonly callTimeoutMs: number,
   ) {
     this.endpoint = `${secure ? 'etcd+https' : 'etcd'}://${hosts.map((h) => h.replace(/^https?:\/\//, '')).join(',')}`;
   }
@@ -71,22 +79,32 @@ export class EtcdStore implements Store {
   /** Connect and check with one request that etcd answers (StoreUnavailableError otherwise). */
   static async connect(options: EtcdConnectOptions): Promise<EtcdStore> {
     const callTimeoutMs = options.callTimeoutMs ?? 10_000;
+    const tls = options.tls ? readTls(options.tls) : undefined;
+    const grpcOptions = {
+      // A page of large values must fit; grpc-js's default limit is 4 MiB.
+      'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      // HTTP/2's default 64 KiB window stalls etcd after 64 KiB of a prefetched page until this
+      // process, busy decoding the previous one, acknowledges it: 8 MiB lets whole pages arrive.
+      'grpc-node.flow_control_window': 8 * 1024 * 1024,
+    };
     const client = new Etcd3({
       hosts: options.hosts,
-      credentials: options.tls ? readTls(options.tls) : undefined,
+      credentials: tls,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
-      grpcOptions: {
-        // A page of large values must fit; grpc-js's default limit is 4 MiB.
-        'grpc.max_receive_message_length': 64 * 1024 * 1024,
-        // HTTP/2's default 64 KiB window stalls etcd after 64 KiB of a prefetched page until this
-        // process, busy decoding the previous one, acknowledges it: 8 MiB lets whole pages arrive.
-        'grpc-node.flow_control_window': 8 * 1024 * 1024,
-      },
+      grpcOptions,
       // No per-host circuit breaker and no client-wide retry: `call` retries, knowing which
       // requests are safe to repeat.
       faultHandling: { host: () => noop, global: noop },
     });
-    const store = new EtcdStore(client, options.hosts, options.tls !== undefined);
+    const makeRangeChannels = () => {
+      const credentials = tls
+        ? grpc.credentials.createSsl(tls.rootCertificate, tls.privateKey, tls.certChain)
+        : grpc.credentials.createInsecure();
+      return options.hosts.map(
+        (h) => new grpc.Client(h.replace(/^https?:\/\//, ''), credentials, grpcOptions),
+      );
+    };
+    const store = new EtcdStore(client, options.hosts, tls !== undefined, makeRangeChannels, callTimeoutMs);
     const timeoutMs = options.connectTimeoutMs ?? 3_000;
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -131,6 +149,31 @@ export class EtcdStore implements Store {
           throw err;
       }
     }
+  }
+
+  async rangeEncoded(prefix: string, options: RangeOptions & { limit: number }): Promise<EncodedRange> {
+    const limit = checkRange(prefix, options);
+    const rangeEnd =
+      options.endKey !== undefined ? Buffer.from(options.endKey) : prefixBounds(prefix).range_end;
+    const request = encodeRangeRequest({ key: prefixBounds(prefix, options.startKey).key, rangeEnd, limit });
+    this.rangeChannels ??= this.makeRangeChannels();
+    const channels = this.rangeChannels;
+    const bytes = await this.call(
+      () =>
+        new Promise<Buffer>((resolve, reject) => {
+          // A random endpoint per attempt, as etcd3's own calls go.
+          const channel = channels[Math.floor(Math.random() * channels.length)];
+          channel.makeUnaryRequest(
+            '/etcdserverpb.KV/Range',
+            (req: Uint8Array) => Buffer.from(req.buffer, req.byteOffset, req.byteLength),
+            (res: Buffer) => res,
+            request,
+            { deadline: Date.now() + this.callTimeoutMs },
+            (err, res) => (err ? reject(err) : resolve(res!)),
+          );
+        }),
+    );
+    return { bytes, ...summarizeRangeResponse(bytes) };
   }
 
   /**
@@ -284,6 +327,7 @@ export class EtcdStore implements Store {
     for (const w of [...this.watches]) await w.close();
     for (const l of [...this.leases]) l.release();
     this.client.close();
+    for (const c of this.rangeChannels ?? []) c.close();
   }
 
   /**

@@ -78,6 +78,22 @@ export interface RangeResult {
   count?: number;
 }
 
+/**
+ * One page of a range as etcd sent it (a RangeResponse), decoded by whoever uses its values
+ * (lib/store/etcd-range-codec.ts), with what a reader needs to read on.
+ */
+export interface EncodedRange {
+  bytes: Uint8Array;
+  /** Key-values in the page. */
+  n: number;
+  lastKey: string | undefined;
+  /** True when keys beyond the page's limit remain. */
+  more: boolean;
+  /** Keys in the whole requested range. */
+  count: number;
+  revision: number;
+}
+
 export type WatchEvent =
   | { type: 'put'; kv: KeyValue; prev?: KeyValue }
   | { type: 'delete'; key: string; modRevision: number; prev?: KeyValue };
@@ -133,6 +149,11 @@ export interface Store {
   get(key: string): Promise<KeyValue | null>;
   /** Keys under `prefix`, sorted ascending by key. */
   range(prefix: string, options?: RangeOptions): Promise<RangeResult>;
+  /**
+   * etcd only: one page of `range` (`options.limit` keys at most) left encoded, for listings that
+   * decode their pages on a worker thread.
+   */
+  rangeEncoded?(prefix: string, options: RangeOptions & { limit: number }): Promise<EncodedRange>;
   put(key: string, value: string, options?: { lease?: string }): Promise<{ revision: number }>;
   delete(key: string): Promise<{ deleted: number; revision: number }>;
   deletePrefix(prefix: string): Promise<{ deleted: number; revision: number }>;

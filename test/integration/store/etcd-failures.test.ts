@@ -29,6 +29,10 @@ describe('etcd store when etcd goes away', () => {
     const err = await store.get('k').catch((e) => e);
     expect(err).toBeInstanceOf(StoreUnavailableError);
     expect(err.message).toContain(etcd.url);
+    // A listing's encoded pages fail the same way.
+    const pageErr = await store.rangeEncoded!('k', { limit: 10 }).catch((e) => e);
+    expect(pageErr).toBeInstanceOf(StoreUnavailableError);
+    expect(pageErr.message).toContain(etcd.url);
     // Failed by the 1.5 s retry budget, not by the 10 s call deadline: 9 s holds 6x slower.
     expect(Date.now() - t0).toBeLessThan(9_000);
     // the lease cannot be kept alive: lost within the TTL (plus a keepalive period)
@@ -67,6 +71,8 @@ describe('etcd store with several endpoints, one of them dead', () => {
         await store.put(`multi/${i}`, String(i));
         expect((await store.get(`multi/${i}`))?.value).toBe(String(i));
       }
+      // Listing pages pick an endpoint per attempt too: the dead one is passed over.
+      for (let i = 0; i < 10; i++) expect((await store.rangeEncoded!('multi/', { limit: 100 })).n).toBe(20);
       for (let i = 0; i < 5; i++) {
         const w = await store.watch('multi/', { fromRevision: 1 });
         const events: WatchEvent[] = [];
@@ -115,6 +121,7 @@ describe('etcd store over TLS with client certificates', () => {
       expect(store.endpoint).toBe(etcd.url);
       await store.put('tls/k', 'v');
       expect((await store.get('tls/k'))?.value).toBe('v');
+      expect(await store.rangeEncoded!('tls/', { limit: 10 })).toMatchObject({ n: 1, lastKey: 'tls/k' });
     } finally {
       await store.close();
     }

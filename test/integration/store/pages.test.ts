@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAll } from '../../../src/lib/catalog/pages.js';
+import { readAll, readPrefixStoredPages } from '../../../src/lib/catalog/pages.js';
+import { decodeRangeKvs } from '../../../src/lib/store/etcd-range-codec.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { compareBytes } from '../../../src/lib/store/validate.js';
@@ -15,6 +16,9 @@ const ids = [
   ...['Node-A', 'node-1', 'node-2', '-x', ':x', '~x', 'é', '中', 'zz', '{x', '0', 'f', '\u007f', 'a b'],
 ];
 const expected = ids.map((id) => `p/${id}`).sort(compareBytes);
+/** Values of several lengths and scripts (one empty): what a page's decoding must give back byte for byte. */
+const storedValue = (id: string) =>
+  id === '0' ? '' : `{"id":${JSON.stringify(id)},"pad":"${'é中x'.repeat(id.length)}"}`;
 
 describe.each(['embedded', 'etcd'])('paged prefix reads (%s)', (backend) => {
   let dir: string;
@@ -27,7 +31,7 @@ describe.each(['embedded', 'etcd'])('paged prefix reads (%s)', (backend) => {
     for (let i = 0; i < ids.length; i += 100) {
       const success = ids
         .slice(i, i + 100)
-        .map((id) => ({ type: 'put' as const, key: `p/${id}`, value: id }));
+        .map((id) => ({ type: 'put' as const, key: `p/${id}`, value: storedValue(id) }));
       await store.txn({ compare: [], success });
     }
     await store.put('p0', 'outside the prefix');
@@ -37,6 +41,23 @@ describe.each(['embedded', 'etcd'])('paged prefix reads (%s)', (backend) => {
     await store?.close();
     await etcd?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('pages for a worker (etcd: still encoded) hold the same keys and values, in the same order', async () => {
+    for (const pageLimit of [1, 7, 100, 2000]) {
+      const seen: { key: string; value: string }[] = [];
+      for await (const page of readPrefixStoredPages(store, 'p/', pageLimit)) {
+        expect('encoded' in page).toBe(backend === 'etcd');
+        const { keys, values } =
+          'encoded' in page
+            ? decodeRangeKvs(page.encoded)
+            : { keys: page.kvs.map((kv) => kv.key), values: page.kvs.map((kv) => kv.value) };
+        expect(keys.length).toBe(page.n);
+        expect(page.n).toBeLessThanOrEqual(pageLimit);
+        for (const [i, key] of keys.entries()) seen.push({ key, value: values[i] });
+      }
+      expect(seen).toEqual(expected.map((key) => ({ key, value: storedValue(key.slice(2)) })));
+    }
   });
 
   it('returns every key under the prefix once, in key order, whatever the page size', async () => {
