@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
 import { CLUSTER_HEADER } from './endpoint.js';
 import { nextStep, OtherClusterError, RestError } from './errors.js';
@@ -27,13 +27,22 @@ export interface RestClientOptions {
   cluster?: string;
 }
 
+const importUndici = () => import('undici');
+type Undici = Awaited<ReturnType<typeof importUndici>>;
+let undici: Promise<Undici> | undefined;
+/** undici, loaded on the first request: a command that never calls core does not load it (~30 ms). */
+function loadUndici(): Promise<Undici> {
+  if (!undici) undici = importUndici();
+  return undici;
+}
+
 /**
  * Client of core's REST API v0 on undici, used by operator commands and (later) the CSI controller
  * and ha-cluster. Error bodies `{details, message, kind}` become RestError with a next step;
  * an unreachable core becomes ServiceUnavailableError naming the URL.
  */
 export class RestClient {
-  private readonly agent: Agent;
+  private agent: Agent | undefined;
   private readonly timeoutMs: number;
   private readonly onResponse: RestClientOptions['onResponse'];
   private readonly cluster: string | undefined;
@@ -45,11 +54,10 @@ export class RestClient {
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.onResponse = options.onResponse;
     this.cluster = options.cluster;
-    this.agent = new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 4_000 });
   }
 
   async close(): Promise<void> {
-    await this.agent.close();
+    await this.agent?.close();
   }
 
   async call<T>(
@@ -60,7 +68,9 @@ export class RestClient {
   ): Promise<T> {
     const url = new URL(`${this.baseUrl}/v0${path}`);
     for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    let res: Awaited<ReturnType<typeof request>>;
+    const { Agent, request } = await loadUndici();
+    this.agent ??= new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 4_000 });
+    let res: Awaited<ReturnType<Undici['request']>>;
     try {
       res = await request(url, {
         method,

@@ -8,7 +8,7 @@ import {
   GRPCUnauthenticatedError,
   GRPCUnavailableError,
   isRecoverableError,
-} from 'etcd3';
+} from 'etcd3/lib/errors.js';
 import { ExitCode, NotFoundError, StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
 
 /**

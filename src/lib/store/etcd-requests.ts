@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { CompareResult, CompareTarget, type ICompare, type IRequestOp } from 'etcd3';
+import { CompareResult, CompareTarget, type ICompare, type IRequestOp } from 'etcd3/lib/rpc.js';
 import { UsageError } from '../errors.js';
 import type { StoreTlsFiles } from './open.js';
 import type { Compare, TxnOp } from './types.js';

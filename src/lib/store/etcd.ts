@@ -1,9 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
-import { noop } from 'cockatiel';
-import { castGrpcError, Etcd3, type IKeyValue, isRecoverableError } from 'etcd3';
+import type { Etcd3, IKeyValue } from 'etcd3';
+import { castGrpcError, isRecoverableError } from 'etcd3/lib/errors.js';
 import { StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
 import { mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
-import { encodeRangeRequest, summarizeRangeResponse } from './etcd-range-codec.js';
+import { decodeRangeResponse, encodeRangeRequest, summarizeRangeResponse } from './etcd-range-codec.js';
 import {
   leaseToDecimal,
   leaseToHex,
@@ -58,14 +58,19 @@ export class EtcdStore implements Store {
   private readonly watches = new Set<EtcdWatch>();
   private readonly leases = new Set<LeaseHandle>();
 
-  /** Channels of rangeEncoded, one per endpoint, made on first use. */
-  private rangeChannels: grpc.Client[] | undefined;
+  /**
+   * gRPC channels for the reads (get, range, revision), one per endpoint: etcd's Range decoded by
+   * lib/store/etcd-range-codec.ts. The etcd3 client, for writes, leases and watches, is loaded on
+   * first use: a command that only reads never loads it (~50 ms of every CLI start).
+   */
+  private channels: grpc.Client[] | undefined;
+  private etcd3: Promise<Etcd3> | undefined;
 
   private constructor(
-    private readonly client: Etcd3,
+    private readonly makeClient: () => Promise<Etcd3>,
+    private readonly makeChannels: () => grpc.Client[],
     readonly hosts: string[],
     secure: boolean,
-    private readonly makeRangeChannels: () => grpc.Client[],
     private readonly callTimeoutMs: number,
   ) {
     this.endpoint = `${secure ? 'etcd+https' : 'etcd'}://${hosts.map((h) => h.replace(/^https?:\/\//, '')).join(',')}`;
@@ -74,6 +79,33 @@ export class EtcdStore implements Store {
   /** The endpoints as host:port list, for messages. */
   get where(): string {
     return this.endpoint.replace(/^etcd(\+https)?:\/\//, '');
+  }
+
+  private client(): Promise<Etcd3> {
+    if (!this.etcd3) this.etcd3 = this.makeClient();
+    return this.etcd3;
+  }
+
+  /** One unary RPC on a random endpoint's channel, its request and answer as bytes. */
+  private unary(path: string, request: Uint8Array, timeoutMs = this.callTimeoutMs): Promise<Buffer> {
+    if (!this.channels) this.channels = this.makeChannels();
+    const channel = this.channels[Math.floor(Math.random() * this.channels.length)];
+    return new Promise((resolve, reject) => {
+      channel.makeUnaryRequest(
+        path,
+        (req: Uint8Array) => Buffer.from(req.buffer, req.byteOffset, req.byteLength),
+        (res: Buffer) => res,
+        request,
+        { deadline: Date.now() + timeoutMs },
+        (err, res) => (err ? reject(err) : resolve(res!)),
+      );
+    });
+  }
+
+  /** etcd's Range, answered as bytes (retried and mapped like every call). */
+  private rangeBytes(request: Parameters<typeof encodeRangeRequest>[0]): Promise<Buffer> {
+    const bytes = encodeRangeRequest(request);
+    return this.call(() => this.unary('/etcdserverpb.KV/Range', bytes));
   }
 
   /** Connect and check with one request that etcd answers (StoreUnavailableError otherwise). */
@@ -87,16 +119,19 @@ export class EtcdStore implements Store {
       // process, busy decoding the previous one, acknowledges it: 8 MiB lets whole pages arrive.
       'grpc-node.flow_control_window': 8 * 1024 * 1024,
     };
-    const client = new Etcd3({
-      hosts: options.hosts,
-      credentials: tls,
-      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
-      grpcOptions,
-      // No per-host circuit breaker and no client-wide retry: `call` retries, knowing which
-      // requests are safe to repeat.
-      faultHandling: { host: () => noop, global: noop },
-    });
-    const makeRangeChannels = () => {
+    const makeClient = async () => {
+      const [{ Etcd3 }, { noop }] = await Promise.all([import('etcd3'), import('cockatiel')]);
+      return new Etcd3({
+        hosts: options.hosts,
+        credentials: tls,
+        defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
+        grpcOptions,
+        // No per-host circuit breaker and no client-wide retry: `call` retries, knowing which
+        // requests are safe to repeat.
+        faultHandling: { host: () => noop, global: noop },
+      });
+    };
+    const makeChannels = () => {
       const credentials = tls
         ? grpc.credentials.createSsl(tls.rootCertificate, tls.privateKey, tls.certChain)
         : grpc.credentials.createInsecure();
@@ -104,19 +139,21 @@ export class EtcdStore implements Store {
         (h) => new grpc.Client(h.replace(/^https?:\/\//, ''), credentials, grpcOptions),
       );
     };
-    const store = new EtcdStore(client, options.hosts, tls !== undefined, makeRangeChannels, callTimeoutMs);
+    const store = new EtcdStore(makeClient, makeChannels, options.hosts, tls !== undefined, callTimeoutMs);
     const timeoutMs = options.connectTimeoutMs ?? 3_000;
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
         // a short retry budget: a refused connection should fail the command fast
-        store.call(() => client.maintenance.status({ deadline: Date.now() + timeoutMs }), { budgetMs: 500 }),
+        store.call(() => store.unary('/etcdserverpb.Maintenance/Status', new Uint8Array(), timeoutMs), {
+          budgetMs: 500,
+        }),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
     } catch (err) {
-      client.close();
+      await store.close();
       const mapped = mapEtcdError(err, store.endpoint);
       if (mapped instanceof StoreUnavailableError) throw mapped;
       if (mapped instanceof StorctlError && mapped.code === 'STORE_ACCESS_DENIED') throw mapped;
@@ -134,8 +171,8 @@ export class EtcdStore implements Store {
 
   async get(key: string): Promise<KeyValue | null> {
     assertKey(key);
-    const res = await this.call(() => this.client.kv.range({ key: Buffer.from(key) }));
-    return res.kvs.length > 0 ? toKeyValue(res.kvs[0]) : null;
+    const { kvs } = decodeRangeResponse(await this.rangeBytes({ key: Buffer.from(key) }));
+    return kvs[0] ?? null;
   }
 
   async range(prefix: string, options: RangeOptions = {}): Promise<RangeResult> {
@@ -155,24 +192,7 @@ export class EtcdStore implements Store {
     const limit = checkRange(prefix, options);
     const rangeEnd =
       options.endKey !== undefined ? Buffer.from(options.endKey) : prefixBounds(prefix).range_end;
-    const request = encodeRangeRequest({ key: prefixBounds(prefix, options.startKey).key, rangeEnd, limit });
-    this.rangeChannels ??= this.makeRangeChannels();
-    const channels = this.rangeChannels;
-    const bytes = await this.call(
-      () =>
-        new Promise<Buffer>((resolve, reject) => {
-          // A random endpoint per attempt, as etcd3's own calls go.
-          const channel = channels[Math.floor(Math.random() * channels.length)];
-          channel.makeUnaryRequest(
-            '/etcdserverpb.KV/Range',
-            (req: Uint8Array) => Buffer.from(req.buffer, req.byteOffset, req.byteLength),
-            (res: Buffer) => res,
-            request,
-            { deadline: Date.now() + this.callTimeoutMs },
-            (err, res) => (err ? reject(err) : resolve(res!)),
-          );
-        }),
-    );
+    const bytes = await this.rangeBytes({ key: prefixBounds(prefix, options.startKey).key, rangeEnd, limit });
     return { bytes, ...summarizeRangeResponse(bytes) };
   }
 
@@ -181,7 +201,7 @@ export class EtcdStore implements Store {
    * and no response near gRPC's message size limit.
    */
   private async pagedRange(prefix: string, limit: number, options: RangeOptions): Promise<RangeResult> {
-    const range_end =
+    const rangeEnd =
       options.endKey !== undefined ? Buffer.from(options.endKey) : prefixBounds(prefix).range_end;
     let key = prefixBounds(prefix, options.startKey).key;
     let revision: number | undefined;
@@ -189,13 +209,13 @@ export class EtcdStore implements Store {
     const kvs: KeyValue[] = [];
     for (;;) {
       const pageLimit = limit === 0 ? RANGE_PAGE : Math.min(RANGE_PAGE, limit - kvs.length);
-      const res = await this.call(() => this.client.kv.range({ key, range_end, limit: pageLimit, revision }));
-      revision ??= Number(res.header.revision);
-      count ??= Number(res.count);
-      for (const kv of res.kvs) kvs.push(toKeyValue(kv));
+      const res = decodeRangeResponse(await this.rangeBytes({ key, rangeEnd, limit: pageLimit, revision }));
+      revision ??= res.revision;
+      count ??= res.count;
+      for (const kv of res.kvs) kvs.push(kv);
       if (!res.more || res.kvs.length === 0) return { kvs, more: false, revision, count };
       if (limit > 0 && kvs.length >= limit) return { kvs, more: true, revision, count };
-      key = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
+      key = Buffer.from(`${res.kvs[res.kvs.length - 1].key}\0`);
     }
   }
 
@@ -204,8 +224,9 @@ export class EtcdStore implements Store {
     if (typeof value !== 'string') throw new UsageError(`put of '${key}' needs a string value`);
     if (options.lease !== undefined) assertLeaseId(options.lease);
     const lease = options.lease && options.lease !== '0' ? leaseToDecimal(options.lease) : undefined;
+    const client = await this.client();
     const res = await this.call(
-      () => this.client.kv.put({ key: Buffer.from(key), value: Buffer.from(value), lease }),
+      () => client.kv.put({ key: Buffer.from(key), value: Buffer.from(value), lease }),
       { write: true, leaseHex: options.lease },
     );
     return { revision: Number(res.header.revision) };
@@ -213,13 +234,15 @@ export class EtcdStore implements Store {
 
   async delete(key: string): Promise<{ deleted: number; revision: number }> {
     assertKey(key);
-    const res = await this.call(() => this.client.kv.deleteRange({ key: Buffer.from(key) }), { write: true });
+    const client = await this.client();
+    const res = await this.call(() => client.kv.deleteRange({ key: Buffer.from(key) }), { write: true });
     return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
   }
 
   async deletePrefix(prefix: string): Promise<{ deleted: number; revision: number }> {
     if (typeof prefix !== 'string') throw new UsageError('deletePrefix needs a string prefix');
-    const res = await this.call(() => this.client.kv.deleteRange(prefixBounds(prefix)), { write: true });
+    const client = await this.client();
+    const res = await this.call(() => client.kv.deleteRange(prefixBounds(prefix)), { write: true });
     return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
   }
 
@@ -228,9 +251,10 @@ export class EtcdStore implements Store {
     const leaseOf = [...plan.success, ...plan.failure].find(
       (op) => op.type === 'put' && op.lease && op.lease !== '0',
     );
+    const client = await this.client();
     const res = await this.call(
       () =>
-        this.client.kv.txn({
+        client.kv.txn({
           compare: plan.compare.map(toCompare),
           success: plan.success.map(toRequestOp),
           failure: plan.failure.map(toRequestOp),
@@ -251,14 +275,14 @@ export class EtcdStore implements Store {
   }
 
   async revision(): Promise<number> {
-    const res = await this.call(() => this.client.kv.range({ key: Buffer.from([0]), count_only: true }));
-    return Number(res.header.revision);
+    return decodeRangeResponse(await this.rangeBytes({ key: Buffer.from([0]), countOnly: true })).revision;
   }
 
   async grantLease(ttlSeconds: number, options: LeaseOptions = {}): Promise<Lease> {
     assertTtl(ttlSeconds);
     const grantedAt = Date.now();
-    const res = await this.call(() => this.client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }));
+    const client = await this.client();
+    const res = await this.call(() => client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }));
     return trackedLeaseHandle(
       this.leases,
       leaseToHex(res.ID),
@@ -276,7 +300,8 @@ export class EtcdStore implements Store {
   async revokeLease(id: string): Promise<void> {
     assertLeaseId(id);
     try {
-      await this.call(() => this.client.leaseClient.leaseRevoke({ ID: leaseToDecimal(id) }), {
+      const client = await this.client();
+      await this.call(() => client.leaseClient.leaseRevoke({ ID: leaseToDecimal(id) }), {
         leaseHex: id,
       });
     } catch (err) {
@@ -286,7 +311,8 @@ export class EtcdStore implements Store {
 
   async leaseTimeToLive(id: string): Promise<number> {
     assertLeaseId(id);
-    const res = await this.call(() => this.client.leaseClient.leaseTimeToLive({ ID: leaseToDecimal(id) }), {
+    const client = await this.client();
+    const res = await this.call(() => client.leaseClient.leaseTimeToLive({ ID: leaseToDecimal(id) }), {
       leaseHex: id,
     });
     const ttl = Number(res.TTL);
@@ -298,7 +324,7 @@ export class EtcdStore implements Store {
     // An explicit start revision even for "from now", so resuming never depends on the server's header.
     const start = from ?? (await this.revision()) + 1;
     const { key, range_end } = prefixBounds(prefix);
-    const w = new EtcdWatch(this.client, this.endpoint, key, range_end, start, (closed) =>
+    const w = new EtcdWatch(await this.client(), this.endpoint, key, range_end, start, (closed) =>
       this.watches.delete(closed),
     );
     this.watches.add(w);
@@ -310,7 +336,8 @@ export class EtcdStore implements Store {
     if (!Number.isInteger(revision) || revision < 1)
       throw new UsageError(`compact revision must be >= 1, got ${revision}`);
     try {
-      await this.call(() => this.client.kv.compact({ revision, physical: true }));
+      const client = await this.client();
+      await this.call(() => client.kv.compact({ revision, physical: true }));
     } catch (err) {
       const message = (err as Error).message ?? '';
       if (message.includes('required revision has been compacted')) return; // already compacted that far
@@ -326,8 +353,8 @@ export class EtcdStore implements Store {
   async close(): Promise<void> {
     for (const w of [...this.watches]) await w.close();
     for (const l of [...this.leases]) l.release();
-    this.client.close();
-    for (const c of this.rangeChannels ?? []) c.close();
+    if (this.etcd3) (await this.etcd3).close();
+    for (const c of this.channels ?? []) c.close();
   }
 
   /**
@@ -347,7 +374,8 @@ export class EtcdStore implements Store {
   }
 
   private async keepAliveRoundTrip(hex: string): Promise<boolean> {
-    const stream = await this.call(() => this.client.leaseClient.leaseKeepAlive(), { leaseHex: hex });
+    const client = await this.client();
+    const stream = await this.call(() => client.leaseClient.leaseKeepAlive(), { leaseHex: hex });
     return new Promise<boolean>((resolve, reject) => {
       const timer = setTimeout(() => {
         stream.cancel();
