@@ -1,11 +1,12 @@
 import type { KeyValue } from './types.js';
 
 /**
- * etcd's Range RPC on the wire (etcdserverpb.RangeRequest / RangeResponse / mvccpb.KeyValue), for
- * big listings: a page stays the bytes etcd sent until the thread that validates it decodes only
- * each key and value. etcd3's generic decoding builds an object per key and turns its four int64
- * revisions into decimal strings, which a listing never reads (100k keys: ~0.4 s of the main
- * thread's CPU). Field numbers: node_modules/etcd3/proto/rpc.proto and kv.proto.
+ * etcd's Range RPC on the wire (etcdserverpb.RangeRequest / RangeResponse / mvccpb.KeyValue): the
+ * etcd store's reads decode it here, and a listing's page stays the bytes etcd sent until the
+ * thread that validates it decodes only each key and value. etcd3's generic decoding built an
+ * object per key and turned its four int64 revisions into decimal strings (100k keys: ~0.4 s of
+ * CPU), and loading it parses its .proto files at every CLI start. Field numbers:
+ * node_modules/etcd3/proto/rpc.proto and kv.proto.
  */
 
 /** Wire types of protobuf's encoding. */
