@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   decodeRangeKvs,
+  decodeRangeResponse,
   encodeRangeRequest,
   summarizeRangeResponse,
 } from '../../../src/lib/store/etcd-range-codec.js';
@@ -61,6 +62,47 @@ describe("etcd's Range on the wire", () => {
     expect(decodeRangeKvs(inside.subarray(5, 5 + page.length)).keys).toHaveLength(3);
   });
 
+  it('decodes whole key-values as the store contract returns them, a 64-bit lease id exactly', () => {
+    // 0x57caa21d0ac00115 (a lease id etcd handed out here) as a varint: beyond 2^53.
+    let lease = 0x57caa21d0ac00115n;
+    const leaseVarint: number[] = [];
+    while (lease > 127n) {
+      leaseVarint.push(Number(lease & 127n) | 128);
+      lease >>= 7n;
+    }
+    leaseVarint.push(Number(lease));
+    const page = Uint8Array.from([
+      ...header,
+      ...bytesField(2, [
+        ...bytesField(1, '/lock/x'),
+        ...varintField(2, 2 ** 40 + 3),
+        ...varintField(3, 2 ** 40 + 9),
+        ...varintField(4, 4),
+        ...bytesField(5, ''),
+        6 << 3,
+        ...leaseVarint,
+      ]),
+      ...bytesField(2, bytesField(1, '/plain')),
+      ...varintField(4, 2),
+    ]);
+    expect(decodeRangeResponse(page)).toEqual({
+      kvs: [
+        {
+          key: '/lock/x',
+          value: '',
+          createRevision: 2 ** 40 + 3,
+          modRevision: 2 ** 40 + 9,
+          version: 4,
+          lease: '57caa21d0ac00115',
+        },
+        { key: '/plain', value: '', createRevision: 0, modRevision: 0, version: 0, lease: '0' },
+      ],
+      more: false,
+      count: 2,
+      revision: 2 ** 33,
+    });
+  });
+
   it('an empty range is a page of none, with nothing more', () => {
     expect(summarizeRangeResponse(Uint8Array.from(header))).toEqual({
       n: 0,
@@ -80,7 +122,7 @@ describe("etcd's Range on the wire", () => {
     expect(() => decodeRangeKvs(Uint8Array.from([0x80, 0x80]))).toThrow(/truncated/);
   });
 
-  it('encodes the request fields etcd reads: key, range_end, limit, revision', () => {
+  it('encodes the request fields etcd reads: key, range_end, limit, revision, count_only', () => {
     expect([
       ...encodeRangeRequest({ key: Buffer.from('a'), rangeEnd: Buffer.from('b'), limit: 300 }),
     ]).toEqual([...bytesField(1, 'a'), ...bytesField(2, 'b'), ...varintField(3, 300)]);
@@ -92,5 +134,9 @@ describe("etcd's Range on the wire", () => {
         revision: 2 ** 35,
       }),
     ]).toEqual([...bytesField(1, 'a'), ...bytesField(2, [0]), ...varintField(4, 2 ** 35)]);
+    expect([...encodeRangeRequest({ key: Buffer.from('k'), countOnly: true })]).toEqual([
+      ...bytesField(1, 'k'),
+      ...varintField(9, 1),
+    ]);
   });
 });
