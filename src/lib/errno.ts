@@ -16,3 +16,9 @@ export const Errno = {
   ENOTSUP: 95,
   ESHUTDOWN: 108,
 } as const;
+
+/** `ENOSPC (28)`: an errno as a reader knows it. */
+export function errnoName(errno: number): string {
+  const name = Object.entries(Errno).find(([, v]) => v === errno)?.[0];
+  return name ? `${name} (${errno})` : `errno ${errno}`;
+}

@@ -1,5 +1,5 @@
 import type { Logger } from '../../lib/logger.js';
-import { type BlockBackend, BlockIoError } from '../../lib/nbd/backend.js';
+import { type BlockBackend, BlockIoError, errnoOf } from '../../lib/nbd/backend.js';
 import { Errno } from '../../lib/nbd/protocol.js';
 import { precondition, unavailable } from './errors.js';
 import type { NexusChild } from './nexus-child.js';
@@ -365,7 +365,7 @@ export class Nexus implements BlockBackend {
         return null;
       } catch (err) {
         await this.childFailed(c, err);
-        throw new BlockIoError(`I/O failed on ${c.uri}: ${String(err)}`);
+        throw new BlockIoError(`I/O failed on ${c.uri}: ${String(err)}`, clientErrno(err));
       }
     }
     const results = await Promise.allSettled(targets.map((c) => op(c.backend)));
@@ -388,6 +388,7 @@ export class Nexus implements BlockBackend {
     if (okHealthy === 0)
       throw new BlockIoError(
         `nexus ${this.uuid}: I/O failed on every healthy child: ${String(firstError ?? 'no healthy child')}`,
+        clientErrno(firstError),
       );
     return failed;
   }
@@ -527,4 +528,9 @@ export class Nexus implements BlockBackend {
     await this.persist(true);
     for (const c of this.children) await c.detach().catch(() => {});
   }
+}
+
+/** What a failed write tells the client: a full pool as such (ENOSPC), anything else as an I/O error. */
+function clientErrno(err: unknown): number {
+  return errnoOf(err) === Errno.ENOSPC ? Errno.ENOSPC : Errno.EIO;
 }

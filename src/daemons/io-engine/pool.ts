@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { closeSync, ftruncateSync, openSync, unlinkSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, statSync, unlinkSync } from 'node:fs';
 import {
   constants,
   copyFile,
@@ -18,6 +18,7 @@ import { promisify } from 'node:util';
 import { FileBackend } from '../../lib/nbd/file-backend.js';
 import { alreadyExists, exhausted, invalid, notFound, precondition } from './errors.js';
 import { MetadataLog, readJournal } from './metadata-log.js';
+import { PoolSpace } from './pool-space.js';
 import { Replica, type ReplicaMeta } from './replica.js';
 
 const execFileP = promisify(execFile);
@@ -100,6 +101,8 @@ export class Pool {
   /** Directories that gained files since the last metadata write (their entries are fsynced first). */
   private readonly dirtyDirs = new Set<string>();
   private statsCache: { at: number; value: Promise<PoolStats> } | null = null;
+  /** Thin replicas' writes stay within the capacity. */
+  readonly space: PoolSpace;
 
   private constructor(
     private meta: PoolMeta,
@@ -119,6 +122,28 @@ export class Pool {
       journalLines,
     );
     for (const uuid of Object.keys(meta.replicas)) this.replicaChanged(uuid);
+    this.space = new PoolSpace(
+      meta.name,
+      () => this.capacity,
+      () => this.holding(),
+      // A refused write: the free space stats said a moment ago is stale (core reads it to decide
+      // whether a child faulted here may return).
+      () => {
+        this.statsCache = null;
+      },
+    );
+  }
+
+  /** Bytes the pool holds now: thick replicas' sizes, thin replicas' and snapshots' allocation. */
+  private holding(): number {
+    let held = 0;
+    for (const r of this.replicas.values()) {
+      const a = r.allocatedBytes();
+      held += r.meta.thin ? a : Math.max(a, r.size);
+    }
+    for (const s of this.snapshots)
+      held += (statSync(this.snapshotPath(s.uuid), { throwIfNoEntry: false })?.blocks ?? 0) * 512;
+    return held;
   }
 
   private replicaChanged(uuid: string): void {
@@ -194,7 +219,7 @@ export class Pool {
     await pool.removeOrphans();
     for (const r of Object.values(meta.replicas)) {
       try {
-        pool.replicas.set(r.uuid, await Replica.open(r, meta.name, pool.replicaPath(r.uuid)));
+        pool.replicas.set(r.uuid, await Replica.open(r, meta.name, pool.replicaPath(r.uuid), pool.space));
       } catch (err) {
         await pool.close();
         throw precondition(
@@ -212,12 +237,14 @@ export class Pool {
    */
   private saveReplica(uuid: string): Promise<void> {
     this.statsCache = null;
+    this.space.invalidate();
     this.replicaChanged(uuid);
     return this.metaLog.save(`r:${uuid}`);
   }
 
   private saveSnapshot(uuid: string): Promise<void> {
     this.statsCache = null;
+    this.space.invalidate();
     return this.metaLog.save(`s:${uuid}`);
   }
 
@@ -371,11 +398,14 @@ export class Pool {
       }
     }
     const meta: ReplicaMeta = { ...opts, share: 'none', createdAt: new Date().toISOString() };
-    return this.addReplica(meta, new Replica(meta, this.name, path, FileBackend.onFirstUse(path, opts.size)));
+    return this.addReplica(
+      meta,
+      new Replica(meta, this.name, path, FileBackend.onFirstUse(path, opts.size), this.space),
+    );
   }
 
   private async addReplica(meta: ReplicaMeta, opened?: Replica): Promise<Replica> {
-    const replica = opened ?? (await Replica.open(meta, this.name, this.replicaPath(meta.uuid)));
+    const replica = opened ?? (await Replica.open(meta, this.name, this.replicaPath(meta.uuid), this.space));
     this.replicas.set(meta.uuid, replica);
     this.meta.replicas[meta.uuid] = meta;
     void this.saveReplica(meta.uuid);
@@ -391,6 +421,7 @@ export class Pool {
     await this.saveReplica(uuid);
     await r.close();
     await rm(r.path, { force: true });
+    this.space.invalidate();
   }
 
   async resizeReplica(uuid: string, size: number): Promise<Replica> {
@@ -444,6 +475,7 @@ export class Pool {
     delete this.meta.snapshots[uuid];
     await this.saveSnapshot(uuid);
     await rm(this.snapshotPath(uuid), { force: true });
+    this.space.invalidate();
   }
 
   async cloneSnapshot(snapshotUuid: string, uuid: string, name: string): Promise<Replica> {

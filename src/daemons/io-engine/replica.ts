@@ -1,6 +1,7 @@
 import type { BlockBackend } from '../../lib/nbd/backend.js';
 import { FileBackend } from '../../lib/nbd/file-backend.js';
 import type { ClientViews } from '../../lib/nbd/server.js';
+import type { PoolSpace } from './pool-space.js';
 import { ReservedReplica } from './reservation.js';
 
 export interface ReplicaMeta {
@@ -13,6 +14,9 @@ export interface ReplicaMeta {
   snapshotSource?: string;
   createdAt: string;
 }
+
+/** Piece of a write near a full pool's capacity that is measured on its own (see `allocating`). */
+const MEASURED_PART = 64 * 1024;
 
 /**
  * A replica: a sparse file in a pool, served as a block backend to local nexuses and NBD clients.
@@ -32,10 +36,17 @@ export class Replica implements BlockBackend, ClientViews {
     readonly poolName: string,
     readonly path: string,
     private file: FileBackend,
+    /** The pool's capacity guard, which a thin replica's writes pass. */
+    private readonly space: PoolSpace,
   ) {}
 
-  static async open(meta: ReplicaMeta, poolName: string, path: string): Promise<Replica> {
-    return new Replica(meta, poolName, path, await FileBackend.open(path, meta.size));
+  static async open(meta: ReplicaMeta, poolName: string, path: string, space: PoolSpace): Promise<Replica> {
+    return new Replica(meta, poolName, path, await FileBackend.open(path, meta.size), space);
+  }
+
+  /** Bytes the replica's file holds on disk now. */
+  allocatedBytes(): number {
+    return this.file.allocatedBytes();
   }
 
   /** The replica as nexus `holder` uses it; opening takes the reservation from any other nexus. */
@@ -65,7 +76,24 @@ export class Replica implements BlockBackend, ClientViews {
   }
 
   write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
-    return this.writing(() => this.file.write(buf, offset, fua));
+    return this.writing(() =>
+      this.allocating(buf.length, (from, to) => this.file.write(buf.subarray(from, to), offset + from, fua)),
+    );
+  }
+
+  /**
+   * A write of `length` bytes that may allocate them, within the pool's capacity (pool-space.ts):
+   * `part(from, to)` writes bytes [from, to) of it. Near full, it goes in MEASURED_PART pieces, each
+   * measured: the first that takes the pool past its capacity fails the write, the rest is not
+   * written, so a refused write leaves at most one piece beyond the capacity.
+   */
+  private async allocating(length: number, part: (from: number, to: number) => Promise<void>): Promise<void> {
+    if (!this.meta.thin || this.space.take(length)) return part(0, length);
+    for (let from = 0; from < length; from += MEASURED_PART) {
+      const before = this.file.allocatedBytes();
+      await part(from, Math.min(length, from + MEASURED_PART));
+      this.space.settle(this.file.allocatedBytes() - before, this.uuid);
+    }
   }
   flush(): Promise<void> {
     return this.file.flush();
@@ -74,7 +102,9 @@ export class Replica implements BlockBackend, ClientViews {
     return this.writing(() => this.file.trim(offset, length));
   }
   writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
-    return this.writing(() => this.file.writeZeroes(offset, length, fua));
+    return this.writing(() =>
+      this.allocating(length, (from, to) => this.file.writeZeroes(offset + from, to - from, fua)),
+    );
   }
 
   /** Hold new writes, wait for in-flight ones, run `fn`, release. */

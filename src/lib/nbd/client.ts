@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { errnoName } from '../errno.js';
 import { type BlockBackend, BlockIoError, type ReadProgress } from './backend.js';
 import { ByteQueue } from './byte-queue.js';
 import {
@@ -264,7 +265,7 @@ export class NbdClient implements BlockBackend {
       if (error !== 0) {
         p.reject(
           new BlockIoError(
-            `nbd://${this.target.host}:${this.target.port}/${this.target.exportName}: remote error ${error}`,
+            `nbd://${this.target.host}:${this.target.port}/${this.target.exportName}: remote error ${errnoName(error)}`,
             error,
           ),
         );

@@ -1,4 +1,4 @@
-import { readSync, writeSync } from 'node:fs';
+import { fstatSync, readSync, statSync, writeSync } from 'node:fs';
 import { constants, type FileHandle, open } from 'node:fs/promises';
 import { type BlockBackend, checkRange, ZERO_CHUNK } from './backend.js';
 import { zeroRuns } from './zero-runs.js';
@@ -160,6 +160,12 @@ export class FileBackend implements BlockBackend {
         if (!run.zero) await this.write(ZERO_CHUNK.subarray(0, run.end - run.start), pos + run.start, false);
     }
     if (fua) await this.flush();
+  }
+
+  /** Bytes the file holds on disk now (a stat of its open descriptor, or of its path before the first I/O). */
+  allocatedBytes(): number {
+    const st = this.opened ? fstatSync(this.opened.fd) : statSync(this.path, { throwIfNoEntry: false });
+    return (st?.blocks ?? 0) * 512;
   }
 
   async close(): Promise<void> {

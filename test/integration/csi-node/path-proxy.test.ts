@@ -146,7 +146,9 @@ describe('csi-node path proxy', () => {
     await local.read(buf, 4 * MiB - 4096); // half in the volume, half past it
     expect(buf[0]).toBe(0xcc);
     expect(buf[4096]).toBe(0);
-    await expect(local.write(Buffer.alloc(4096), 8 * MiB, false)).rejects.toThrow(/remote error 28/);
+    await expect(local.write(Buffer.alloc(4096), 8 * MiB, false)).rejects.toThrow(
+      /remote error ENOSPC \(28\)/,
+    );
     // The volume grows at its target: a refresh learns the new size.
     await truncate(a.file, 8 * MiB);
     a.backend.size = 8 * MiB;

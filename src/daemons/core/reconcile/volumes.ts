@@ -81,7 +81,8 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
  * replica again, the same replica is added back to the nexus, which rebuilds it from its log of the
  * writes it missed (partial rebuild; in full when the nexus no longer has the log). It is replaced
  * only when the period since it was faulted ends, when its pool is back without it, or
- * after MAX_RETURNS returns within one period (a child that keeps failing).
+ * after MAX_RETURNS returns within one period (a child that keeps failing). One whose pool is full
+ * (its writes failed with ENOSPC) returns once the pool has room again.
  */
 export async function healVolumes(ctx: CoreContext): Promise<boolean> {
   const { registry, engines } = ctx;
@@ -224,9 +225,15 @@ function forgetWatches(ctx: CoreContext): void {
 }
 
 /**
+ * A pool with less free space than this is full: a child faulted there waits, as Mayastor's
+ * ENOSPC children do, since its rebuild would fail as its writes did (io-engine pool-space.ts).
+ */
+export const RETURN_MIN_FREE = 4 * 1024 * 1024;
+
+/**
  * Of the faulted replicas waited for whose node is online: those whose io-engine answers with the
- * replica's pool listing it (back), and those whose pool is listed without it (gone). A node whose
- * io-engine does not answer, or whose pool is not imported yet, is waited for still.
+ * replica's pool listing it and room in it (back), and those whose pool is listed without it (gone).
+ * A node whose io-engine does not answer, a pool not imported yet or a full one is waited for still.
  */
 async function returning(
   ctx: CoreContext,
@@ -240,9 +247,10 @@ async function returning(
     const found = await Promise.all([engine.listPools(), engine.listReplicas()]).catch(() => null);
     if (!found) continue;
     const [pools, list] = found;
-    if (!pools.some((p) => p.id === r.pool)) continue;
-    if (list.some((x) => x.uuid === r.uuid)) back.push(r);
-    else gone.push(r);
+    const pool = pools.find((p) => p.id === r.pool);
+    if (!pool) continue;
+    if (!list.some((x) => x.uuid === r.uuid)) gone.push(r);
+    else if (pool.free >= RETURN_MIN_FREE) back.push(r);
   }
   return { back, gone };
 }

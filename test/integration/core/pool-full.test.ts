@@ -1,0 +1,115 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Volume } from '../../../src/lib/rest/types.js';
+import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { waitFor } from '../../helpers/wait.js';
+import { coreFlags, newVolumeId, POOL_CAPACITY, TestCluster } from './cluster.js';
+import { qemuIo } from './qemu.js';
+
+const MiB = 1 << 20;
+
+const childOf = (v: Volume, uuid: string) => v.state.target?.children.find((ch) => ch.uri.includes(uuid));
+
+/**
+ * A replica whose pool filled up (its writes failed with ENOSPC) is waited for like any faulted
+ * child, but not added back while its pool is full (its rebuild would fail as its writes did), as
+ * Mayastor's ENOSPC children wait; once space is freed in the pool it returns with a partial rebuild.
+ */
+describe('a volume whose replica ran out of pool space', () => {
+  let cluster: TestCluster | undefined;
+  afterEach(async () => {
+    await cluster?.stop();
+    cluster = undefined;
+  });
+
+  it('keeps serving Degraded, keeps the replica while its pool is full, and brings it back once there is room', async () => {
+    cluster = await TestCluster.start({
+      engines: 2,
+      pools: false,
+      coreFlags: [
+        ...coreFlags({ '--faulted-child-wait-period': '1h', '--node-deadline': '600s' }),
+        '--metrics-address',
+        '127.0.0.1:0',
+      ],
+    });
+    const c = cluster;
+    await c.rest.createPool('node-1', 'pool-node-1', {
+      disks: [join(c.dir, 'node-1', 'pool')],
+      capacity: POOL_CAPACITY,
+    });
+    await c.rest.createPool('node-2', 'pool-node-2', {
+      disks: [join(c.dir, 'node-2', 'pool')],
+      capacity: 40 * MiB,
+    });
+    const onNode2 = { node_topology: { explicit: { allowed_nodes: ['node-2'], preferred_nodes: [] } } };
+    // A thin volume fills most of node-2's pool.
+    const filler = newVolumeId();
+    await waitFor(
+      () =>
+        c.rest
+          .createVolume(filler, {
+            size: 28 * MiB,
+            replicas: 1,
+            thin: true,
+            policy: { self_heal: false },
+            topology: onNode2,
+          })
+          .then(() => true)
+          .catch(() => null),
+      { what: 'core knows the pools' },
+    );
+    const fillerUri = (
+      await c.rest.publishVolume(filler, { protocol: 'nbd', publish_context: {}, node: 'node-2' })
+    ).state.target!.deviceUri;
+    await qemuIo(fillerUri, 'write -P 0x11 0 28M');
+    await c.rest.unpublishVolume(filler);
+
+    const id = newVolumeId();
+    await c.rest.createVolume(id, { size: 16 * MiB, replicas: 2, thin: true, policy: { self_heal: true } });
+    const published = await c.rest.publishVolume(id, {
+      protocol: 'nbd',
+      publish_context: {},
+      node: 'node-1',
+    });
+    const uri = published.state.target!.deviceUri;
+    const victim = Object.entries(published.state.replica_topology).find(([, r]) => r.node === 'node-2')![0];
+    // 28 + 16 MiB do not fit node-2's 40: its child fails with ENOSPC, node-1's takes every write.
+    await qemuIo(uri, 'write -P 0x22 0 16M', 'read -P 0x22 0 16M');
+    const degraded = await waitFor(
+      async () => {
+        const v = await c.rest.getVolume(id);
+        return v.state.status === 'Degraded' && childOf(v, victim)?.state === 'Faulted' ? v : null;
+      },
+      { what: 'the child on the full pool faulted' },
+    );
+    expect(Object.keys(degraded.state.replica_topology)).toContain(victim);
+
+    // Core waits for it (an event says so) and, over further reconcile passes, does not add it back.
+    await waitFor(
+      async () => (await c.events()).some((e) => e.includes('"WaitingForChild"') && e.includes(victim)),
+      { what: 'the WaitingForChild event' },
+    );
+    const metrics = metricsUrl(c.cores[0])!;
+    const passes = async () =>
+      sum(await scrape(metrics), 'storctl_reconcile_duration_seconds_count', { reconciler: 'pass' });
+    const seen = await passes();
+    await waitFor(async () => (await passes()) >= seen + 3, { what: 'three more reconcile passes' });
+    const waiting = await c.rest.getVolume(id);
+    expect(childOf(waiting, victim)?.state).toBe('Faulted');
+    expect((await c.events()).some((e) => e.includes('"Rebuilding"') && e.includes(victim))).toBe(false);
+
+    // Room again in node-2's pool: the same replica comes back and is rebuilt; the data is whole.
+    await c.rest.deleteVolume(filler);
+    const healed = await waitFor(
+      async () => {
+        const v = await c.rest.getVolume(id);
+        return v.state.status === 'Online' && childOf(v, victim)?.state === 'Online' ? v : null;
+      },
+      { what: 'the replica back and rebuilt', timeoutMs: 60_000 },
+    );
+    expect(Object.keys(healed.state.replica_topology).sort()).toEqual(
+      Object.keys(published.state.replica_topology).sort(),
+    );
+    await qemuIo(uri, 'read -P 0x22 0 16M');
+  }, 120_000);
+});
