@@ -2,7 +2,7 @@ import { BlockIoError } from '../../lib/nbd/backend.js';
 import { Errno } from '../../lib/nbd/protocol.js';
 
 /**
- * Within this many bytes of a pool's capacity, every thin write is measured after it lands; further
+ * Within this many bytes of a pool's capacity, every thin write is measured as it lands; further
  * off, writes only count their length against the headroom last measured.
  */
 export const TIGHT_MARGIN = 8 * 1024 * 1024;

@@ -77,18 +77,25 @@ export class Replica implements BlockBackend, ClientViews {
 
   write(buf: Buffer, offset: number, fua: boolean): Promise<void> {
     return this.writing(() =>
-      this.allocating(buf.length, (from, to) => this.file.write(buf.subarray(from, to), offset + from, fua)),
+      this.fits(buf.length)
+        ? this.file.write(buf, offset, fua)
+        : this.measured(buf.length, (from, to) =>
+            this.file.write(buf.subarray(from, to), offset + from, fua),
+          ),
     );
   }
 
+  /** A write of `length` bytes fits the pool whatever it allocates (pool-space.ts): no measuring. */
+  private fits(length: number): boolean {
+    return !this.meta.thin || this.space.take(length);
+  }
+
   /**
-   * A write of `length` bytes that may allocate them, within the pool's capacity (pool-space.ts):
-   * `part(from, to)` writes bytes [from, to) of it. Near full, it goes in MEASURED_PART pieces, each
-   * measured: the first that takes the pool past its capacity fails the write, the rest is not
-   * written, so a refused write leaves at most one piece beyond the capacity.
+   * A thin write near the pool's capacity: `part(from, to)` writes bytes [from, to) of it, in
+   * MEASURED_PART pieces, each measured; the first that takes the pool past its capacity fails the
+   * write and the rest is not written, so a refused write leaves at most one piece beyond it.
    */
-  private async allocating(length: number, part: (from: number, to: number) => Promise<void>): Promise<void> {
-    if (!this.meta.thin || this.space.take(length)) return part(0, length);
+  private async measured(length: number, part: (from: number, to: number) => Promise<void>): Promise<void> {
     for (let from = 0; from < length; from += MEASURED_PART) {
       const before = this.file.allocatedBytes();
       await part(from, Math.min(length, from + MEASURED_PART));
@@ -103,7 +110,9 @@ export class Replica implements BlockBackend, ClientViews {
   }
   writeZeroes(offset: number, length: number, fua: boolean): Promise<void> {
     return this.writing(() =>
-      this.allocating(length, (from, to) => this.file.writeZeroes(offset + from, to - from, fua)),
+      this.fits(length)
+        ? this.file.writeZeroes(offset, length, fua)
+        : this.measured(length, (from, to) => this.file.writeZeroes(offset + from, to - from, fua)),
     );
   }
 
