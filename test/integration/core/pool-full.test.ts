@@ -96,7 +96,14 @@ describe('a volume whose replica ran out of pool space', () => {
     await waitFor(async () => (await passes()) >= seen + 3, { what: 'three more reconcile passes' });
     const waiting = await c.rest.getVolume(id);
     expect(childOf(waiting, victim)?.state).toBe('Faulted');
-    expect((await c.events()).some((e) => e.includes('"Rebuilding"') && e.includes(victim))).toBe(false);
+    const events = await c.events();
+    expect(events.some((e) => e.includes('"Rebuilding"') && e.includes(victim))).toBe(false);
+    // It says why, once: the pool is full, and what to do.
+    const said = events.filter((e) => e.includes('"PoolFull"') && e.includes(victim));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(
+      /its pool pool-node-2 on node-2 is full \(\d+ of 41943040 bytes free\).*free space in that pool/,
+    );
 
     // Room again in node-2's pool: the same replica comes back and is rebuilt; the data is whole.
     await c.rest.deleteVolume(filler);

@@ -1,5 +1,6 @@
 import { cloneSpec, isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
+import type { PoolState } from '../engine-api.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
 import { buildAndShareNexus, childUri, upToDateReplicas, usableReplicas } from '../ops/nexus-build.js';
@@ -105,7 +106,10 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
           if (!plan.live.some((r) => current.has(r.uuid))) lost = lost.filter((r) => !current.has(r.uuid));
         }
         if (plan.unannounced.length) await announceWaits(ctx, id, plan.unannounced);
-        const { back, gone } = nexus ? await returning(ctx, plan.returning) : { back: [], gone: [] };
+        const { back, gone, full } = nexus
+          ? await returning(ctx, plan.returning)
+          : { back: [], gone: [], full: [] };
+        if (full.length) await announceFull(ctx, id, full);
         // Without a wait period, a faulted child is replaced at once only if its io-engine answers;
         // an unreachable one is left to the node deadline (its node may be restarting).
         const faulted = await answering(ctx, plan.faulted);
@@ -197,6 +201,8 @@ interface FaultWatch {
   returns: number;
   /** The wait was announced in an event (so a Degraded volume says what it waits for). */
   announced: boolean;
+  /** Its full pool holding it back was said in an event. */
+  fullAnnounced?: boolean;
 }
 
 /**
@@ -238,9 +244,10 @@ export const RETURN_MIN_FREE = 4 * 1024 * 1024;
 async function returning(
   ctx: CoreContext,
   replicas: ReplicaSpec[],
-): Promise<{ back: ReplicaSpec[]; gone: ReplicaSpec[] }> {
+): Promise<{ back: ReplicaSpec[]; gone: ReplicaSpec[]; full: { replica: ReplicaSpec; pool: PoolState }[] }> {
   const back: ReplicaSpec[] = [];
   const gone: ReplicaSpec[] = [];
+  const full: { replica: ReplicaSpec; pool: PoolState }[] = [];
   for (const r of replicas) {
     const engine = ctx.engines.tryGet(ctx.registry.replicaNode(r) ?? '');
     if (!engine) continue;
@@ -251,8 +258,35 @@ async function returning(
     if (!pool) continue;
     if (!list.some((x) => x.uuid === r.uuid)) gone.push(r);
     else if (pool.free >= RETURN_MIN_FREE) back.push(r);
+    else full.push({ replica: r, pool });
   }
-  return { back, gone };
+  return { back, gone, full };
+}
+
+/** Say in an event, once per fault, that a faulted child waits for room in its full pool. */
+async function announceFull(
+  ctx: CoreContext,
+  volumeId: string,
+  full: { replica: ReplicaSpec; pool: PoolState }[],
+): Promise<void> {
+  const w = watches(ctx);
+  const unsaid = full.filter(({ replica }) => !w.get(replica.uuid)?.fullAnnounced);
+  if (!unsaid.length) return;
+  await ctx.registry.persist({
+    events: unsaid.map(({ replica, pool }) => {
+      const since = w.get(replica.uuid)?.since;
+      return makeEvent(
+        'volume',
+        volumeId,
+        'PoolFull',
+        `replica ${replica.uuid}: its pool ${pool.id} on ${ctx.registry.replicaNode(replica) ?? 'an unknown node'} is full (${pool.free} of ${pool.capacity} bytes free), so its faulted child is not added back; free space in that pool (delete volumes or snapshots there)${since === undefined ? '' : `, or it is replaced once the wait that ends at ${new Date(since + waitPeriod(ctx)).toISOString()} is over`}`,
+      );
+    }),
+  });
+  for (const { replica } of unsaid) {
+    const watch = w.get(replica.uuid);
+    if (watch) watch.fullAnnounced = true;
+  }
 }
 
 /** Say in an event, once per fault, which faulted children core waits for and until when. */
