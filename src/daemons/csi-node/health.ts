@@ -4,6 +4,9 @@ import { attacherFor } from './attacher.js';
 import { proxyStatus } from './proxy.js';
 import type { StagedVolume } from './state.js';
 
+/** A write the target refused for want of space this recently still makes the volume abnormal. */
+export const NO_SPACE_RECENT_MS = 5 * 60_000;
+
 export interface VolumeHealth {
   abnormal: boolean;
   message: string;
@@ -34,6 +37,11 @@ export async function volumeHealth(v: StagedVolume): Promise<VolumeHealth> {
       abnormal: true,
       message: `no path to ${st.target}: ${st.lastError ?? 'disconnected'} (reconnecting)`,
       pathDown: true,
+    };
+  if (st.noSpaceAt !== undefined && Date.now() - st.noSpaceAt < NO_SPACE_RECENT_MS)
+    return {
+      abnormal: true,
+      message: `writes failed for want of space at ${new Date(st.noSpaceAt).toISOString()}: a pool holding the volume's replicas is full (see storctl get pools and storctl describe volume)`,
     };
   return { abnormal: false, message: `served through ${st.target}` };
 }

@@ -2,7 +2,7 @@ import { chmod, rm } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname } from 'node:path';
 import { FuseFileServer } from '../../lib/fuse/file-server.js';
-import { type BlockBackend, BlockIoError, type ReadProgress } from '../../lib/nbd/backend.js';
+import { type BlockBackend, BlockIoError, errnoOf, type ReadProgress } from '../../lib/nbd/backend.js';
 import { BufferPool } from '../../lib/nbd/buffer-pool.js';
 import { NbdClient } from '../../lib/nbd/client.js';
 import { Errno, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from '../../lib/nbd/protocol.js';
@@ -49,6 +49,8 @@ export interface ProxyStatus {
   advertisedSize: number;
   clients: number;
   lastError?: string;
+  /** When the target last refused a write for want of space (ENOSPC: a full pool), ms since the epoch. */
+  noSpaceAt?: number;
   repoints: number;
   /** The FUSE file this proxy serves the volume as (serve-file), while the kernel is connected. */
   file?: string;
@@ -67,6 +69,7 @@ export class PathProxy implements BlockBackend {
   private reconnecting = false;
   private closed = false;
   private lastError?: string;
+  private noSpaceAt?: number;
   private repoints = 0;
   private volumeSize = 0;
   private nbdServer?: Server;
@@ -218,6 +221,7 @@ export class PathProxy implements BlockBackend {
       advertisedSize: this.size,
       clients: this.connections.size,
       lastError: this.lastError,
+      noSpaceAt: this.noSpaceAt,
       repoints: this.repoints,
       file: this.fileServer?.path,
     };
@@ -251,7 +255,10 @@ export class PathProxy implements BlockBackend {
         return await op(c);
       } catch (err) {
         // A remote error (the target answered) is final; a dropped connection is retried.
-        if (!c.closed) throw err;
+        if (!c.closed) {
+          if (errnoOf(err) === Errno.ENOSPC) this.noSpaceAt = Date.now();
+          throw err;
+        }
       }
     }
   }

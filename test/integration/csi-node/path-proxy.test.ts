@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PathProxy } from '../../../src/daemons/csi-node/proxy-server.js';
+import { BlockIoError } from '../../../src/lib/nbd/backend.js';
 import { NbdClient } from '../../../src/lib/nbd/client.js';
 import { FileBackend } from '../../../src/lib/nbd/file-backend.js';
+import { Errno } from '../../../src/lib/nbd/protocol.js';
 import { NbdServer } from '../../../src/lib/nbd/server.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -154,6 +156,20 @@ describe('csi-node path proxy', () => {
     a.backend.size = 8 * MiB;
     expect((await proxy.refresh()).size).toBe(8 * MiB);
     await local.write(Buffer.alloc(4096, 0x22), 8 * MiB - 4096, true);
+  });
+
+  it('remembers when the target refused a write for want of space (a full pool), not a write past the end', async () => {
+    const { a, proxy, local } = await proxied('full', 0xdd, { advertisedSize: 64 * MiB });
+    await expect(local.write(Buffer.alloc(4096), 8 * MiB, false)).rejects.toThrow(/ENOSPC/);
+    expect(proxy.status().noSpaceAt).toBeUndefined();
+    // The target's pool fills up: its writes fail with ENOSPC, as the io-engine's do (pool-space.ts).
+    const write = a.backend.write.bind(a.backend);
+    a.backend.write = () => Promise.reject(new BlockIoError("pool 'p' is full", Errno.ENOSPC));
+    const before = Date.now();
+    await expect(local.write(Buffer.alloc(4096), 0, false)).rejects.toThrow(/ENOSPC/);
+    expect(proxy.status().noSpaceAt).toBeGreaterThanOrEqual(before);
+    a.backend.write = write;
+    await local.write(Buffer.alloc(4096, 0x33), 0, true);
   });
 
   it('forwards reads as their bytes arrive, many at once on one connection, each reply whole and its own', async () => {
