@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stageRequest } from '../../helpers/csi-client.js';
 import { waitFor } from '../../helpers/wait.js';
 import { newVolumeId, TestCluster } from '../core/cluster.js';
+import { qemuIo } from '../core/qemu.js';
 import { CsiNodeFixture } from './fixture.js';
 
 const MiB = 1 << 20;
@@ -288,6 +289,49 @@ describe('csi-node stage / publish on real filesystems', () => {
     ).rejects.toMatchObject({ code: 9 });
     await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
     await expect(stat(target)).rejects.toMatchObject({ code: 'ENOENT' });
+    await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    expect(await node.leftovers()).toEqual([]);
+  });
+
+  it('says a volume whose pool filled up is abnormal, and why', { timeout: 120_000 }, async () => {
+    cluster = await TestCluster.start({ engines: 1, poolCapacity: 40 * MiB });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const csi = node.csi!;
+    // Another thin volume holds 24 of the pool's 40 MiB.
+    const filler = newVolumeId();
+    const fillerUri = (await cluster.createPublished(filler, { size: 24 * MiB, replicas: 1, node: 'node-1' }))
+      .state.target!.deviceUri;
+    await qemuIo(fillerUri, 'write -P 0x11 0 24M');
+    const id = newVolumeId();
+    const published = await cluster.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
+    const staging = join(node.root, 'plugins', id, 'staging');
+    const target = join(node.root, 'pods', 'pod-1', 'volumeDevices', id);
+    await csi.node(
+      'NodeStageVolume',
+      stageRequest({ volumeId: id, staging, uri: published.state.target!.deviceUri, block: true }),
+    );
+    await csi.node('NodePublishVolume', {
+      volume_id: id,
+      staging_target_path: staging,
+      target_path: target,
+      readonly: false,
+      volume_capability: { block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } },
+    });
+    const healthy = await csi.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+    expect(healthy.volume_condition.abnormal).toBe(false);
+    // 24 MiB more do not fit the 16 left: the device's writes fail.
+    await expect(
+      exec('dd', ['if=/dev/urandom', `of=${target}`, 'bs=1M', 'count=24', 'oflag=direct'], {
+        timeout: 60_000,
+      }),
+    ).rejects.toThrow();
+    const stats = await csi.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+    expect(stats.volume_condition.abnormal).toBe(true);
+    expect(stats.volume_condition.message).toMatch(
+      /^writes failed for want of space at \S+: a pool holding the volume's replicas is full/,
+    );
+    await csi.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
     await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     expect(await node.leftovers()).toEqual([]);
   });
