@@ -273,8 +273,14 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     const pools = await cli('pool', 'delete', 'pool-node-1');
     expect(pools.code).toBe(4);
     expect(pools.stderr).toContain('InUse');
-    const newPool = await cli('pool', 'create', 'node-1', 'extra', '--capacity', '64MiB');
+    const newPool = await cli('pool', 'create', 'node-1', 'extra', '--capacity', '64MiB', '-o', 'json');
     expect(newPool.code, newPool.stderr).toBe(0);
+    // No --disk: the io-engine's default directory, and the pool says which (not an empty disk).
+    const made = JSON.parse(newPool.stdout) as { spec: { disks: string[] }; state: { disks: string[] } };
+    expect(made.spec.disks).toEqual([expect.stringMatching(/\/extra$/)]);
+    expect(made.state.disks).toEqual(made.spec.disks);
+    // The same create again is the same pool.
+    expect((await cli('pool', 'create', 'node-1', 'extra', '--capacity', '64MiB')).code).toBe(0);
     expect((await cli('pool', 'delete', 'extra')).code).toBe(0);
     await cli('volume', 'unpublish', v);
     await cli('volume', 'delete', v);

@@ -23,9 +23,11 @@ export async function createPool(
     const existing = registry.pools.get(id);
     if (existing) {
       // The same request again (a retry) returns the pool; anything else is a conflict naming why.
+      // No disk named: the io-engine's default directory, whichever that resolved to.
       const diff = [
         existing.node !== node && `it is on node '${existing.node}'`,
-        canonicalJson(existing.disks) !== canonicalJson(disks) &&
+        disks.some(Boolean) &&
+          canonicalJson(existing.disks) !== canonicalJson(disks) &&
           `its disks are ${JSON.stringify(existing.disks)}`,
         canonicalJson(existing.labels ?? null) !== canonicalJson(labels ?? null) &&
           `its labels are ${JSON.stringify(existing.labels ?? null)}`,
@@ -37,12 +39,20 @@ export async function createPool(
         );
       return existing;
     }
-    const state = await engines.get(node).createPool(id, disks[0], capacity);
+    const state = await engines.get(node).createPool(id, disks[0] ?? '', capacity);
     registry.poolStates.set(id, state);
-    const spec: PoolSpec = { node, id, disks, status: { Created: 'Online' }, labels, operation: null };
+    // The directory the io-engine used, also when none was named (its pool dir's default).
+    const spec: PoolSpec = {
+      node,
+      id,
+      disks: [state.disk],
+      status: { Created: 'Online' },
+      labels,
+      operation: null,
+    };
     await registry.persist({
       pools: [spec],
-      events: [makeEvent('pool', id, 'Created', `on node ${node} (${disks[0]}, ${state.capacity} bytes)`)],
+      events: [makeEvent('pool', id, 'Created', `on node ${node} (${state.disk}, ${state.capacity} bytes)`)],
     });
     return spec;
   });
