@@ -1,5 +1,5 @@
 import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../../lib/specs/index.js';
-import type { NexusState } from './engine-api.js';
+import type { NexusState, PoolState } from './engine-api.js';
 import type { Registry } from './registry.js';
 
 /**
@@ -37,3 +37,11 @@ export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
   const states = reg.replicaStates.get(node);
   return !states || states.has(r.uuid);
 }
+
+/**
+ * A pool with less free space than this is full: thin writes there that need new space fail with
+ * ENOSPC (io-engine pool-space.ts), and a child faulted there is not added back until it has room.
+ */
+export const FULL_POOL_FREE_BYTES = 4 * 1024 * 1024;
+
+export const poolFull = (st: PoolState) => st.free < FULL_POOL_FREE_BYTES;

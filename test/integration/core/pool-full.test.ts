@@ -104,6 +104,19 @@ describe('a volume whose replica ran out of pool space', () => {
     expect(said[0]).toMatch(
       /its pool pool-node-2 on node-2 is full \(\d+ of 41943040 bytes free\).*free space in that pool/,
     );
+    // The pool's own event says it filled up (what a 1-replica volume there, kept Online, shows), once.
+    await waitFor(
+      async () =>
+        (await c.events()).some(
+          (e) => e.includes('"Full"') && e.includes('pool pool-node-2 on node-2 is full'),
+        ),
+      { what: 'the pool Full event' },
+    );
+    expect(
+      (await c.events()).filter(
+        (e) => e.includes('"Full"') && e.includes('pool pool-node-2 on node-2 is full'),
+      ),
+    ).toHaveLength(1);
 
     // Room again in node-2's pool: the same replica comes back and is rebuilt; the data is whole.
     await c.rest.deleteVolume(filler);
@@ -118,5 +131,12 @@ describe('a volume whose replica ran out of pool space', () => {
       Object.keys(published.state.replica_topology).sort(),
     );
     await qemuIo(uri, 'read -P 0x22 0 16M');
+    await waitFor(
+      async () =>
+        (await c.events()).some((e) => e.includes('"SpaceFreed"') && e.includes('pool pool-node-2 has')),
+      {
+        what: 'the pool SpaceFreed event',
+      },
+    );
   }, 120_000);
 });

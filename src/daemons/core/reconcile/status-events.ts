@@ -1,14 +1,16 @@
 import type { CoreContext } from '../context.js';
 import { type CoreEvent, makeEvent } from '../events.js';
-import { volumeStatus } from '../health.js';
+import { poolFull, volumeStatus } from '../health.js';
 
 const lastVolume = new Map<string, string>();
 const lastNode = new Map<string, boolean>();
+const lastPoolFull = new Map<string, boolean>();
 
 /**
- * Health changes are lifecycle events too: a volume turning Degraded/Faulted/Online and a node going
- * Offline/Online each append one event (compared with what this core saw last; the first sighting
- * after start records a baseline, and an event only when it is already unhealthy).
+ * Health changes are lifecycle events too: a volume turning Degraded/Faulted/Online, a node going
+ * Offline/Online and a pool filling up or getting room again each append one event (compared with
+ * what this core saw last; the first sighting after start records a baseline, and an event only
+ * when it is already unhealthy).
  */
 export async function recordStatusChanges(ctx: CoreContext): Promise<void> {
   const { registry } = ctx;
@@ -27,6 +29,23 @@ export async function recordStatusChanges(ctx: CoreContext): Promise<void> {
     }
     lastNode.set(id, live.online);
   }
+  for (const [id, st] of registry.poolStates) {
+    const full = poolFull(st);
+    const was = lastPoolFull.get(id);
+    if (full && !was)
+      events.push(
+        makeEvent(
+          'pool',
+          id,
+          'Full',
+          `pool ${id} on ${registry.pools.get(id)?.node ?? 'an unknown node'} is full (${st.free} of ${st.capacity} bytes free): thin writes there that need new space fail with ENOSPC; free space by deleting volumes or snapshots on it`,
+        ),
+      );
+    else if (!full && was)
+      events.push(makeEvent('pool', id, 'SpaceFreed', `pool ${id} has ${st.free} bytes free again`));
+    lastPoolFull.set(id, full);
+  }
+  for (const id of lastPoolFull.keys()) if (!registry.poolStates.has(id)) lastPoolFull.delete(id);
   for (const v of registry.volumes.values()) {
     if (v.operation || registry.isBusy('volume', v.uuid)) continue;
     const status = volumeStatus(registry, v);

@@ -2,7 +2,7 @@ import { cloneSpec, isCreated, type ReplicaSpec, type VolumeSpec } from '../../.
 import type { CoreContext } from '../context.js';
 import type { PoolState } from '../engine-api.js';
 import { makeEvent } from '../events.js';
-import { replicaOnline } from '../health.js';
+import { poolFull, replicaOnline } from '../health.js';
 import { buildAndShareNexus, childUri, upToDateReplicas, usableReplicas } from '../ops/nexus-build.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
 import { toSvcError } from '../svc-error.js';
@@ -231,12 +231,6 @@ function forgetWatches(ctx: CoreContext): void {
 }
 
 /**
- * A pool with less free space than this is full: a child faulted there waits, as Mayastor's
- * ENOSPC children do, since its rebuild would fail as its writes did (io-engine pool-space.ts).
- */
-export const RETURN_MIN_FREE = 4 * 1024 * 1024;
-
-/**
  * Of the faulted replicas waited for whose node is online: those whose io-engine answers with the
  * replica's pool listing it and room in it (back), and those whose pool is listed without it (gone).
  * A node whose io-engine does not answer, a pool not imported yet or a full one is waited for still.
@@ -257,7 +251,8 @@ async function returning(
     const pool = pools.find((p) => p.id === r.pool);
     if (!pool) continue;
     if (!list.some((x) => x.uuid === r.uuid)) gone.push(r);
-    else if (pool.free >= RETURN_MIN_FREE) back.push(r);
+    // A full pool: the child waits, as Mayastor's ENOSPC children do (its rebuild would fail as its writes did).
+    else if (!poolFull(pool)) back.push(r);
     else full.push({ replica: r, pool });
   }
   return { back, gone, full };

@@ -50,7 +50,8 @@ export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boole
       { header: 'STATUS', get: (r) => r.status },
       { header: 'CAPACITY', get: (r) => size(live(r)?.capacity) },
       { header: 'ALLOCATED', get: (r) => size(live(r)?.used) },
-      { header: 'AVAILABLE', get: (r) => size(live(r) && live(r)!.capacity - live(r)!.used) },
+      // Never below 0: a full pool's thin writes may leave a piece beyond its capacity (pool-space.ts).
+      { header: 'AVAILABLE', get: (r) => size(live(r) && Math.max(0, live(r)!.capacity - live(r)!.used)) },
       { header: 'COMMITTED', get: (r) => humanizeBytes(r.committed) },
       { header: 'LABELS', get: (r) => labelsText(r.spec.labels), wide: true },
     ],
