@@ -48,9 +48,10 @@ const RANGE_PAGE = 2000;
 const RETRY_BUDGET_MS = 1_500;
 
 /**
- * The etcd backend, on the etcd3 client's raw RPCs. Fault handling per the verified recipe: no
- * per-host circuit breaker (it left the client unusable for 5 s after one error or an etcd
- * restart), a short retry with backoff, and a deadline on every unary call.
+ * The etcd backend: reads on gRPC channels of its own with etcd's Range decoded here
+ * (etcd-range-codec.ts), writes, leases and watches on the etcd3 client's raw RPCs. Fault handling
+ * per the verified recipe: no per-host circuit breaker (it left the client unusable for 5 s after
+ * one error or an etcd restart), a short retry with backoff, and a deadline on every unary call.
  */
 export class EtcdStore implements Store {
   readonly backend = 'etcd' as const;
