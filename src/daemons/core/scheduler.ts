@@ -32,6 +32,12 @@ export interface PlacementRequest {
   poolCommitmentPercent?: number;
   /** A thin replica needs this much free space in percent of its size (--volume-commitment, 40). */
   volumeCommitmentPercent?: number;
+  /**
+   * Bytes a new thin replica takes at once: a replica added to a volume holding data is rebuilt
+   * with all of it, which a pool with less free space cannot take (its writes would fail with
+   * ENOSPC part-way, io-engine pool-space.ts).
+   */
+  allocated?: number;
 }
 
 const matchesLabels = (labels: Record<string, string>, l: LabelledTopology | undefined): boolean => {
@@ -69,7 +75,8 @@ export function rejectReason(
   if (req.thin) {
     const limit = (pool.capacity * (req.poolCommitmentPercent ?? 250)) / 100;
     if (pool.committed + req.size > limit) return 'thin commitment limit reached';
-    if (free < (req.size * (req.volumeCommitmentPercent ?? 40)) / 100) return 'not enough free space';
+    const need = Math.max((req.size * (req.volumeCommitmentPercent ?? 40)) / 100, req.allocated ?? 0);
+    if (free < need) return 'not enough free space';
   } else if (pool.capacity - pool.committed < req.size || free < req.size) {
     return 'not enough free space';
   }

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { RestError } from '../../../src/lib/rest/errors.js';
 import type { Volume } from '../../../src/lib/rest/types.js';
 import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -138,5 +139,60 @@ describe('a volume whose replica ran out of pool space', () => {
         what: 'the pool SpaceFreed event',
       },
     );
+  }, 120_000);
+  it('places a new replica of a volume holding data only where its rebuild fits', async () => {
+    cluster = await TestCluster.start({ engines: 3, pools: false });
+    const c = cluster;
+    for (const node of ['node-1', 'node-2'])
+      await c.rest.createPool(node, `pool-${node}`, {
+        disks: [join(c.dir, node, 'pool')],
+        capacity: POOL_CAPACITY,
+      });
+    const id = newVolumeId();
+    const uri = (await c.createPublished(id, { size: 16 * MiB, replicas: 2, node: 'node-1' })).state.target!
+      .deviceUri;
+    await qemuIo(uri, 'write -P 0x33 0 12M');
+    // node-3's pool has 10 MiB free: more than the 40% of 16 MiB a new thin replica needs, less
+    // than the 12 MiB its rebuild would write.
+    await c.rest.createPool('node-3', 'pool-node-3', {
+      disks: [join(c.dir, 'node-3', 'pool')],
+      capacity: 40 * MiB,
+    });
+    const filler = newVolumeId();
+    await waitFor(
+      () =>
+        c.rest
+          .createVolume(filler, {
+            size: 30 * MiB,
+            replicas: 1,
+            thin: true,
+            policy: { self_heal: false },
+            topology: { node_topology: { explicit: { allowed_nodes: ['node-3'], preferred_nodes: [] } } },
+          })
+          .then(() => true)
+          .catch(() => null),
+      { what: "core knows node-3's pool" },
+    );
+    const fillerUri = (
+      await c.rest.publishVolume(filler, { protocol: 'nbd', publish_context: {}, node: 'node-3' })
+    ).state.target!.deviceUri;
+    await qemuIo(fillerUri, 'write -P 0x44 0 30M');
+    await waitFor(
+      async () => {
+        const [v, pools] = await Promise.all([c.rest.getVolume(id), c.rest.listPools()]);
+        const node3 = pools.find((p) => p.id === 'pool-node-3')?.state;
+        return (v.state.usage?.allocated ?? 0) >= 12 * MiB && (node3?.used ?? 0) >= 30 * MiB;
+      },
+      { what: "core sees what the volume and node-3's pool hold" },
+    );
+    const refused = (await c.rest.scaleVolume(id, 3).catch((e: RestError) => e)) as RestError;
+    expect(refused.kind).toBe('ResourceExhausted');
+    expect(refused.message).toMatch(/1 pool\(s\): not enough free space/);
+    expect(Object.keys((await c.rest.getVolume(id)).state.replica_topology)).toHaveLength(2);
+
+    // Room for the rebuild: the replica is placed there and rebuilt in full.
+    await c.rest.deleteVolume(filler);
+    await c.scaleToHealthy(id, 3);
+    await qemuIo(uri, 'read -P 0x33 0 12M');
   }, 120_000);
 });

@@ -51,14 +51,20 @@ async function makeReplicas(
   avoidNodes: string[],
 ): Promise<{ specs: ReplicaSpec[]; commit: SpecChange }> {
   const { registry, config } = ctx;
-  const holders = registry
-    .volumeReplicas(volume.uuid)
-    .map((r) => registry.replicaNode(r))
-    .filter((n): n is string => !!n);
+  const replicas = registry.volumeReplicas(volume.uuid);
+  const holders = replicas.map((r) => registry.replicaNode(r)).filter((n): n is string => !!n);
+  // The new replica is rebuilt with what the volume's replicas hold: its pool must have room for it.
+  const allocated = Math.max(
+    0,
+    ...replicas.map(
+      (r) => registry.replicaStates.get(registry.replicaNode(r) ?? '')?.get(r.uuid)?.allocated ?? 0,
+    ),
+  );
   const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
     size: volume.size,
     thin: volume.thin,
     count,
+    allocated,
     topology: volume.topology,
     excludeNodes: [...holders, ...avoidNodes],
     poolCommitmentPercent: config.poolCommitmentPercent,
