@@ -60,11 +60,19 @@ export class PoolSpace {
     return false;
   }
 
-  /** After a measured piece of a write: `growth` bytes it allocated. Throws ENOSPC when that took the pool past its capacity. */
+  /**
+   * After a measured piece of a write: `growth` bytes it allocated. Throws ENOSPC when that took the
+   * pool past its capacity, as a measurement of the whole pool confirms: pieces of one replica in
+   * flight at once each see the others' growth too, so the running sum can only run high.
+   */
   settle(growth: number, replica: string): void {
     if (growth <= 0) return;
     this.reserved += growth;
     const capacity = this.capacity();
+    if (this.reserved <= capacity) return;
+    this.reserved = this.measure();
+    this.unmeasured = 0;
+    this.stale = false;
     if (this.reserved <= capacity) return;
     this.onFull();
     throw new BlockIoError(

@@ -64,6 +64,19 @@ describe('a full pool', () => {
     await qemuIo(exportOf(second), ['write -P 0x25 6M 18M', 'read -P 0x24 0 6M', 'read -P 0x25 6M 18M']);
   });
 
+  it('near full, writes in flight at once to one replica are refused only when the pool is really full', async () => {
+    await a.client.createPool({ name: 'busy', capacity: 32 * MiB });
+    const thin = () =>
+      a.client.createReplica({ uuid: randomUUID(), pool: 'busy', size: 24 * MiB, thin: true, share: 'nbd' });
+    const [first, second] = [await thin(), await thin()];
+    await qemuIo(exportOf(first), ['write -P 0x61 0 20M']);
+    // 11 MiB more, 1 MiB requests all in flight at once: 31 of 32 MiB, so every one fits.
+    await run('qemu-img', ['bench', '-w', '-f', 'raw', '-c', '11', '-d', '16', '-s', '1M', exportOf(second)]);
+    await qemuIo(exportOf(second), ['write -P 0x62 0 11M', 'read -P 0x62 0 11M']);
+    // ...and the next 2 MiB do not.
+    expect(await qemuIoOutput(exportOf(second), ['write -P 0x63 11M 2M'])).toMatch(/No space left on device/);
+  });
+
   it("a nexus faults the child on a full pool and serves on; its last child's ENOSPC reaches the client", async () => {
     await a.client.createPool({ name: 'roomy', capacity: 256 * MiB });
     await b.client.createPool({ name: 'tight', capacity: 24 * MiB });
