@@ -79,7 +79,15 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     Promise.all(
       [...engine.pools.values()].map(async (p) => {
         const { capacity, used, committed } = await p.stats();
-        return { node: config.nodeId, name: p.name, capacity, used, committed, status: 'Online' as const };
+        return {
+          node: config.nodeId,
+          name: p.name,
+          capacity,
+          used,
+          committed,
+          status: 'Online' as const,
+          refusedWrites: p.space.refused,
+        };
       }),
     ),
   );

@@ -23,6 +23,8 @@ export class PoolSpace {
   /** Bytes written by thin writes since the last measurement (counted, not measured). */
   private unmeasured = 0;
   private stale = true;
+  /** Writes refused since the io-engine started (storctl_pool_writes_refused_total). */
+  refused = 0;
 
   constructor(
     private readonly pool: string,
@@ -74,6 +76,7 @@ export class PoolSpace {
     this.unmeasured = 0;
     this.stale = false;
     if (this.reserved <= capacity) return;
+    this.refused++;
     this.onFull();
     throw new BlockIoError(
       `pool '${this.pool}' is full: a write to thin replica '${replica}' needed ${growth} more bytes, the pool holds ${this.reserved} of its ${capacity}; free space in the pool (delete volumes or snapshots) or move the replica to another pool`,

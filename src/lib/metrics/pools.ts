@@ -3,7 +3,8 @@ import { client, registry } from './registry.js';
 /*
  * Pool capacity and usage of an io-engine, under the names Mayastor's pool exporter gives them
  * (disk_pool_*, labels node and name), so alerts written for Mayastor pools work unchanged: on a
- * thin pool, used creeping toward total is the alert that matters (writes can overcommit it).
+ * thin pool, used creeping toward total is the alert that matters (once it is full, thin writes
+ * that need new space fail with ENOSPC, which storctl_pool_writes_refused_total counts).
  */
 
 /** One pool's figures, read at each scrape. */
@@ -14,6 +15,8 @@ export interface PoolFigures {
   used: number;
   committed: number;
   status: 'Unknown' | 'Online' | 'Degraded' | 'Faulted';
+  /** Thin writes refused with ENOSPC since the io-engine started. */
+  refusedWrites: number;
 }
 
 const STATUS_CODE = { Unknown: 0, Online: 1, Degraded: 2, Faulted: 3 } as const;
@@ -50,6 +53,19 @@ poolGauge(
   'pool status: 0 Unknown, 1 Online, 2 Degraded, 3 Faulted',
   (p) => STATUS_CODE[p.status],
 );
+
+new client.Counter({
+  name: 'storctl_pool_writes_refused_total',
+  help: 'thin writes the pool refused with ENOSPC: they needed space past its capacity',
+  labelNames: ['node', 'name'] as const,
+  registers: [registry],
+  async collect() {
+    // The io-engine counts; a scrape reports its running totals.
+    this.reset();
+    for (const source of sources)
+      for (const p of await source()) this.inc({ node: p.node, name: p.name }, p.refusedWrites);
+  },
+});
 
 /** Report an io-engine's pools at each scrape; returns the function that stops it. */
 export function addPoolSource(source: () => Promise<PoolFigures[]>): () => void {

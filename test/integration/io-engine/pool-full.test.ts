@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type RunningEngine, startEngine } from './engines.js';
 import { qemuIo, run } from './nbd-tools.js';
@@ -28,7 +29,10 @@ describe('a full pool', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'storctl-ioe-full-'));
-    [a, b] = await Promise.all([startEngine(dir, 'node-a'), startEngine(dir, 'node-b')]);
+    [a, b] = await Promise.all([
+      startEngine(dir, 'node-a', { extraArgs: ['--metrics-address', '127.0.0.1:0'] }),
+      startEngine(dir, 'node-b'),
+    ]);
   });
   afterAll(async () => {
     for (const e of [a, b]) await e?.stop('SIGKILL');
@@ -58,6 +62,12 @@ describe('a full pool', () => {
     );
     expect(full.used).toBeLessThanOrEqual(32 * MiB + 64 * 1024);
     expect(full.free).toBe(0);
+    // What an alert counts: the refused write, on this pool only.
+    const samples = await scrape(metricsUrl(a.proc)!);
+    expect(
+      sum(samples, 'storctl_pool_writes_refused_total', { node: 'node-a', name: 'small' }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(sum(samples, 'disk_pool_total_size_bytes', { node: 'node-a', name: 'small' })).toBe(32 * MiB);
 
     // Space freed in the pool is usable at once.
     await a.client.destroyReplica(first.uuid);
