@@ -230,6 +230,12 @@ function forgetWatches(ctx: CoreContext): void {
   for (const uuid of w.keys()) if (!ctx.registry.replicas.has(uuid)) w.delete(uuid);
 }
 
+/** A faulted child's replica held back by its full pool. */
+interface HeldBack {
+  replica: ReplicaSpec;
+  pool: PoolState;
+}
+
 /**
  * Of the faulted replicas waited for whose node is online: those whose io-engine answers with the
  * replica's pool listing it and room in it (back), and those whose pool is listed without it (gone).
@@ -238,10 +244,10 @@ function forgetWatches(ctx: CoreContext): void {
 async function returning(
   ctx: CoreContext,
   replicas: ReplicaSpec[],
-): Promise<{ back: ReplicaSpec[]; gone: ReplicaSpec[]; full: { replica: ReplicaSpec; pool: PoolState }[] }> {
+): Promise<{ back: ReplicaSpec[]; gone: ReplicaSpec[]; full: HeldBack[] }> {
   const back: ReplicaSpec[] = [];
   const gone: ReplicaSpec[] = [];
-  const full: { replica: ReplicaSpec; pool: PoolState }[] = [];
+  const full: HeldBack[] = [];
   for (const r of replicas) {
     const engine = ctx.engines.tryGet(ctx.registry.replicaNode(r) ?? '');
     if (!engine) continue;
@@ -259,11 +265,7 @@ async function returning(
 }
 
 /** Say in an event, once per fault, that a faulted child waits for room in its full pool. */
-async function announceFull(
-  ctx: CoreContext,
-  volumeId: string,
-  full: { replica: ReplicaSpec; pool: PoolState }[],
-): Promise<void> {
+async function announceFull(ctx: CoreContext, volumeId: string, full: HeldBack[]): Promise<void> {
   const w = watches(ctx);
   const unsaid = full.filter(({ replica }) => !w.get(replica.uuid)?.fullAnnounced);
   if (!unsaid.length) return;
