@@ -12,6 +12,33 @@ const MiB = 1 << 20;
 const childOf = (v: Volume, uuid: string) => v.state.target?.children.find((ch) => ch.uri.includes(uuid));
 
 /**
+ * A thin 1-replica volume of `mib` MiB on `node`'s pool (retried until core knows that pool),
+ * written in full there, unpublished: what fills the pool. Its id.
+ */
+async function fillPool(c: TestCluster, node: string, mib: number): Promise<string> {
+  const id = newVolumeId();
+  await waitFor(
+    () =>
+      c.rest
+        .createVolume(id, {
+          size: mib * MiB,
+          replicas: 1,
+          thin: true,
+          policy: { self_heal: false },
+          topology: { node_topology: { explicit: { allowed_nodes: [node], preferred_nodes: [] } } },
+        })
+        .then(() => true)
+        .catch(() => null),
+    { what: `core knows ${node}'s pool` },
+  );
+  const uri = (await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node })).state.target!
+    .deviceUri;
+  await qemuIo(uri, `write -P 0x11 0 ${mib}M`);
+  await c.rest.unpublishVolume(id);
+  return id;
+}
+
+/**
  * A replica whose pool filled up (its writes failed with ENOSPC) is waited for like any faulted
  * child, but not added back while its pool is full (its rebuild would fail as its writes did), as
  * Mayastor's ENOSPC children wait; once space is freed in the pool it returns with a partial rebuild.
@@ -42,28 +69,8 @@ describe('a volume whose replica ran out of pool space', () => {
       disks: [join(c.dir, 'node-2', 'pool')],
       capacity: 40 * MiB,
     });
-    const onNode2 = { node_topology: { explicit: { allowed_nodes: ['node-2'], preferred_nodes: [] } } };
     // A thin volume fills most of node-2's pool.
-    const filler = newVolumeId();
-    await waitFor(
-      () =>
-        c.rest
-          .createVolume(filler, {
-            size: 28 * MiB,
-            replicas: 1,
-            thin: true,
-            policy: { self_heal: false },
-            topology: onNode2,
-          })
-          .then(() => true)
-          .catch(() => null),
-      { what: 'core knows the pools' },
-    );
-    const fillerUri = (
-      await c.rest.publishVolume(filler, { protocol: 'nbd', publish_context: {}, node: 'node-2' })
-    ).state.target!.deviceUri;
-    await qemuIo(fillerUri, 'write -P 0x11 0 28M');
-    await c.rest.unpublishVolume(filler);
+    const filler = await fillPool(c, 'node-2', 28);
 
     const id = newVolumeId();
     await c.rest.createVolume(id, { size: 16 * MiB, replicas: 2, thin: true, policy: { self_heal: true } });
@@ -158,25 +165,7 @@ describe('a volume whose replica ran out of pool space', () => {
       disks: [join(c.dir, 'node-3', 'pool')],
       capacity: 40 * MiB,
     });
-    const filler = newVolumeId();
-    await waitFor(
-      () =>
-        c.rest
-          .createVolume(filler, {
-            size: 30 * MiB,
-            replicas: 1,
-            thin: true,
-            policy: { self_heal: false },
-            topology: { node_topology: { explicit: { allowed_nodes: ['node-3'], preferred_nodes: [] } } },
-          })
-          .then(() => true)
-          .catch(() => null),
-      { what: "core knows node-3's pool" },
-    );
-    const fillerUri = (
-      await c.rest.publishVolume(filler, { protocol: 'nbd', publish_context: {}, node: 'node-3' })
-    ).state.target!.deviceUri;
-    await qemuIo(fillerUri, 'write -P 0x44 0 30M');
+    const filler = await fillPool(c, 'node-3', 30);
     await waitFor(
       async () => {
         const [v, pools] = await Promise.all([c.rest.getVolume(id), c.rest.listPools()]);
