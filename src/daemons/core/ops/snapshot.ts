@@ -10,7 +10,7 @@ import type { CoreContext } from '../context.js';
 import type { EngineApi } from '../engine-api.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
-import { predecessorBytes } from '../rest/present-schema.js';
+import { predecessorBytes } from '../snapshot-space.js';
 import { notFound, SvcError, toSvcError } from '../svc-error.js';
 import { upToDateReplicas } from './nexus-build.js';
 import { retrySettle, rollbackOp, settleOp } from './settle.js';

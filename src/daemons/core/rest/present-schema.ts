@@ -11,6 +11,7 @@ import {
   type VolumeSnapshot,
 } from '../../../lib/specs/index.js';
 import type { Registry } from '../registry.js';
+import { predecessorBytes, replicaSnapshotBytes } from '../snapshot-space.js';
 import { poolOut, volumeOut } from './present.js';
 
 /**
@@ -25,26 +26,6 @@ import { poolOut, volumeOut } from './present.js';
 export const CLUSTER_SIZE = 4096;
 
 const clusters = (bytes: number) => Math.ceil(bytes / CLUSTER_SIZE);
-
-/** Bytes the replica snapshots taken of one replica hold (their allocation when taken). */
-export function replicaSnapshotBytes(reg: Registry, replicaUuid: string): number {
-  let sum = 0;
-  for (const s of reg.snapshots.values())
-    for (const records of Object.values(s.metadata.transactions))
-      for (const r of records)
-        if (r.spec.source_id.replica_id === replicaUuid) sum += Number(r.metadata.allocated_size ?? 0);
-  return sum;
-}
-
-/** Bytes held by the snapshots of one replica taken before `taken` (an ISO timestamp). */
-export function predecessorBytes(reg: Registry, replicaUuid: string, taken: string): number {
-  let sum = 0;
-  for (const s of reg.snapshots.values())
-    for (const r of currentReplicaSnapshots(s))
-      if (r.spec.source_id.replica_id === replicaUuid && String(r.metadata.timestamp ?? '') < taken)
-        sum += Number(r.metadata.allocated_size ?? 0);
-  return sum;
-}
 
 /** REST `ReplicaSpaceUsage` of a replica of `capacity` bytes with `allocated` bytes in use. */
 export function replicaSpace(reg: Registry, replicaUuid: string, capacity: number, allocated: number) {
