@@ -47,13 +47,9 @@ async function poolMsg(p: Pool) {
 
 /** The IoEngine gRPC service: validates requests, runs them on the engine, renders replies. */
 export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.UntypedServiceImplementation {
-  const replicaMsg = async (r: Replica, knownAllocated?: number) => {
-    const allocated =
-      knownAllocated ??
-      (await stat(r.path).then(
-        (s) => s.blocks * 512,
-        () => 0,
-      ));
+  /** A replica as the wire has it; its allocation from a stat of its file, on this thread. */
+  const replicaMsg = (r: Replica, knownAllocated?: number) => {
+    const allocated = knownAllocated ?? r.allocatedBytes();
     const pool = engine.pools.get(r.poolName);
     return {
       uuid: r.uuid,
@@ -202,14 +198,12 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ListReplicas: unary(async (r: Req) => {
       const pools = r.pool ? [engine.pool(str(r.pool))] : [...engine.pools.values()];
       const all = pools.flatMap((p) => [...p.replicas.values()]);
-      // Each replica's allocation from a stat of its open file, on this thread, a batch at a time:
-      // 100k stats through the thread pool, as replicaMsg makes them one by one, held core's first
-      // reconcile pass for seconds; the batches leave the event loop to the data path in between.
+      // A batch at a time: 100k stats through the thread pool held core's first reconcile pass for
+      // seconds; on this thread, the batches leave the event loop to the data path in between.
       const replicas = [];
       for (let i = 0; i < all.length; i += LIST_BATCH) {
         if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-        for (const replica of all.slice(i, i + LIST_BATCH))
-          replicas.push(await replicaMsg(replica, replica.allocatedBytes()));
+        for (const replica of all.slice(i, i + LIST_BATCH)) replicas.push(replicaMsg(replica));
       }
       return { replicas };
     }),
