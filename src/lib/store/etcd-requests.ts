@@ -7,12 +7,19 @@ import { prefixEnd } from './validate.js';
 
 /** The store's requests in etcd3's raw RPC shapes (keys as Buffers, lease ids as decimal strings). */
 
-/** Range bounds of a prefix in etcd's terms: the empty prefix is every key ("\0" to "\0"). */
-export function prefixBounds(prefix: string, start?: string): { key: Buffer; range_end: Buffer } {
-  const end = prefixEnd(prefix);
+/**
+ * Range bounds of a prefix in etcd's terms (the empty prefix is every key: "\0" to "\0"), or of
+ * [start, end) within it.
+ */
+export function prefixBounds(
+  prefix: string,
+  start?: string,
+  end?: string,
+): { key: Buffer; range_end: Buffer } {
+  const stop = end ?? prefixEnd(prefix);
   return {
     key: Buffer.from(start ?? (prefix === '' ? '\0' : prefix)),
-    range_end: end === '' ? Buffer.from([0]) : Buffer.from(end),
+    range_end: stop === '' ? Buffer.from([0]) : Buffer.from(stop),
   };
 }
 

@@ -191,9 +191,8 @@ export class EtcdStore implements Store {
 
   async rangeEncoded(prefix: string, options: RangeOptions & { limit: number }): Promise<EncodedRange> {
     const limit = checkRange(prefix, options);
-    const rangeEnd =
-      options.endKey !== undefined ? Buffer.from(options.endKey) : prefixBounds(prefix).range_end;
-    const bytes = await this.rangeBytes({ key: prefixBounds(prefix, options.startKey).key, rangeEnd, limit });
+    const { key, range_end } = prefixBounds(prefix, options.startKey, options.endKey);
+    const bytes = await this.rangeBytes({ key, rangeEnd: range_end, limit });
     return { bytes, ...summarizeRangeResponse(bytes) };
   }
 
@@ -202,9 +201,8 @@ export class EtcdStore implements Store {
    * and no response near gRPC's message size limit.
    */
   private async pagedRange(prefix: string, limit: number, options: RangeOptions): Promise<RangeResult> {
-    const rangeEnd =
-      options.endKey !== undefined ? Buffer.from(options.endKey) : prefixBounds(prefix).range_end;
-    let key = prefixBounds(prefix, options.startKey).key;
+    const { key: first, range_end: rangeEnd } = prefixBounds(prefix, options.startKey, options.endKey);
+    let key = first;
     let revision: number | undefined;
     let count: number | undefined;
     const kvs: KeyValue[] = [];
