@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Role } from '../../../src/lib/up/role.js';
+import { Role, type RoleSpec } from '../../../src/lib/up/role.js';
 import { RoleProcess } from '../../../src/lib/up/supervisor.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -45,7 +45,8 @@ describe("up's role supervisor", () => {
     await r.stop();
   });
 
-  const flaky = (name: string, failures: number, code: number) => {
+  /** A Role whose script counts its starts (`n`, from 1) and then runs `body`. */
+  const countingRole = (name: string, body: string, spec: Partial<RoleSpec> = {}) => {
     const bin = join(dir, `${name}.js`);
     const count = join(dir, `${name}.count`);
     writeFileSync(count, '0');
@@ -54,9 +55,7 @@ describe("up's role supervisor", () => {
       `const fs = require('node:fs');
        const n = Number(fs.readFileSync(${JSON.stringify(count)}, 'utf8')) + 1;
        fs.writeFileSync(${JSON.stringify(count)}, String(n));
-       if (n <= ${failures}) { console.error('store sqlite:x is unreachable: locked'); process.exit(${code}); }
-       console.log(JSON.stringify({ msg: 'ready', start: n }));
-       setInterval(() => {}, 1000);`,
+       ${body}`,
     );
     const said: string[] = [];
     const r = new Role(
@@ -67,12 +66,21 @@ describe("up's role supervisor", () => {
         env: process.env,
         logFile: join(dir, `${name}.log`),
         readyMsg: 'ready',
-        waitingExitCodes: [5],
+        ...spec,
       },
       (l) => said.push(l),
     );
     return { r, said };
   };
+
+  const flaky = (name: string, failures: number, code: number) =>
+    countingRole(
+      name,
+      `if (n <= ${failures}) { console.error('store sqlite:x is unreachable: locked'); process.exit(${code}); }
+       console.log(JSON.stringify({ msg: 'ready', start: n }));
+       setInterval(() => {}, 1000);`,
+      { waitingExitCodes: [5] },
+    );
 
   it('a first start that exits waiting for the store is tried again, and says so', async () => {
     const { r, said } = flaky('waits', 1, 5);
@@ -90,33 +98,17 @@ describe("up's role supervisor", () => {
 
   it('a restart that is ready but whose endpoints cannot be written is said, and the role is watched on', async () => {
     // Started: ready, then exits as core does on a lost lease. Restarted: ready, and stays.
-    const bin = join(dir, 'relapse.js');
-    const count = join(dir, 'relapse.count');
-    writeFileSync(count, '0');
-    writeFileSync(
-      bin,
-      `const fs = require('node:fs');
-       const n = Number(fs.readFileSync(${JSON.stringify(count)}, 'utf8')) + 1;
-       fs.writeFileSync(${JSON.stringify(count)}, String(n));
-       console.log(JSON.stringify({ msg: 'ready', start: n }));
+    let published = 0;
+    const { r, said } = countingRole(
+      'relapse',
+      `console.log(JSON.stringify({ msg: 'ready', start: n }));
        if (n === 1) setTimeout(() => process.exit(128), 50);
        else setInterval(() => {}, 1000);`,
-    );
-    const said: string[] = [];
-    let published = 0;
-    const r = new Role(
       {
-        name: 'relapse',
-        bin,
-        args: () => [],
-        env: process.env,
-        logFile: join(dir, 'relapse.log'),
-        readyMsg: 'ready',
         afterReady: async () => {
           if (++published === 2) throw new Error('cannot write endpoints.json: ENOENT');
         },
       },
-      (l) => said.push(l),
     );
     try {
       await r.start();
