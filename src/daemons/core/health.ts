@@ -42,6 +42,6 @@ export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
  * A pool with less free space than this is full: thin writes there that need new space fail with
  * ENOSPC (io-engine pool-space.ts), and a child faulted there is not added back until it has room.
  */
-export const FULL_POOL_FREE_BYTES = 4 * 1024 * 1024;
+const FULL_POOL_FREE_BYTES = 4 * 1024 * 1024;
 
 export const poolFull = (st: PoolState) => st.free < FULL_POOL_FREE_BYTES;

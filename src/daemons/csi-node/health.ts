@@ -5,7 +5,7 @@ import { proxyStatus } from './proxy.js';
 import type { StagedVolume } from './state.js';
 
 /** A write the target refused for want of space this recently still makes the volume abnormal. */
-export const NO_SPACE_RECENT_MS = 5 * 60_000;
+const NO_SPACE_RECENT_MS = 5 * 60_000;
 
 export interface VolumeHealth {
   abnormal: boolean;

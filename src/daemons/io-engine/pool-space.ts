@@ -5,7 +5,7 @@ import { Errno } from '../../lib/nbd/protocol.js';
  * Within this many bytes of a pool's capacity, every thin write is measured as it lands; further
  * off, writes only count their length against the headroom last measured.
  */
-export const TIGHT_MARGIN = 8 * 1024 * 1024;
+const TIGHT_MARGIN = 8 * 1024 * 1024;
 
 /**
  * Holds a pool's thin replicas to its capacity, as a disk holds Mayastor's thin lvols: a write that
