@@ -128,6 +128,12 @@ const createReplicaRequest = (o: CreateReplicaOptions): Raw => ({
 let serviceCtor: grpc.ServiceClientConstructor | null = null;
 
 /**
+ * A listing answers in one message: ListReplicas of 33k replicas is ~8 MB, past gRPC's default 4 MB
+ * receive limit, so core could not poll a node holding that many. 512 MiB holds millions.
+ */
+const MAX_LISTING_BYTES = 512 * 1024 * 1024;
+
+/**
  * Typed client of one io-engine's gRPC API (service storctl.io_engine.v1.IoEngine). Every call has a
  * deadline; failures are IoEngineError with the server's status code and message.
  */
@@ -139,7 +145,9 @@ export class IoEngineClient {
     private readonly options: { deadlineMs?: number } = {},
   ) {
     serviceCtor ??= lookupService(loadProto('io_engine.proto'), 'storctl.io_engine.v1.IoEngine');
-    this.client = new serviceCtor(endpoint, grpc.credentials.createInsecure());
+    this.client = new serviceCtor(endpoint, grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': MAX_LISTING_BYTES,
+    });
   }
 
   private call(method: string, request: Raw, deadlineMs = this.options.deadlineMs ?? 30_000): Promise<Raw> {
