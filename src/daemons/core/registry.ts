@@ -22,6 +22,7 @@ import { type KeySpace, nodeLivenessPrefix, objectKey, typePrefix } from '../../
 import type { Store, Watch } from '../../lib/store/types.js';
 import type { NexusState, PoolState, ReplicaState } from './engine-api.js';
 import { type CoreEvent, eventKey } from './events.js';
+import { IdsByOwner } from './ids-by-owner.js';
 import type { GuardedWriter } from './persist.js';
 import type { NodeView, PoolView } from './scheduler.js';
 import { busy, notFound, SvcError } from './svc-error.js';
@@ -87,8 +88,8 @@ export class Registry {
 
   /** Resources held by an operation, with the error a request meets meanwhile (default: busy, 409). */
   private readonly busySet = new Map<string, (() => SvcError) | undefined>();
-  /** Replica uuids by owning volume, kept in step with `replicas` (10k volumes: no full scans). */
-  private readonly replicasByVolume = new Map<string, Set<string>>();
+  private readonly replicasByVolume = new IdsByOwner();
+  private readonly snapshotsByVolume = new IdsByOwner();
   private livenessWatch: Watch | null = null;
   private readonly startedAt = Date.now();
   onNodeChange: (node: string, online: boolean) => void = () => {};
@@ -130,6 +131,7 @@ export class Registry {
       this.countReplica(r, 1);
     }
     await load(volumeSnapshot, this.snapshots);
+    for (const sn of this.snapshots.values()) this.snapshotsByVolume.add(sn.spec.source_id, sn.spec.uuid);
   }
 
   /** Re-read NodeSpecs: io-engines register (write) their own NodeSpec. */
@@ -321,28 +323,29 @@ export class Registry {
     for (const p of pools) this.pools.set(p.id, p);
     for (const n of nexuses) this.nexuses.set(n.uuid, n);
     for (const n of nodes) this.nodes.set(n.id, n);
-    for (const s of snapshots) this.snapshots.set(s.spec.uuid, s);
+    for (const s of snapshots) this.setSnapshot(s);
     for (const id of change.deleteVolumes ?? []) this.volumes.delete(id);
     for (const id of change.deleteReplicas ?? []) this.deleteReplica(id);
     for (const id of change.deletePools ?? []) this.pools.delete(id);
     for (const id of change.deleteNexuses ?? []) this.nexuses.delete(id);
-    for (const id of change.deleteSnapshots ?? []) this.snapshots.delete(id);
+    for (const id of change.deleteSnapshots ?? []) this.deleteSnapshot(id);
   }
 
   private indexReplica(r: ReplicaSpec | undefined, add: boolean): void {
-    const owner = r?.owners.volume;
-    if (!r || !owner) return;
-    let set = this.replicasByVolume.get(owner);
-    if (add) {
-      if (!set) {
-        set = new Set();
-        this.replicasByVolume.set(owner, set);
-      }
-      set.add(r.uuid);
-    } else if (set) {
-      set.delete(r.uuid);
-      if (set.size === 0) this.replicasByVolume.delete(owner);
-    }
+    if (!r) return;
+    if (add) this.replicasByVolume.add(r.owners.volume, r.uuid);
+    else this.replicasByVolume.remove(r.owners.volume, r.uuid);
+  }
+
+  private setSnapshot(s: VolumeSnapshot): void {
+    this.deleteSnapshot(s.spec.uuid);
+    this.snapshots.set(s.spec.uuid, s);
+    this.snapshotsByVolume.add(s.spec.source_id, s.spec.uuid);
+  }
+
+  private deleteSnapshot(id: string): void {
+    this.snapshotsByVolume.remove(this.snapshots.get(id)?.spec.source_id, id);
+    this.snapshots.delete(id);
   }
 
   /** Per pool: bytes and replicas committed by replica specs, kept in step so scheduling is O(pools). */
@@ -392,8 +395,12 @@ export class Registry {
   }
 
   volumeReplicas(volumeId: string): ReplicaSpec[] {
-    const ids = this.replicasByVolume.get(volumeId);
-    return ids ? [...ids].map((id) => this.replicas.get(id)!).filter(Boolean) : [];
+    return this.replicasByVolume.of(volumeId, this.replicas);
+  }
+
+  /** The snapshots taken of a volume. */
+  volumeSnapshots(volumeId: string): VolumeSnapshot[] {
+    return this.snapshotsByVolume.of(volumeId, this.snapshots);
   }
 
   volumeNexuses(volumeId: string): NexusSpec[] {

@@ -1,4 +1,4 @@
-import { currentReplicaSnapshots } from '../../lib/specs/index.js';
+import { currentReplicaSnapshots, type ReplicaSpec } from '../../lib/specs/index.js';
 import type { Registry } from './registry.js';
 
 /*
@@ -7,19 +7,28 @@ import type { Registry } from './registry.js';
  */
 
 /** Bytes the replica snapshots taken of one replica hold (their allocation when taken). */
-export function replicaSnapshotBytes(reg: Registry, replicaUuid: string): number {
+export function replicaSnapshotBytes(reg: Registry, replica: ReplicaSpec): number {
+  if (!replica.owners.volume) return 0;
   let sum = 0;
-  for (const s of reg.snapshots.values())
+  for (const s of reg.volumeSnapshots(replica.owners.volume))
     for (const records of Object.values(s.metadata.transactions))
       for (const r of records)
-        if (r.spec.source_id.replica_id === replicaUuid) sum += Number(r.metadata.allocated_size ?? 0);
+        if (r.spec.source_id.replica_id === replica.uuid) sum += Number(r.metadata.allocated_size ?? 0);
   return sum;
 }
 
-/** Bytes held by the snapshots of one replica taken before `taken` (an ISO timestamp). */
-export function predecessorBytes(reg: Registry, replicaUuid: string, taken: string): number {
+/**
+ * Bytes held by the snapshots of one replica of volume `volumeId` taken before `taken` (an ISO
+ * timestamp).
+ */
+export function predecessorBytes(
+  reg: Registry,
+  volumeId: string,
+  replicaUuid: string,
+  taken: string,
+): number {
   let sum = 0;
-  for (const s of reg.snapshots.values())
+  for (const s of reg.volumeSnapshots(volumeId))
     for (const r of currentReplicaSnapshots(s))
       if (r.spec.source_id.replica_id === replicaUuid && String(r.metadata.timestamp ?? '') < taken)
         sum += Number(r.metadata.allocated_size ?? 0);

@@ -44,7 +44,7 @@ export async function createSnapshot(
       throw new SvcError('Deleting', `snapshot '${snapId}' is being deleted; retry once it is gone`);
     // The same request again (a retry of one answered 507) returns the snapshot it made.
     if (existing && existing.status !== 'Creating' && !existing.metadata.operation) return existing;
-    const count = [...registry.snapshots.values()].filter((s) => s.spec.source_id === volumeId).length;
+    const count = registry.volumeSnapshots(volumeId).length;
     if (!existing && volume.max_snapshots !== undefined && count >= volume.max_snapshots) {
       throw new SvcError(
         'OutOfRange',
@@ -146,7 +146,7 @@ export async function createSnapshot(
       ...records.map(
         (r) =>
           Number(r.metadata.allocated_size) +
-          predecessorBytes(registry, r.spec.source_id.replica_id, String(r.metadata.timestamp)),
+          predecessorBytes(registry, volumeId, r.spec.source_id.replica_id, String(r.metadata.timestamp)),
       ),
     );
     snap.metadata.transactions = { [txnId]: records };

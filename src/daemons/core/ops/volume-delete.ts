@@ -28,8 +28,8 @@ export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void
         `volume '${uuid}' not found: it was deleted already, or never created`,
         `The volume '${uuid}' was not found`,
       );
-    const snapshots = [...ctx.registry.snapshots.values()]
-      .filter((s) => s.spec.source_id === uuid)
+    const snapshots = ctx.registry
+      .volumeSnapshots(uuid)
       .map((s) => s.spec.uuid)
       .sort();
     if (snapshots.length) {

@@ -22,8 +22,7 @@ export async function setVolumeProperty(
   return registry.exclusive('volume', uuid, async () => {
     const volume = registry.volume(uuid);
     checkUsable(volume);
-    let count = 0;
-    for (const s of registry.snapshots.values()) if (s.spec.source_id === uuid) count++;
+    const count = registry.volumeSnapshots(uuid).length;
     if (prop.max_snapshots < count) {
       throw new SvcError(
         'InvalidArgument',

@@ -28,8 +28,8 @@ export const CLUSTER_SIZE = 4096;
 const clusters = (bytes: number) => Math.ceil(bytes / CLUSTER_SIZE);
 
 /** REST `ReplicaSpaceUsage` of a replica of `capacity` bytes with `allocated` bytes in use. */
-export function replicaSpace(reg: Registry, replicaUuid: string, capacity: number, allocated: number) {
-  const snapshots = replicaSnapshotBytes(reg, replicaUuid);
+export function replicaSpace(reg: Registry, replica: ReplicaSpec, capacity: number, allocated: number) {
+  const snapshots = replicaSnapshotBytes(reg, replica);
   return {
     capacity_bytes: capacity,
     allocated_bytes: allocated,
@@ -42,8 +42,8 @@ export function replicaSpace(reg: Registry, replicaUuid: string, capacity: numbe
 }
 
 /** REST `ReplicaUsage` (a volume's replica_topology entry). */
-export function replicaUsage(reg: Registry, replicaUuid: string, capacity: number, allocated: number) {
-  const snapshots = replicaSnapshotBytes(reg, replicaUuid);
+export function replicaUsage(reg: Registry, replica: ReplicaSpec, capacity: number, allocated: number) {
+  const snapshots = replicaSnapshotBytes(reg, replica);
   return { capacity, allocated, allocated_snapshots: snapshots, allocated_all_snapshots: snapshots };
 }
 
@@ -145,7 +145,7 @@ export function replicaSnapshotsOut(reg: Registry, s: VolumeSnapshot) {
         timestamp: taken,
         size: Number(r.metadata.size ?? 0),
         allocated_size: Number(r.metadata.allocated_size ?? 0),
-        predecessor_alloc_size: predecessorBytes(reg, src.replica_id, taken),
+        predecessor_alloc_size: predecessorBytes(reg, s.spec.source_id, src.replica_id, taken),
       },
     };
   });

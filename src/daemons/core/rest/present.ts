@@ -60,11 +60,11 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
       state: replicaOnline(reg, r) ? 'Online' : 'Unknown',
       'child-status': childState.get(r.uuid),
       'rebuild-progress': child?.rebuildProgress ?? undefined,
-      usage: rs ? replicaUsage(reg, r.uuid, rs.size, rs.allocated ?? 0) : undefined,
+      usage: rs ? replicaUsage(reg, r, rs.size, rs.allocated ?? 0) : undefined,
     };
   }
   return {
-    spec: volumeSpecOut(v, [...reg.snapshots.values()].filter((s) => s.spec.source_id === v.uuid).length),
+    spec: volumeSpecOut(v, reg.volumeSnapshots(v.uuid).length),
     state: {
       uuid: v.uuid,
       size: v.size,
@@ -91,7 +91,7 @@ export function replicaOut(reg: Registry, r: ReplicaSpec) {
     kind: 'Regular',
     owner: r.owners.volume ?? undefined,
     'allowed-hosts': r.allowed_hosts ?? [],
-    space: st ? replicaSpace(reg, r.uuid, st.size, st.allocated ?? 0) : undefined,
+    space: st ? replicaSpace(reg, r, st.size, st.allocated ?? 0) : undefined,
   };
 }
 

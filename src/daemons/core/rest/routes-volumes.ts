@@ -171,10 +171,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
     })
     .add('GET', '/volumes/:volume_id/snapshots', async (req) => {
       const id = vid(req);
-      const page = paginate(
-        [...reg.snapshots.values()].filter((s) => s.spec.source_id === id),
-        req.query,
-      );
+      const page = paginate(reg.volumeSnapshots(id), req.query);
       return {
         status: 200,
         body: { entries: page.entries.map((s) => snapshotOut(reg, s)), next_token: page.next_token },
