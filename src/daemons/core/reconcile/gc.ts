@@ -1,4 +1,6 @@
-import { cloneSpec, poolRefName } from '../../../lib/specs/index.js';
+import { eachLimited } from '../../../lib/each-limited.js';
+import { cloneSpec, poolRefName, type ReplicaSpec } from '../../../lib/specs/index.js';
+import { TimeSlice } from '../../../lib/time-slice.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { finishVolumeDelete } from '../ops/volume-delete.js';
@@ -17,6 +19,13 @@ function pastGrace(key: string, graceMs: number): boolean {
   return now - seen >= graceMs;
 }
 
+/**
+ * Destroys and store writes of the GC in flight at once: after a crash with many interrupted
+ * creates, a thousand collected one at a time would hold up core's first pass (and so its
+ * readiness) for a thousand io-engine round trips and commits.
+ */
+const GC_IN_FLIGHT = 16;
+
 /** Volume GC: finish deletes interrupted by a crash (Deleting volumes; Creating ones are made Deleting). */
 export async function collectVolumes(ctx: CoreContext): Promise<void> {
   const { registry } = ctx;
@@ -26,8 +35,9 @@ export async function collectVolumes(ctx: CoreContext): Promise<void> {
       ? v
       : null;
   };
-  for (const id of [...registry.volumes.keys()]) {
-    if (!deletable(id) || registry.isBusy('volume', id)) continue;
+  const due = [...registry.volumes.keys()].filter((id) => deletable(id));
+  await eachLimited(due, GC_IN_FLIGHT, async (id) => {
+    if (registry.isBusy('volume', id)) return;
     await registry
       .exclusive('volume', id, async () => {
         // Re-read under the lock: a request may have deleted and re-created the volume meanwhile.
@@ -35,7 +45,7 @@ export async function collectVolumes(ctx: CoreContext): Promise<void> {
         if (v) await finishVolumeDelete(ctx, cloneSpec(v));
       })
       .catch((err) => ctx.log.warn({ volume: id, err: (err as Error).message }, 'volume GC failed'));
-  }
+  });
 }
 
 /**
@@ -44,47 +54,54 @@ export async function collectVolumes(ctx: CoreContext): Promise<void> {
  */
 export async function collectNexuses(ctx: CoreContext): Promise<void> {
   const { registry, engines } = ctx;
-  for (const id of [...registry.nexuses.keys()]) {
-    // Re-read each spec: earlier iterations awaited, and requests may have changed it.
+  /** The nexus spec GC destroys now, if any. */
+  const unwanted = (id: string) => {
     const n = registry.nexuses.get(id);
-    if (!n || n.operation) continue;
+    if (!n || n.operation) return null;
     // An operator's nexus (REST `PUT /nodes/{node}/nexuses/{id}`: unmanaged, no owner) is theirs to delete.
-    if (!n.managed && !n.owner && n.spec_status !== 'Deleting') continue;
+    if (!n.managed && !n.owner && n.spec_status !== 'Deleting') return null;
     const owner = n.owner ? registry.volumes.get(n.owner) : undefined;
-    if (owner && registry.isBusy('volume', owner.uuid)) continue;
+    if (owner && registry.isBusy('volume', owner.uuid)) return null;
     const wanted =
       n.spec_status !== 'Deleting' &&
       owner &&
       owner.target?.nexus === n.uuid &&
       owner.target.active !== false;
-    if (wanted) continue;
-    const engine = engines.tryGet(n.node);
-    if (!engine) continue;
+    return wanted ? null : n;
+  };
+  const due = [...registry.nexuses.keys()].filter((id) => unwanted(id));
+  await eachLimited(due, GC_IN_FLIGHT, async (id) => {
+    // Re-read each spec: other destroys awaited meanwhile, and requests may have changed it.
+    const n = unwanted(id);
+    const engine = n && engines.tryGet(n.node);
+    if (!n || !engine) return;
     try {
       await engine.destroyNexus(n.uuid);
     } catch (err) {
-      if (toSvcError(err).kind !== 'NotFound') continue;
+      if (toSvcError(err).kind !== 'NotFound') return;
     }
     registry.dropNexusState(n.node, n.uuid);
     await registry.persist({
       deleteNexuses: [n.uuid],
       events: [makeEvent('nexus', n.uuid, 'Destroyed', `garbage collected on node ${n.node}`)],
     });
-  }
+  });
   for (const [node, states] of registry.nexusStates) {
     const engine = engines.tryGet(node);
     if (!engine) continue;
-    for (const uuid of [...states.keys()]) {
-      if (registry.nexuses.has(uuid) || !pastGrace(`nexus/${uuid}`, ctx.config.replicaGcGraceMs)) continue;
+    const strays = [...states.keys()].filter(
+      (uuid) => !registry.nexuses.has(uuid) && pastGrace(`nexus/${uuid}`, ctx.config.replicaGcGraceMs),
+    );
+    await eachLimited(strays, GC_IN_FLIGHT, async (uuid) => {
       // Re-check after the grace period: an operation may have recorded it meanwhile.
-      if (registry.nexuses.has(uuid)) continue;
+      if (registry.nexuses.has(uuid)) return;
       await engine.destroyNexus(uuid).catch(() => {});
       states.delete(uuid);
       firstSeen.delete(`nexus/${uuid}`);
       await registry.persist({
         events: [makeEvent('nexus', uuid, 'Destroyed', `nexus without spec removed from node ${node}`)],
       });
-    }
+    });
   }
 }
 
@@ -94,24 +111,32 @@ export async function collectNexuses(ctx: CoreContext): Promise<void> {
  */
 export async function collectReplicas(ctx: CoreContext): Promise<void> {
   const { registry, engines, config } = ctx;
-  for (const id of [...registry.replicas.keys()]) {
-    const r = registry.replicas.get(id);
-    if (!r || r.operation) continue;
+  /** Whether GC destroys the replica with this spec: Deleting, or managed and its owner gone. */
+  const collectable = (r: ReplicaSpec) => {
     const owner = r.owners.volume ? registry.volumes.get(r.owners.volume) : undefined;
-    if (owner && registry.isBusy('volume', owner.uuid)) continue;
-    const orphan = r.managed && !owner;
-    if (r.status !== 'Deleting' && !orphan) {
-      firstSeen.delete(`replica/${r.uuid}`);
-      continue;
-    }
+    if (r.operation || (owner && registry.isBusy('volume', owner.uuid))) return 'not now';
+    return r.status === 'Deleting' || (r.managed && !owner) ? 'yes' : 'no';
+  };
+  const due: ReplicaSpec[] = [];
+  const slice = new TimeSlice();
+  for (const r of registry.replicas.values()) {
+    await slice.pause();
+    const verdict = collectable(r);
+    if (verdict === 'no' && firstSeen.size) firstSeen.delete(`replica/${r.uuid}`);
+    if (verdict !== 'yes') continue;
     if (r.status !== 'Deleting' && !pastGrace(`replica/${r.uuid}`, config.replicaGcGraceMs)) continue;
+    due.push(r);
+  }
+  await eachLimited(due, GC_IN_FLIGHT, async (r) => {
+    // Other destroys awaited meanwhile: a spec a request replaced or removed is not this one's to collect.
+    if (registry.replicas.get(r.uuid) !== r || collectable(r) !== 'yes') return;
     const node = registry.replicaNode(r);
     const engine = node ? engines.tryGet(node) : null;
-    if (!engine) continue;
+    if (!engine) return;
     try {
       await engine.destroyReplica(r.uuid, poolRefName(r.pool));
     } catch (err) {
-      if (toSvcError(err).kind !== 'NotFound') continue;
+      if (toSvcError(err).kind !== 'NotFound') return;
     }
     registry.dropReplicaState(node!, r.uuid);
     firstSeen.delete(`replica/${r.uuid}`);
@@ -126,14 +151,16 @@ export async function collectReplicas(ctx: CoreContext): Promise<void> {
         ),
       ],
     });
-  }
+  });
   for (const [node, states] of registry.replicaStates) {
     const engine = engines.tryGet(node);
     if (!engine) continue;
-    for (const st of [...states.values()]) {
-      if (registry.replicas.has(st.uuid)) continue;
-      if (!pastGrace(`replica/${st.uuid}`, config.replicaGcGraceMs) || registry.replicas.has(st.uuid))
-        continue;
+    const strays = [...states.values()].filter(
+      (st) => !registry.replicas.has(st.uuid) && pastGrace(`replica/${st.uuid}`, config.replicaGcGraceMs),
+    );
+    await eachLimited(strays, GC_IN_FLIGHT, async (st) => {
+      // Re-check after the grace period: an operation may have recorded it meanwhile.
+      if (registry.replicas.has(st.uuid)) return;
       await engine.destroyReplica(st.uuid, st.pool).catch(() => {});
       states.delete(st.uuid);
       firstSeen.delete(`replica/${st.uuid}`);
@@ -142,6 +169,6 @@ export async function collectReplicas(ctx: CoreContext): Promise<void> {
           makeEvent('replica', st.uuid, 'Destroyed', `replica without spec removed from pool ${st.pool}`),
         ],
       });
-    }
+    });
   }
 }
