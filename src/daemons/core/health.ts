@@ -14,8 +14,6 @@ export function nexusStateOf(reg: Registry, n: NexusSpec | undefined): NexusStat
 
 /** Volume health from its nexus (published) or its replicas (unpublished). */
 export function volumeStatus(reg: Registry, v: VolumeSpec): string {
-  const replicas = reg.volumeReplicas(v.uuid);
-  const live = replicas.filter((r) => replicaOnline(reg, r));
   if (v.target && v.target.active !== false) {
     const st = nexusStateOf(reg, reg.nexuses.get(v.target.nexus));
     if (!st) return 'Unknown';
@@ -26,6 +24,8 @@ export function volumeStatus(reg: Registry, v: VolumeSpec): string {
       return 'Degraded';
     return 'Online';
   }
+  const replicas = reg.volumeReplicas(v.uuid);
+  const live = replicas.filter((r) => replicaOnline(reg, r));
   if (live.length === 0) return replicas.length ? 'Faulted' : 'Unknown';
   return live.length < v.num_replicas ? 'Degraded' : 'Online';
 }

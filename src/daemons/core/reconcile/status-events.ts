@@ -1,3 +1,4 @@
+import { TimeSlice } from '../../../lib/time-slice.js';
 import type { CoreContext } from '../context.js';
 import { type CoreEvent, makeEvent } from '../events.js';
 import { poolFull, volumeStatus } from '../health.js';
@@ -46,7 +47,9 @@ export async function recordStatusChanges(ctx: CoreContext): Promise<void> {
     lastPoolFull.set(id, full);
   }
   for (const id of lastPoolFull.keys()) if (!registry.poolStates.has(id)) lastPoolFull.delete(id);
+  const slice = new TimeSlice();
   for (const v of registry.volumes.values()) {
+    await slice.pause();
     if (v.operation || registry.isBusy('volume', v.uuid)) continue;
     const status = volumeStatus(registry, v);
     const was = lastVolume.get(v.uuid);

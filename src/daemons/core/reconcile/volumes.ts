@@ -1,4 +1,5 @@
 import { cloneSpec, isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
+import { TimeSlice } from '../../../lib/time-slice.js';
 import type { CoreContext } from '../context.js';
 import type { PoolState } from '../engine-api.js';
 import { makeEvent } from '../events.js';
@@ -28,7 +29,9 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
     const states = registry.nexusStates.get(nexus.node);
     return states && !states.has(nexus.uuid) ? { v, nexus } : null;
   };
+  const slice = new TimeSlice();
   for (const id of [...registry.volumes.keys()]) {
+    await slice.pause();
     if (!missing(id)) continue;
     busy = true;
     await registry
@@ -89,7 +92,9 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
   const { registry, engines } = ctx;
   let busy = false;
   forgetWatches(ctx);
+  const slice = new TimeSlice();
   for (const id of [...registry.volumes.keys()]) {
+    await slice.pause();
     if (!healPlan(ctx, id)) continue;
     busy = true;
     await registry
@@ -373,8 +378,7 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   const { registry, config } = ctx;
   const stored = registry.volumes.get(id);
   if (!stored || !idle(ctx, stored, locked) || !stored.policy.self_heal) return null;
-  const volume = cloneSpec(stored);
-  const nexus = activeNexus(ctx, volume);
+  const nexus = activeNexus(ctx, stored);
   const nst = nexus ? registry.nexusStates.get(nexus.node)?.get(nexus.uuid) : undefined;
   if (nexus && !nst) return null; // target not running: it is recreated first
   const replicas = registry.volumeReplicas(id).filter((r) => isCreated(r.status));
@@ -423,7 +427,7 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   const live = replicas.filter((r) => !out.includes(r));
   const missingChildren = nst ? live.filter((r) => !childOf(r.uuid) && replicaOnline(registry, r)) : [];
   // Faulted children waited for keep their place (no replacement is made for them meanwhile).
-  const want = volume.num_replicas - live.length - returning.length - waiting.length;
+  const want = stored.num_replicas - live.length - returning.length - waiting.length;
   if (
     lost.length === 0 &&
     faulted.length === 0 &&
@@ -437,5 +441,16 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   // Nothing to rebuild from (no healthy child left): manual intervention.
   if (live.length === 0) return null;
   if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
-  return { volume, nexus, live, lost, faulted, expired, returning, waiting, unannounced, missingChildren };
+  return {
+    volume: cloneSpec(stored),
+    nexus,
+    live,
+    lost,
+    faulted,
+    expired,
+    returning,
+    waiting,
+    unannounced,
+    missingChildren,
+  };
 }
