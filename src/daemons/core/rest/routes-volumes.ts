@@ -23,17 +23,26 @@ import {
   uuidParam,
 } from './validate.js';
 
-/** Offset pagination over the insertion-ordered spec map (docs/mayastor-compat.md §2.1). */
-export function paginate<T>(items: T[], q: URLSearchParams): { entries: T[]; next_token?: number } {
+/**
+ * Offset pagination over the insertion-ordered spec map (docs/mayastor-compat.md §2.1). Takes any
+ * iterable: a page of a map's values is read without copying the map into an array first (100k
+ * volumes: 800 KB of garbage per page).
+ */
+export function paginate<T>(items: Iterable<T>, q: URLSearchParams): { entries: T[]; next_token?: number } {
   const max = q.get('max_entries');
   if (max === null)
     throw new SvcError('InvalidArgument', "query parameter 'max_entries' is required (0 = no pagination)");
   const maxEntries = int(Number(max), 'max_entries', 0);
   const start =
     q.get('starting_token') === null ? 0 : int(Number(q.get('starting_token')), 'starting_token', 0);
-  if (maxEntries === 0) return { entries: items.slice(start) };
-  const entries = items.slice(start, start + maxEntries);
-  return start + maxEntries < items.length ? { entries, next_token: start + maxEntries } : { entries };
+  const entries: T[] = [];
+  let index = 0;
+  for (const item of items) {
+    if (index++ < start) continue;
+    if (maxEntries > 0 && entries.length === maxEntries) return { entries, next_token: start + maxEntries };
+    entries.push(item);
+  }
+  return { entries };
 }
 
 /**
@@ -65,10 +74,9 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
   };
   router
     .add('GET', '/volumes', async (req) => {
-      let vols = [...reg.volumes.values()];
-      const filter = req.query.get('volume_id');
-      if (filter) vols = vols.filter((v) => v.uuid === filter.toLowerCase());
-      const page = paginate(vols, req.query);
+      const filter = req.query.get('volume_id')?.toLowerCase() || undefined;
+      const one = filter === undefined ? undefined : reg.volumes.get(filter);
+      const page = paginate(filter === undefined ? reg.volumes.values() : one ? [one] : [], req.query);
       return {
         status: 200,
         body: { entries: page.entries.map((v) => volumeOut(reg, v)), next_token: page.next_token },
