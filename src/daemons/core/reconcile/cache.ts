@@ -1,3 +1,4 @@
+import { IoEngineError } from '../../../lib/io-engine/client.js';
 import type { CoreContext } from '../context.js';
 
 /** Poll every online io-engine for its pools, replicas and nexuses (Mayastor's cache poller). */
@@ -30,12 +31,24 @@ export async function pollNode(ctx: CoreContext, node: string): Promise<void> {
       engine.listReplicas(),
       engine.listNexuses(),
     ]);
+    if (pollFailures.delete(node)) log.info({ node }, 'io-engine poll works again');
     registry.polledPools.set(node, new Set(pools.map((p) => p.id)));
     for (const p of pools) registry.poolStates.set(p.id, p);
     if ((registry.stateVersion.get(node) ?? 0) !== version) return; // an operation changed it meanwhile
     registry.replicaStates.set(node, new Map(replicas.map((r) => [r.uuid, r])));
     registry.nexusStates.set(node, new Map(nexuses.map((n) => [n.uuid, n])));
   } catch (err) {
-    log.debug({ node, err: (err as Error).message }, 'io-engine poll failed');
+    // Said once per node and kind of failure (a deadline's message differs every time), not every
+    // pass: until a poll works, core sees none of the node's replica or nexus state.
+    const kind = err instanceof IoEngineError ? err.codeName : (err as Error).message;
+    if (pollFailures.get(node) !== kind)
+      log.warn(
+        { node, err: (err as Error).message },
+        'io-engine poll failed: core does not see its replicas and nexuses',
+      );
+    pollFailures.set(node, kind);
   }
 }
+
+/** Per node, why its last poll failed (absent: it worked). */
+const pollFailures = new Map<string, string>();
