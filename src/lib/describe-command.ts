@@ -1,4 +1,4 @@
-import { type ClusterState, readCluster } from './catalog/cluster.js';
+import { type ClusterState, type Mentioning, readCluster } from './catalog/cluster.js';
 import { type CoreEvent, listEvents } from './catalog/events.js';
 import { type LiveKind, type LiveState, liveRestUrl, readLive } from './catalog/live.js';
 import { withStore } from './catalog/with-store.js';
@@ -20,6 +20,7 @@ export abstract class DescribeCommand extends StorctlCommand {
   protected async gather(
     types: readonly (SpecType | 'NodeLiveness')[],
     liveKinds: readonly LiveKind[],
+    mentioning?: Mentioning,
   ): Promise<{
     state: ClusterState;
     events: CoreEvent[];
@@ -27,7 +28,7 @@ export abstract class DescribeCommand extends StorctlCommand {
     restUrl: string | null;
   }> {
     const { state, events } = await withStore(this.globals, async (store) => ({
-      state: await readCluster(store, this.globals.keySpace, types),
+      state: await readCluster(store, this.globals.keySpace, types, mentioning),
       events: (await listEvents(store, this.globals.keySpace, { limit: EVENTS_READ })).events,
     }));
     const restUrl = liveRestUrl(this.globals.storeUrl);

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
-import { byId, type ClusterState, readCluster } from './catalog/cluster.js';
+import { aboutVolume, byId, type ClusterState, readCluster } from './catalog/cluster.js';
 import type { LiveAnswer, LiveKind, LiveUnavailable } from './catalog/live.js';
 import { countSnapshots } from './catalog/snapshot-counts.js';
 import { streamSpecs, volumeTableRows } from './catalog/stream.js';
@@ -64,6 +64,7 @@ export abstract class GetCommand extends StorctlCommand {
       live = [],
       liveInTables = true,
       answer,
+      volume,
     }: {
       /** What core's live state the listing joins when core answers. */
       live?: readonly LiveKind[];
@@ -71,13 +72,20 @@ export abstract class GetCommand extends StorctlCommand {
       liveInTables?: boolean;
       /** Core's answer when the caller already asked (the state is not read twice). */
       answer?: LiveAnswer;
+      /** The one volume the listing is about: only what mentions it is read, core asked for it alone. */
+      volume?: string;
     } = {},
   ): Promise<void> {
     // custom-columns and jsonpath read the objects -o json prints, not the table's cells.
     const table = this.globals.output === 'table' || this.globals.output === 'wide';
     const once = async (store: Store) => {
-      const state = await readCluster(store, this.globals.keySpace, types);
-      if (live.length && (liveInTables || !table)) await this.joinLive(state, live, answer);
+      const state = await readCluster(
+        store,
+        this.globals.keySpace,
+        types,
+        volume === undefined ? undefined : aboutVolume(volume),
+      );
+      if (live.length && (liveInTables || !table)) await this.joinLive(state, live, answer, volume);
       this.print(build(state));
       return state;
     };
@@ -205,7 +213,7 @@ export abstract class GetCommand extends StorctlCommand {
     id: string,
     types: readonly (SpecType | 'NodeLiveness')[],
     build: (state: ClusterState) => Listing<T>,
-    options: { live?: readonly LiveKind[] } = {},
+    options: { live?: readonly LiveKind[]; volume?: string } = {},
   ): Promise<void> {
     await this.show(
       types,
@@ -220,18 +228,23 @@ export abstract class GetCommand extends StorctlCommand {
   }
 
   /** Core's live state of these kinds, or why there is none. */
-  private async liveAnswer(kinds: readonly LiveKind[]): Promise<LiveAnswer> {
+  private async liveAnswer(kinds: readonly LiveKind[], volume?: string): Promise<LiveAnswer> {
     // Loaded here: listings that need no live state need not load the REST client (undici).
     const { liveRestUrl, readLive } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
     return url
-      ? await readLive(url, kinds, clusterHeaderValue(this.globals.keySpace))
+      ? await readLive(url, kinds, clusterHeaderValue(this.globals.keySpace), volume)
       : { unavailable: 'core is not reachable' };
   }
 
   /** Join core's live state (read now, unless given) to a listing; without it, say why (noteNoLive). */
-  private async joinLive(state: ClusterState, kinds: readonly LiveKind[], given?: LiveAnswer): Promise<void> {
-    const answer = given ?? (await this.liveAnswer(kinds));
+  private async joinLive(
+    state: ClusterState,
+    kinds: readonly LiveKind[],
+    given?: LiveAnswer,
+    volume?: string,
+  ): Promise<void> {
+    const answer = given ?? (await this.liveAnswer(kinds, volume));
     if ('live' in answer) state.live = answer.live;
     else this.noteNoLive(answer);
   }

@@ -1,4 +1,5 @@
 import { Args } from '@oclif/core';
+import { aboutVolume } from '../../lib/catalog/cluster.js';
 import { VOLUME_PAGE_TYPES, volumePage } from '../../lib/describe/volume.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
 import { NotFoundError, ServiceUnavailableError, TimeoutError } from '../../lib/errors.js';
@@ -17,7 +18,7 @@ export default class DescribeVolume extends DescribeCommand {
   async run(): Promise<void> {
     const { args } = await this.parse(DescribeVolume);
     // No listing from core: the page needs this one volume's fresh state only (asked below).
-    const { state, events, restUrl } = await this.gather(VOLUME_PAGE_TYPES, []);
+    const { state, events, restUrl } = await this.gather(VOLUME_PAGE_TYPES, [], aboutVolume(args.id));
     const v = state.specs.VolumeSpec?.get(args.id);
     if (!v) throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
     // The volume's fresh state (children and rebuild progress) when core answers.

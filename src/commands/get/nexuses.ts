@@ -11,7 +11,7 @@ export default class GetNexuses extends GetCommand {
   async run(): Promise<void> {
     await this.parse(GetNexuses);
     await this.showSpecs('NexusSpec', undefined, NEXUS_TYPES, (state) => nexusListing(state), {
-      live: ['volumes'],
+      live: ['nexuses'],
     });
   }
 }

@@ -18,7 +18,7 @@ export default class GetVolumeReplicaTopology extends GetCommand {
           throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
         return replicaTopologyListing(state, args.id);
       },
-      { live: ['volumes'] },
+      { live: ['volumes'], volume: args.id },
     );
   }
 }

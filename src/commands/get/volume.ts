@@ -20,7 +20,7 @@ export default class GetVolume extends GetCommand {
           throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
         return { ...listing, single: true };
       },
-      { live: ['volumes'] },
+      { live: ['volumes'], volume: args.id },
     );
   }
 }

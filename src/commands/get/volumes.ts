@@ -20,6 +20,7 @@ export default class GetVolumes extends GetCommand {
       const id = args.id;
       return this.showOne('volume', id, VOLUME_TYPES, (s) => volumeListing(s, (v) => v.uuid === id), {
         live: ['volumes'],
+        volume: id,
       });
     }
     await this.showVolumes(VOLUME_TYPES, (state) => volumeListing(state));

@@ -21,6 +21,30 @@ export interface ClusterState {
 }
 
 /**
+ * What a page about one object reads of the types related to it: only the records whose key or
+ * stored value mention its id (its replicas name it as owner, its snapshots as source) are decoded
+ * — a superset the views then filter exactly. At 100k volumes, decoding every spec to show one
+ * took seconds.
+ */
+export interface Mentioning {
+  id: string;
+  types: readonly SpecType[];
+}
+
+/** The types whose records name the volume they belong to (by key or in their value). */
+const VOLUME_RELATED: readonly SpecType[] = [
+  'VolumeSpec',
+  'ReplicaSpec',
+  'NexusSpec',
+  'NexusInfo',
+  'VolumeSnapshot',
+  'SwitchOver',
+];
+
+/** Reading for a page about one volume: of its related types, only what mentions it. */
+export const aboutVolume = (id: string): Mentioning => ({ id, types: VOLUME_RELATED });
+
+/**
  * Read the given record types of one cluster straight from the store (page by page). Works with
  * every daemon down: this is what `storctl get …` shows. Only decoded values are kept.
  */
@@ -28,7 +52,10 @@ export async function readCluster(
   store: Store,
   space: KeySpace,
   types: readonly (SpecType | 'NodeLiveness')[],
+  mentioning?: Mentioning,
 ): Promise<ClusterState> {
+  const wanted = (type: SpecType, key: string, value: string) =>
+    !mentioning?.types.includes(type) || key.includes(mentioning.id) || value.includes(mentioning.id);
   const state: ClusterState = {
     specs: {},
     nexusInfo: new Map(),
@@ -45,6 +72,7 @@ export async function readCluster(
       // NexusInfo keys hang under `volume/<id>/nexus/<id>/info` and `nexus/<id>/info`.
       for (const prefix of [`${clusterPrefix(space)}/volume/`, `${clusterPrefix(space)}/nexus/`]) {
         for await (const kv of readPrefix(store, prefix)) {
+          if (!wanted('NexusInfo', kv.key, kv.value)) continue;
           const rec = decodeOrCollect(state, kv.key, kv.value);
           if (rec?.type === 'NexusInfo') {
             const list = state.nexusInfo.get(rec.volumeId ?? '') ?? [];
@@ -56,6 +84,7 @@ export async function readCluster(
     } else {
       const map = new Map<string, unknown>();
       for await (const kv of readPrefix(store, typePrefix(space, type))) {
+        if (!wanted(type, kv.key, kv.value)) continue;
         const rec = decodeOrCollect(state, kv.key, kv.value);
         if (rec) map.set(rec.id, rec.value);
       }

@@ -1,7 +1,7 @@
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
 import { RestClient } from '../rest/client.js';
 import { readEndpoints } from '../rest/endpoint.js';
-import { OtherClusterError } from '../rest/errors.js';
+import { OtherClusterError, RestError } from '../rest/errors.js';
 import type { Pool, Volume, VolumeSnapshot } from '../rest/types.js';
 import { streamObjects } from './stream.js';
 
@@ -29,7 +29,7 @@ export function liveRestUrl(storeUrl: string): string | null {
 }
 
 /** What a view needs of core's live state: each kind is one listing asked of core. */
-export type LiveKind = 'pools' | 'volumes' | 'snapshots';
+export type LiveKind = 'pools' | 'volumes' | 'snapshots' | 'nexuses';
 
 /** Why core's live state is not joined (said on stderr); `otherCluster`: a setting to fix. */
 export interface LiveUnavailable {
@@ -48,25 +48,36 @@ function unavailable(restUrl: string, err: unknown): LiveUnavailable {
   throw err;
 }
 
+/** The one volume core knows by this id, or none. */
+const oneVolume = (client: RestClient, id: string): Promise<Volume[]> =>
+  client.getVolume(id).then(
+    (v) => [v],
+    (err) => (err instanceof RestError && err.kind === 'NotFound' ? [] : Promise.reject(err)),
+  );
+
 /**
  * Core's live state of the kinds asked for (the others stay empty), from a core that serves
- * `cluster` (`<cluster-id>/<namespace>`) and answers within 2 s.
+ * `cluster` (`<cluster-id>/<namespace>`) and answers within 2 s. With `volumeId`, volumes are that
+ * one volume only (a page about it need not list 100k).
  */
 export async function readLive(
   restUrl: string,
   kinds: readonly LiveKind[],
   cluster: string,
+  volumeId?: string,
 ): Promise<LiveAnswer> {
   const client = new RestClient(restUrl, { timeoutMs: 2_000, cluster });
   try {
-    const [pools, volumes, snapshots] = await Promise.all([
+    const [pools, volumes, snapshots, targets] = await Promise.all([
       kinds.includes('pools') ? client.listPools() : [],
-      kinds.includes('volumes') ? client.listVolumes() : [],
+      !kinds.includes('volumes') ? [] : volumeId ? oneVolume(client, volumeId) : client.listVolumes(),
       kinds.includes('snapshots') ? client.listSnapshotsPage({ maxEntries: 0 }).then((p) => p.entries) : [],
+      kinds.includes('nexuses') ? client.listNexuses() : [],
     ]);
     const nexuses = new Map<string, string>();
     for (const v of volumes)
       if (v.state.target?.deviceUri) nexuses.set(v.state.target.uuid, v.state.target.deviceUri);
+    for (const n of targets) if (n.deviceUri) nexuses.set(n.uuid, n.deviceUri);
     return {
       live: {
         nexuses,

@@ -4,6 +4,7 @@ import { CLUSTER_HEADER } from './endpoint.js';
 import { nextStep, OtherClusterError, RestError } from './errors.js';
 import type {
   CreateVolumeRequest,
+  Nexus,
   Node,
   Pool,
   PublishRequest,
@@ -225,6 +226,9 @@ export class RestClient {
   }
   deleteReplica(pool: string, id: string) {
     return this.call<void>('DELETE', `/pools/${encodeURIComponent(pool)}/replicas/${encodeURIComponent(id)}`);
+  }
+  listNexuses() {
+    return this.call<Nexus[]>('GET', '/nexuses');
   }
   deleteNexus(id: string) {
     return this.call<void>('DELETE', `/nexuses/${encodeURIComponent(id)}`);
