@@ -22,9 +22,9 @@ import { type KeySpace, nodeLivenessPrefix, objectKey, typePrefix } from '../../
 import type { Store, Watch } from '../../lib/store/types.js';
 import type { NexusState, PoolState, ReplicaState } from './engine-api.js';
 import { type CoreEvent, eventKey } from './events.js';
-import { IdsByOwner } from './ids-by-owner.js';
 import type { GuardedWriter } from './persist.js';
 import type { NodeView, PoolView } from './scheduler.js';
+import { SpecsByOwner } from './specs-by-owner.js';
 import { busy, notFound, SvcError } from './svc-error.js';
 
 export interface NodeLive {
@@ -88,8 +88,8 @@ export class Registry {
 
   /** Resources held by an operation, with the error a request meets meanwhile (default: busy, 409). */
   private readonly busySet = new Map<string, (() => SvcError) | undefined>();
-  private readonly replicasByVolume = new IdsByOwner();
-  private readonly snapshotsByVolume = new IdsByOwner();
+  private readonly replicasByVolume = new SpecsByOwner<ReplicaSpec>((r) => r.uuid);
+  private readonly snapshotsByVolume = new SpecsByOwner<VolumeSnapshot>((s) => s.spec.uuid);
   private livenessWatch: Watch | null = null;
   private readonly startedAt = Date.now();
   onNodeChange: (node: string, online: boolean) => void = () => {};
@@ -131,7 +131,7 @@ export class Registry {
       this.countReplica(r, 1);
     }
     await load(volumeSnapshot, this.snapshots);
-    for (const sn of this.snapshots.values()) this.snapshotsByVolume.add(sn.spec.source_id, sn.spec.uuid);
+    for (const sn of this.snapshots.values()) this.snapshotsByVolume.add(sn.spec.source_id, sn);
   }
 
   /** Re-read NodeSpecs: io-engines register (write) their own NodeSpec. */
@@ -333,14 +333,14 @@ export class Registry {
 
   private indexReplica(r: ReplicaSpec | undefined, add: boolean): void {
     if (!r) return;
-    if (add) this.replicasByVolume.add(r.owners.volume, r.uuid);
+    if (add) this.replicasByVolume.add(r.owners.volume, r);
     else this.replicasByVolume.remove(r.owners.volume, r.uuid);
   }
 
   private setSnapshot(s: VolumeSnapshot): void {
     this.deleteSnapshot(s.spec.uuid);
     this.snapshots.set(s.spec.uuid, s);
-    this.snapshotsByVolume.add(s.spec.source_id, s.spec.uuid);
+    this.snapshotsByVolume.add(s.spec.source_id, s);
   }
 
   private deleteSnapshot(id: string): void {
@@ -395,12 +395,12 @@ export class Registry {
   }
 
   volumeReplicas(volumeId: string): ReplicaSpec[] {
-    return this.replicasByVolume.of(volumeId, this.replicas);
+    return this.replicasByVolume.of(volumeId);
   }
 
   /** The snapshots taken of a volume. */
   volumeSnapshots(volumeId: string): VolumeSnapshot[] {
-    return this.snapshotsByVolume.of(volumeId, this.snapshots);
+    return this.snapshotsByVolume.of(volumeId);
   }
 
   volumeNexuses(volumeId: string): NexusSpec[] {
