@@ -20,7 +20,12 @@ export abstract class DescribeCommand extends StorctlCommand {
   protected async gather(
     types: readonly (SpecType | 'NodeLiveness')[],
     liveKinds: readonly LiveKind[],
-    mentioning?: Mentioning,
+    scope: {
+      /** Of the related types, only what mentions the object is read (readCluster). */
+      mentioning?: Mentioning;
+      /** The volumes core is asked for (default: all of them, when liveKinds has 'volumes'). */
+      volumesOf?: (state: ClusterState) => string[];
+    } = {},
   ): Promise<{
     state: ClusterState;
     events: CoreEvent[];
@@ -28,13 +33,18 @@ export abstract class DescribeCommand extends StorctlCommand {
     restUrl: string | null;
   }> {
     const { state, events } = await withStore(this.globals, async (store) => ({
-      state: await readCluster(store, this.globals.keySpace, types, mentioning),
+      state: await readCluster(store, this.globals.keySpace, types, scope.mentioning),
       events: (await listEvents(store, this.globals.keySpace, { limit: EVENTS_READ })).events,
     }));
     const restUrl = liveRestUrl(this.globals.storeUrl);
     const answer =
       restUrl && liveKinds.length
-        ? await readLive(restUrl, liveKinds, clusterHeaderValue(this.globals.keySpace))
+        ? await readLive(
+            restUrl,
+            liveKinds,
+            clusterHeaderValue(this.globals.keySpace),
+            scope.volumesOf?.(state),
+          )
         : null;
     const live = answer && 'live' in answer ? answer.live : null;
     return { state, events, live, restUrl };

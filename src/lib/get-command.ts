@@ -233,7 +233,12 @@ export abstract class GetCommand extends StorctlCommand {
     const { liveRestUrl, readLive } = await import('./catalog/live.js');
     const url = liveRestUrl(this.globals.storeUrl);
     return url
-      ? await readLive(url, kinds, clusterHeaderValue(this.globals.keySpace), volume)
+      ? await readLive(
+          url,
+          kinds,
+          clusterHeaderValue(this.globals.keySpace),
+          volume === undefined ? undefined : [volume],
+        )
       : { unavailable: 'core is not reachable' };
   }
 

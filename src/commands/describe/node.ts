@@ -1,5 +1,7 @@
 import { Args } from '@oclif/core';
-import { NODE_PAGE_TYPES, nodePage } from '../../lib/describe/node.js';
+import { readCluster } from '../../lib/catalog/cluster.js';
+import { withStore } from '../../lib/catalog/with-store.js';
+import { NODE_PAGE_TYPES, nodePage, nodeTargets } from '../../lib/describe/node.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
 import { NotFoundError } from '../../lib/errors.js';
 
@@ -14,7 +16,17 @@ export default class DescribeNode extends DescribeCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(DescribeNode);
-    const { state, events, live } = await this.gather(NODE_PAGE_TYPES, ['pools', 'volumes']);
+    // Its pools first: its replicas are the ones that name one of them.
+    const pools = await withStore(this.globals, (store) =>
+      readCluster(store, this.globals.keySpace, ['PoolSpec']),
+    );
+    const poolIds = [...(pools.specs.PoolSpec?.values() ?? [])]
+      .filter((p) => p.node === args.id)
+      .map((p) => p.id);
+    const { state, events, live } = await this.gather(NODE_PAGE_TYPES, ['pools', 'volumes'], {
+      mentioning: { ids: [args.id, ...poolIds], types: ['ReplicaSpec', 'VolumeSpec'] },
+      volumesOf: (s) => nodeTargets(s, args.id).map((v) => v.uuid),
+    });
     const n = state.specs.NodeSpec?.get(args.id);
     if (!n) throw new NotFoundError('node', args.id, { suggestions: ['storctl get nodes'] });
     this.printPage(nodePage(state, n, events, live));

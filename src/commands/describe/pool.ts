@@ -11,7 +11,9 @@ export default class DescribePool extends DescribeCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(DescribePool);
-    const { state, events, live } = await this.gather(POOL_PAGE_TYPES, ['pools']);
+    const { state, events, live } = await this.gather(POOL_PAGE_TYPES, ['pools'], {
+      mentioning: { ids: [args.id], types: ['ReplicaSpec'] },
+    });
     const p = state.specs.PoolSpec?.get(args.id);
     if (!p) throw new NotFoundError('pool', args.id, { suggestions: ['storctl get pools'] });
     this.printPage(poolPage(state, p, events, live));

@@ -18,7 +18,9 @@ export default class DescribeVolume extends DescribeCommand {
   async run(): Promise<void> {
     const { args } = await this.parse(DescribeVolume);
     // No listing from core: the page needs this one volume's fresh state only (asked below).
-    const { state, events, restUrl } = await this.gather(VOLUME_PAGE_TYPES, [], aboutVolume(args.id));
+    const { state, events, restUrl } = await this.gather(VOLUME_PAGE_TYPES, [], {
+      mentioning: aboutVolume(args.id),
+    });
     const v = state.specs.VolumeSpec?.get(args.id);
     if (!v) throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
     // The volume's fresh state (children and rebuild progress) when core answers.

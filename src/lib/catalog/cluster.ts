@@ -22,12 +22,12 @@ export interface ClusterState {
 
 /**
  * What a page about one object reads of the types related to it: only the records whose key or
- * stored value mention its id (its replicas name it as owner, its snapshots as source) are decoded
- * — a superset the views then filter exactly. At 100k volumes, decoding every spec to show one
- * took seconds.
+ * stored value mention one of its ids (a volume's replicas name it as owner, its snapshots as
+ * source; a node's replicas name its pools) are decoded — a superset the views then filter
+ * exactly. At 100k volumes, decoding every spec to show one took seconds.
  */
 export interface Mentioning {
-  id: string;
+  ids: readonly string[];
   types: readonly SpecType[];
 }
 
@@ -42,7 +42,7 @@ const VOLUME_RELATED: readonly SpecType[] = [
 ];
 
 /** Reading for a page about one volume: of its related types, only what mentions it. */
-export const aboutVolume = (id: string): Mentioning => ({ id, types: VOLUME_RELATED });
+export const aboutVolume = (id: string): Mentioning => ({ ids: [id], types: VOLUME_RELATED });
 
 /**
  * Read the given record types of one cluster straight from the store (page by page). Works with
@@ -55,7 +55,7 @@ export async function readCluster(
   mentioning?: Mentioning,
 ): Promise<ClusterState> {
   const wanted = (type: SpecType, key: string, value: string) =>
-    !mentioning?.types.includes(type) || key.includes(mentioning.id) || value.includes(mentioning.id);
+    !mentioning?.types.includes(type) || mentioning.ids.some((id) => key.includes(id) || value.includes(id));
   const state: ClusterState = {
     specs: {},
     nexusInfo: new Map(),

@@ -1,3 +1,4 @@
+import { eachLimited } from '../each-limited.js';
 import { ServiceUnavailableError, TimeoutError } from '../errors.js';
 import { RestClient } from '../rest/client.js';
 import { readEndpoints } from '../rest/endpoint.js';
@@ -48,29 +49,42 @@ function unavailable(restUrl: string, err: unknown): LiveUnavailable {
   throw err;
 }
 
-/** The one volume core knows by this id, or none. */
-const oneVolume = (client: RestClient, id: string): Promise<Volume[]> =>
-  client.getVolume(id).then(
-    (v) => [v],
-    (err) => (err instanceof RestError && err.kind === 'NotFound' ? [] : Promise.reject(err)),
-  );
+/** Past this many volumes asked for by id, one listing of all is cheaper than a request each. */
+const VOLUMES_BY_ID = 200;
+
+/** The volumes core knows by these ids (the ones it does not know left out). */
+async function someVolumes(client: RestClient, ids: readonly string[]): Promise<Volume[]> {
+  if (ids.length > VOLUMES_BY_ID) {
+    const wanted = new Set(ids);
+    return (await client.listVolumes()).filter((v) => wanted.has(v.spec.uuid));
+  }
+  const found: Volume[] = [];
+  await eachLimited(ids, 8, async (id) => {
+    try {
+      found.push(await client.getVolume(id));
+    } catch (err) {
+      if (!(err instanceof RestError && err.kind === 'NotFound')) throw err;
+    }
+  });
+  return found;
+}
 
 /**
  * Core's live state of the kinds asked for (the others stay empty), from a core that serves
- * `cluster` (`<cluster-id>/<namespace>`) and answers within 2 s. With `volumeId`, volumes are that
- * one volume only (a page about it need not list 100k).
+ * `cluster` (`<cluster-id>/<namespace>`) and answers within 2 s. With `volumeIds`, volumes are
+ * those only (a page about one volume or node need not list 100k).
  */
 export async function readLive(
   restUrl: string,
   kinds: readonly LiveKind[],
   cluster: string,
-  volumeId?: string,
+  volumeIds?: readonly string[],
 ): Promise<LiveAnswer> {
   const client = new RestClient(restUrl, { timeoutMs: 2_000, cluster });
   try {
     const [pools, volumes, snapshots, targets] = await Promise.all([
       kinds.includes('pools') ? client.listPools() : [],
-      !kinds.includes('volumes') ? [] : volumeId ? oneVolume(client, volumeId) : client.listVolumes(),
+      !kinds.includes('volumes') ? [] : volumeIds ? someVolumes(client, volumeIds) : client.listVolumes(),
       kinds.includes('snapshots') ? client.listSnapshotsPage({ maxEntries: 0 }).then((p) => p.entries) : [],
       kinds.includes('nexuses') ? client.listNexuses() : [],
     ]);

@@ -15,6 +15,10 @@ import { eventsSection, type Page } from './page.js';
 
 export const NODE_PAGE_TYPES = ['NodeSpec', 'PoolSpec', 'ReplicaSpec', 'VolumeSpec', 'NodeLiveness'] as const;
 
+/** The volumes whose active target is on the node. */
+export const nodeTargets = (state: ClusterState, node: string) =>
+  [...(state.specs.VolumeSpec?.values() ?? [])].filter((v) => v.target?.active && v.target.node === node);
+
 /** Everything about one node: liveness, cordons and drain, its pools, the targets it serves, events. */
 export function nodePage(
   state: ClusterState,
@@ -28,9 +32,7 @@ export function nodePage(
   const replicas = [...(state.specs.ReplicaSpec?.values() ?? [])].filter((r) =>
     poolIds.has(replicaPoolName(r)),
   );
-  const targets = [...(state.specs.VolumeSpec?.values() ?? [])].filter(
-    (v) => v.target?.active && v.target.node === n.id,
-  );
+  const targets = nodeTargets(state, n.id);
   return {
     fields: [
       ['Name', n.id],

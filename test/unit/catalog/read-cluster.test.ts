@@ -46,4 +46,15 @@ describe('reading the store for a page about one volume (real embedded store)', 
     expect(one.errors).toHaveLength(0);
     expect((await readCluster(store, space, TYPES, aboutVolume(volumeId(9)))).errors).toHaveLength(1);
   });
+
+  it('any of several ids: a node page reads the replicas that name one of its pools', async () => {
+    const all = await readCluster(store, space, ['ReplicaSpec']);
+    const some = await readCluster(store, space, ['ReplicaSpec'], {
+      ids: ['pool-2', 'pool-9'],
+      types: ['ReplicaSpec'],
+    });
+    const inPool2 = [...(all.specs.ReplicaSpec?.values() ?? [])].filter((r) => r.pool === 'pool-2');
+    expect(inPool2).toHaveLength(2);
+    expect([...(some.specs.ReplicaSpec?.values() ?? [])]).toEqual(inPool2);
+  });
 });
