@@ -112,19 +112,19 @@ export class TestCluster {
     try {
       for (let i = 1; i <= (opts.engines ?? 3); i++) await c.startEngine(`node-${i}`);
       await c.startCore(opts.coreFlags ?? FAST_CORE_FLAGS);
-      if (opts.pools !== false) {
-        for (const e of c.engines)
-          await c.rest.createPool(e.node, `pool-${e.node}`, {
-            disks: [join(dir, e.node, 'pool')],
-            capacity: opts.poolCapacity ?? POOL_CAPACITY,
-          });
-      }
+      if (opts.pools !== false)
+        for (const e of c.engines) await c.createNodePool(e.node, opts.poolCapacity ?? POOL_CAPACITY);
     } catch (err) {
       // The caller never gets the cluster to stop: what started so far (etcd too) stops here.
       await c.stop().catch(() => {});
       throw err;
     }
     return c;
+  }
+
+  /** Pool `pool-<node>` on `node`, in the node's directory under the cluster's, through core. */
+  createNodePool(node: string, capacity: number) {
+    return this.rest.createPool(node, `pool-${node}`, { disks: [join(this.dir, node, 'pool')], capacity });
   }
 
   get env(): NodeJS.ProcessEnv {

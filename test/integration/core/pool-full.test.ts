@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RestError } from '../../../src/lib/rest/errors.js';
 import type { Volume } from '../../../src/lib/rest/types.js';
@@ -61,14 +60,8 @@ describe('a volume whose replica ran out of pool space', () => {
       ],
     });
     const c = cluster;
-    await c.rest.createPool('node-1', 'pool-node-1', {
-      disks: [join(c.dir, 'node-1', 'pool')],
-      capacity: POOL_CAPACITY,
-    });
-    await c.rest.createPool('node-2', 'pool-node-2', {
-      disks: [join(c.dir, 'node-2', 'pool')],
-      capacity: 40 * MiB,
-    });
+    await c.createNodePool('node-1', POOL_CAPACITY);
+    await c.createNodePool('node-2', 40 * MiB);
     // A thin volume fills most of node-2's pool.
     const filler = await fillPool(c, 'node-2', 28);
 
@@ -150,21 +143,14 @@ describe('a volume whose replica ran out of pool space', () => {
   it('places a new replica of a volume holding data only where its rebuild fits', async () => {
     cluster = await TestCluster.start({ engines: 3, pools: false });
     const c = cluster;
-    for (const node of ['node-1', 'node-2'])
-      await c.rest.createPool(node, `pool-${node}`, {
-        disks: [join(c.dir, node, 'pool')],
-        capacity: POOL_CAPACITY,
-      });
+    for (const node of ['node-1', 'node-2']) await c.createNodePool(node, POOL_CAPACITY);
     const id = newVolumeId();
     const uri = (await c.createPublished(id, { size: 16 * MiB, replicas: 2, node: 'node-1' })).state.target!
       .deviceUri;
     await qemuIo(uri, 'write -P 0x33 0 12M');
     // node-3's pool has 10 MiB free: more than the 40% of 16 MiB a new thin replica needs, less
     // than the 12 MiB its rebuild would write.
-    await c.rest.createPool('node-3', 'pool-node-3', {
-      disks: [join(c.dir, 'node-3', 'pool')],
-      capacity: 40 * MiB,
-    });
+    await c.createNodePool('node-3', 40 * MiB);
     const filler = await fillPool(c, 'node-3', 30);
     await waitFor(
       async () => {

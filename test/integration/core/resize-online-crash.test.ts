@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
@@ -41,19 +40,14 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
     it('rolls back at restart; a later resize completes', async () => {
       cluster = await TestCluster.start({ backend, engines: 3, pools: false });
       const c = cluster;
-      const pool = (node: string) =>
-        c.rest.createPool(node, `pool-${node}`, {
-          disks: [join(c.dir, node, 'pool')],
-          capacity: POOL_CAPACITY,
-        });
-      await pool('node-1');
-      await pool('node-2');
+      await c.createNodePool('node-1', POOL_CAPACITY);
+      await c.createNodePool('node-2', POOL_CAPACITY);
       const id = newVolumeId();
       const published = await c.createPublished(id, { size: 16 * MiB, replicas: 2, node: 'node-1' });
       const uri = published.state.target!.deviceUri;
       await qemuIo(uri, 'write -P 0x2b 0 8M');
       // The third replica is the last one a resize grows.
-      await pool('node-3');
+      await c.createNodePool('node-3', POOL_CAPACITY);
       await c.scaleToHealthy(id, 3);
 
       const node3 = c.engine('node-3');

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RestError } from '../../../src/lib/rest/errors.js';
@@ -42,20 +41,13 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
     it('keeps grown replicas, rolls the volume back, and completes on a later resize', async () => {
       cluster = await TestCluster.start({ backend, engines: 3, pools: false });
       const c = cluster;
-      for (const node of ['node-1', 'node-2'])
-        await c.rest.createPool(node, `pool-${node}`, {
-          disks: [join(c.dir, node, 'pool')],
-          capacity: POOL_CAPACITY,
-        });
+      for (const node of ['node-1', 'node-2']) await c.createNodePool(node, POOL_CAPACITY);
       const id = newVolumeId();
       const published = await c.createPublished(id, { size: 16 * MiB, replicas: 2, node: 'node-1' });
       const uri = published.state.target!.deviceUri;
       await qemuIo(uri, 'write -P 0x3c 0 8M');
       // The third replica (the last one the resize grows) lands on a 40 MiB pool.
-      await c.rest.createPool('node-3', 'pool-node-3', {
-        disks: [join(c.dir, 'node-3', 'pool')],
-        capacity: 40 * MiB,
-      });
+      await c.createNodePool('node-3', 40 * MiB);
       await c.scaleToHealthy(id, 3);
 
       const failed = (await c.rest.resizeVolume(id, 48 * MiB).catch((e: RestError) => e)) as RestError;
@@ -102,14 +94,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
     it('refuses to grow a thick volume a pool cannot hold before any replica grows', async () => {
       cluster = await TestCluster.start({ backend, engines: 2, pools: false });
       const c = cluster;
-      await c.rest.createPool('node-1', 'pool-node-1', {
-        disks: [join(c.dir, 'node-1', 'pool')],
-        capacity: POOL_CAPACITY,
-      });
-      await c.rest.createPool('node-2', 'pool-node-2', {
-        disks: [join(c.dir, 'node-2', 'pool')],
-        capacity: 40 * MiB,
-      });
+      await c.createNodePool('node-1', POOL_CAPACITY);
+      await c.createNodePool('node-2', 40 * MiB);
       const id = newVolumeId();
       await c.rest.createVolume(id, {
         size: 16 * MiB,
