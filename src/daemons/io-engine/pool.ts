@@ -137,10 +137,7 @@ export class Pool {
   /** Bytes the pool holds now: thick replicas' sizes, thin replicas' and snapshots' allocation. */
   private holding(): number {
     let held = 0;
-    for (const r of this.replicas.values()) {
-      const a = r.allocatedBytes();
-      held += r.meta.thin ? a : Math.max(a, r.size);
-    }
+    for (const r of this.replicas.values()) held += r.holds(r.allocatedBytes());
     for (const s of this.snapshots)
       held += (statSync(this.snapshotPath(s.uuid), { throwIfNoEntry: false })?.blocks ?? 0) * 512;
     return held;
@@ -342,7 +339,7 @@ export class Pool {
       const a = await allocated(r.path);
       used += a;
       committed += r.size;
-      reserved += r.meta.thin ? a : Math.max(a, r.size);
+      reserved += r.holds(a);
     }
     for (const s of this.snapshots) {
       const a = await allocated(this.snapshotPath(s.uuid));

@@ -49,6 +49,11 @@ export class Replica implements BlockBackend, ClientViews {
     return this.file.allocatedBytes();
   }
 
+  /** What the replica takes of its pool's capacity with `allocated` bytes on disk: a thick one its whole size. */
+  holds(allocated: number): number {
+    return this.meta.thin ? allocated : Math.max(allocated, this.size);
+  }
+
   /** The replica as nexus `holder` uses it; opening takes the reservation from any other nexus. */
   forClient(holder: string): ReservedReplica {
     return new ReservedReplica(this, holder);
