@@ -411,6 +411,11 @@ export class Registry {
     return this.pools.get(poolRefName(r.pool))?.node;
   }
 
+  /** What its io-engine reported of a replica at the last poll (none: not polled, or not there). */
+  replicaState(r: ReplicaSpec): ReplicaState | undefined {
+    return this.replicaStates.get(this.replicaNode(r) ?? '')?.get(r.uuid);
+  }
+
   nodeViews(): NodeView[] {
     const ids = new Set([...this.nodes.keys(), ...this.nodeLive.keys()]);
     return [...ids].map((id) => {

@@ -54,12 +54,7 @@ async function makeReplicas(
   const replicas = registry.volumeReplicas(volume.uuid);
   const holders = replicas.map((r) => registry.replicaNode(r)).filter((n): n is string => !!n);
   // The new replica is rebuilt with what the volume's replicas hold: its pool must have room for it.
-  const allocated = Math.max(
-    0,
-    ...replicas.map(
-      (r) => registry.replicaStates.get(registry.replicaNode(r) ?? '')?.get(r.uuid)?.allocated ?? 0,
-    ),
-  );
+  const allocated = Math.max(0, ...replicas.map((r) => registry.replicaState(r)?.allocated ?? 0));
   const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
     size: volume.size,
     thin: volume.thin,

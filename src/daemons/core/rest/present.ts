@@ -52,7 +52,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
   }
   const replica_topology: Record<string, unknown> = {};
   for (const r of reg.volumeReplicas(v.uuid)) {
-    const rs = reg.replicaStates.get(reg.replicaNode(r) ?? '')?.get(r.uuid);
+    const rs = reg.replicaState(r);
     const child = nst?.children.find((c) => c.uri.includes(r.uuid));
     replica_topology[r.uuid] = {
       node: reg.replicaNode(r),
@@ -78,7 +78,7 @@ export function volumeOut(reg: Registry, v: VolumeSpec) {
 
 export function replicaOut(reg: Registry, r: ReplicaSpec) {
   const node = reg.replicaNode(r);
-  const st = reg.replicaStates.get(node ?? '')?.get(r.uuid);
+  const st = reg.replicaState(r);
   return {
     uuid: r.uuid,
     node,
