@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type * as grpc from '@grpc/grpc-js';
 import { toServiceError, unary } from '../../lib/grpc/status.js';
+import { TimeSlice } from '../../lib/time-slice.js';
 import { listBlockDevices } from './block-devices.js';
 import type { Engine } from './engine.js';
 import { alreadyExists, checkName, checkSize, invalid, notFound } from './errors.js';
@@ -18,8 +19,6 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
 const MAX_BATCH = 256;
 /** Rebuild history counts blocks of this size (the nexus block size Mayastor reports). */
 const REBUILD_BLOCK = 512;
-/** Replicas a ListReplicas answer describes between two turns of the event loop. */
-const LIST_BATCH = 2000;
 
 export interface NodeIdentity {
   nodeId: string;
@@ -198,12 +197,13 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ListReplicas: unary(async (r: Req) => {
       const pools = r.pool ? [engine.pool(str(r.pool))] : [...engine.pools.values()];
       const all = pools.flatMap((p) => [...p.replicas.values()]);
-      // A batch at a time: 100k stats through the thread pool held core's first reconcile pass for
-      // seconds; on this thread, the batches leave the event loop to the data path in between.
+      // Stats on this thread (100k through the thread pool held core's first reconcile pass for
+      // seconds), in slices that leave the event loop to the data path in between.
       const replicas = [];
-      for (let i = 0; i < all.length; i += LIST_BATCH) {
-        if (i > 0) await new Promise((resolve) => setImmediate(resolve));
-        for (const replica of all.slice(i, i + LIST_BATCH)) replicas.push(replicaMsg(replica));
+      const slice = new TimeSlice();
+      for (const replica of all) {
+        await slice.pause();
+        replicas.push(replicaMsg(replica));
       }
       return { replicas };
     }),
