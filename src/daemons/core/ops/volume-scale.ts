@@ -133,14 +133,18 @@ export async function removeReplicas(
     owners: { volume: null, disown_all: true },
     operation: null,
   }));
-  await registry.persist({ replicas: disowned, nexuses: nexusCopy ? [nexusCopy] : [] });
-  const { destroyed } = await destroyReplicasQuietly(ctx, victims);
+  // Removed from the volume here, so said here: the destroy below may wait out the request timeout
+  // on a dead node (its event then came seconds after the volume no longer listed the replica) or
+  // never happen (a crash leaves the disowned replica to the GC).
   await registry.persist({
-    deleteReplicas: destroyed.map((r) => r.uuid),
+    replicas: disowned,
+    nexuses: nexusCopy ? [nexusCopy] : [],
     events: victims.map((r) =>
       makeEvent('replica', r.uuid, 'Removed', `from volume ${volume.uuid}: ${reason}`),
     ),
   });
+  const { destroyed } = await destroyReplicasQuietly(ctx, victims);
+  await registry.persist({ deleteReplicas: destroyed.map((r) => r.uuid) });
 }
 
 /**
