@@ -101,9 +101,9 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
     const tRecovered = Date.now() - t0;
     loop = new ReconcileLoop(ctx);
     registry.onNodeChange = () => loop?.wake();
-    await loop.pass();
+    const busy = await loop.pass();
     const tReconciled = Date.now() - t0;
-    loop.start();
+    loop.start(busy);
 
     const router = new Router();
     volumeRoutes(router, ctx, rebuilds);

@@ -17,6 +17,8 @@ import { healVolumes, recreateMissingNexuses } from './volumes.js';
 export class ReconcileLoop {
   private stopped = false;
   private wakeUp: (() => void) | null = null;
+  /** wake() was called since the last pass began: the next pass runs without a sleep. */
+  private woken = false;
   private lastPoll = 0;
   private lastGc = 0;
   private running: Promise<void> | null = null;
@@ -25,12 +27,18 @@ export class ReconcileLoop {
 
   constructor(private readonly ctx: CoreContext) {}
 
-  start(): void {
-    this.running = this.run();
+  /**
+   * Run passes in the background, the first one a period after the pass core ran before it was
+   * ready (`lastPassBusy`: what that pass reported). Passing straight on would repeat a whole pass
+   * over every volume while the first REST requests arrive.
+   */
+  start(lastPassBusy: boolean): void {
+    this.running = this.run(lastPassBusy);
   }
 
   wake(): void {
     this.lastPoll = 0;
+    this.woken = true;
     this.wakeUp?.();
   }
 
@@ -58,6 +66,7 @@ export class ReconcileLoop {
     const { config, registry } = this.ctx;
     const endPass = reconcileDuration.startTimer({ reconciler: 'pass' });
     let busy = false;
+    this.woken = false;
     const now = Date.now();
     await registry.writer.verify().catch(() => {});
     if (now - this.lastPoll >= config.cachePeriodMs) {
@@ -93,19 +102,20 @@ export class ReconcileLoop {
     return busy;
   }
 
-  private async run(): Promise<void> {
+  private async run(busy: boolean): Promise<void> {
     while (!this.stopped) {
-      const busy = await this.pass();
-      if (this.stopped) break;
       const { reconcilePeriodMs, reconcileIdlePeriodMs } = this.ctx.config;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, busy ? reconcilePeriodMs : reconcileIdlePeriodMs);
-        this.wakeUp = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
+      if (!this.woken)
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, busy ? reconcilePeriodMs : reconcileIdlePeriodMs);
+          this.wakeUp = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
       this.wakeUp = null;
+      if (this.stopped) break;
+      busy = await this.pass();
     }
   }
 }
