@@ -31,10 +31,24 @@ export interface RestClientOptions {
 const importUndici = () => import('undici');
 type Undici = Awaited<ReturnType<typeof importUndici>>;
 let undici: Promise<Undici> | undefined;
+let undiciLoaded: Undici | undefined;
 /** undici, loaded on the first request: a command that never calls core does not load it (~30 ms). */
 function loadUndici(): Promise<Undici> {
-  if (!undici) undici = importUndici();
+  if (!undici)
+    undici = importUndici().then((u) => {
+      undiciLoaded = u;
+      return u;
+    });
   return undici;
+}
+
+/** `?k=v&…` of the defined query values, or '' when there are none. */
+function queryString(query: Record<string, string | number | boolean | undefined> | undefined): string {
+  if (!query) return '';
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+  const text = params.toString();
+  return text ? `?${text}` : '';
 }
 
 /**
@@ -44,6 +58,8 @@ function loadUndici(): Promise<Undici> {
  */
 export class RestClient {
   private agent: Agent | undefined;
+  /** The base URL's origin and path prefix, parsed on the first call (a bad URL fails that call). */
+  private target: { origin: string; prefix: string } | undefined;
   private readonly timeoutMs: number;
   private readonly onResponse: RestClientOptions['onResponse'];
   private readonly cluster: string | undefined;
@@ -67,15 +83,20 @@ export class RestClient {
     body?: unknown,
     query?: Record<string, string | number | boolean | undefined>,
   ): Promise<T> {
-    const url = new URL(`${this.baseUrl}/v0${path}`);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const { Agent, request } = await loadUndici();
+    if (!this.target) {
+      const base = new URL(this.baseUrl);
+      this.target = { origin: base.origin, prefix: base.pathname.replace(/\/+$/, '') };
+    }
+    // The agent is asked directly with origin and path: no URL to build and parse again per request.
+    const target = `${this.target.prefix}/v0${path}${queryString(query)}`;
+    const { Agent } = undiciLoaded ?? (await loadUndici());
     this.agent ??= new Agent({ connections: 64, pipelining: 1, keepAliveTimeout: 4_000 });
     let res: Awaited<ReturnType<Undici['request']>>;
     try {
-      res = await request(url, {
+      res = await this.agent.request({
+        origin: this.target.origin,
+        path: target,
         method,
-        dispatcher: this.agent,
         headers: body === undefined ? {} : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
         headersTimeout: this.timeoutMs,
@@ -114,7 +135,7 @@ export class RestClient {
       } catch {
         // not JSON: the observer sees the raw text
       }
-      this.onResponse({ method, path: url.pathname + url.search, status: res.statusCode, body: parsed });
+      this.onResponse({ method, path: target, status: res.statusCode, body: parsed });
     }
     if (res.statusCode >= 400) {
       let parsed: { kind?: string; message?: string; details?: string } = {};
