@@ -79,9 +79,9 @@ export function validatePage(keys: string[], values: string[], present?: VolumeP
 export type PageMessage = { keys: string[]; values: string[] } | { encoded: Uint8Array };
 
 export function pageMessage(page: StoredPage): PageMessage {
-  return 'encoded' in page
-    ? { encoded: page.encoded }
-    : { keys: page.kvs.map((kv) => kv.key), values: page.kvs.map((kv) => kv.value) };
+  if ('encoded' in page) return { encoded: page.encoded };
+  if ('keys' in page) return { keys: page.keys, values: page.values };
+  return { keys: page.kvs.map((kv) => kv.key), values: page.kvs.map((kv) => kv.value) };
 }
 
 /** validatePage of a page message (decoded here if still encoded). */

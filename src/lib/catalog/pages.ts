@@ -24,8 +24,14 @@ interface Span {
   under?: string;
 }
 
-/** A page as the store gave it: its key-values, or (etcd) the Range response still encoding them. */
-export type StoredPage = { kvs: KeyValue[]; n: number } | { encoded: Uint8Array; n: number };
+/**
+ * A page as the store gave it: its key-values, (etcd) the Range response still encoding them, or
+ * (embedded) its keys and values alone.
+ */
+export type StoredPage =
+  | { kvs: KeyValue[]; n: number }
+  | { encoded: Uint8Array; n: number }
+  | { keys: string[]; values: string[]; n: number };
 
 /** One page read, with what the next read needs. */
 interface PageRead<P> {
@@ -59,13 +65,26 @@ export async function* readPrefixPages(
 
 /**
  * readPrefixPages for a reader that decodes pages elsewhere (a worker thread): etcd's pages stay
- * encoded (Store.rangeEncoded), the embedded store's come decoded.
+ * encoded (Store.rangeEncoded), the embedded store's come as keys and values
+ * (Store.rangeKeysValues).
  */
 export async function* readPrefixStoredPages(
   store: Store,
   prefix: string,
   pageLimit = PAGE_LIMIT,
 ): AsyncGenerator<StoredPage> {
+  const rangeKeysValues = store.rangeKeysValues?.bind(store);
+  if (rangeKeysValues) {
+    yield* spanPages(prefix, pageLimit, (span) =>
+      rangeKeysValues(prefix, { limit: pageLimit, startKey: span.from, endKey: span.to }).then((r) => ({
+        page: { keys: r.keys, values: r.values, n: r.keys.length },
+        n: r.keys.length,
+        lastKey: r.keys[r.keys.length - 1],
+        more: r.more,
+      })),
+    );
+    return;
+  }
   const rangeEncoded = store.rangeEncoded?.bind(store);
   if (!rangeEncoded) {
     for await (const kvs of readPrefixPages(store, prefix, pageLimit)) yield { kvs, n: kvs.length };

@@ -77,6 +77,12 @@ export function prepareStatements(db: Database.Database) {
     rangeLive: db.prepare<{ from: string; end: string; now: number; limit: number }, KvRow>(
       `SELECT ${KV_COLS} FROM kv k ${LIVE} AND ${IN_RANGE} ORDER BY k.key LIMIT @limit`,
     ),
+    // Rows as [key, value] arrays: a listing's pages need nothing else.
+    rangeLiveKeysValues: db
+      .prepare<{ from: string; end: string; now: number; limit: number }, [string, string]>(
+        `SELECT k.key, k.value FROM kv k ${LIVE} AND ${IN_RANGE} ORDER BY k.key LIMIT @limit`,
+      )
+      .raw(),
     getRaw: db.prepare<[string], KvRow>(
       'SELECT key, value, create_rev, mod_rev, version, lease FROM kv WHERE key = ?',
     ),

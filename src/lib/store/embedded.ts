@@ -15,6 +15,7 @@ import { EmbeddedWatch, type HistoryPage, type WatchCursor } from './embedded-wa
 import { WriteContext } from './embedded-write.js';
 import { type LeaseHandle, trackedLeaseHandle } from './lease-handle.js';
 import type {
+  KeysValuesRange,
   KeyValue,
   Lease,
   LeaseOptions,
@@ -113,6 +114,24 @@ export class EmbeddedStore implements Store {
         return { kvs: rows.map(toKeyValue), more, revision: this.st.meta.get('revision')! };
       })(),
     );
+  }
+
+  async rangeKeysValues(prefix: string, options: RangeOptions & { limit: number }): Promise<KeysValuesRange> {
+    const limit = checkRange(prefix, options);
+    return this.run(() => {
+      const rows = this.st.rangeLiveKeysValues.all({
+        from: options.startKey ?? prefix,
+        end: options.endKey ?? prefixEnd(prefix),
+        now: Date.now(),
+        limit: limit === 0 ? -1 : limit + 1,
+      });
+      const more = limit > 0 && rows.length > limit;
+      if (more) rows.pop();
+      const keys = new Array<string>(rows.length);
+      const values = new Array<string>(rows.length);
+      for (let i = 0; i < rows.length; i++) [keys[i], values[i]] = rows[i];
+      return { keys, values, more };
+    });
   }
 
   async put(key: string, value: string, options: { lease?: string } = {}): Promise<{ revision: number }> {

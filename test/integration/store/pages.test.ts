@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pageMessage } from '../../../src/lib/catalog/page-validator.js';
 import { readAll, readPrefixStoredPages } from '../../../src/lib/catalog/pages.js';
 import { decodeRangeKvs } from '../../../src/lib/store/etcd-range-codec.js';
 import { openStore } from '../../../src/lib/store/open.js';
@@ -43,15 +44,14 @@ describe.each(['embedded', 'etcd'])('paged prefix reads (%s)', (backend) => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('pages for a worker (etcd: still encoded) hold the same keys and values, in the same order', async () => {
+  it('pages for a worker (etcd: still encoded; embedded: keys and values) hold the same keys and values, in the same order', async () => {
     for (const pageLimit of [1, 7, 100, 2000]) {
       const seen: { key: string; value: string }[] = [];
       for await (const page of readPrefixStoredPages(store, 'p/', pageLimit)) {
         expect('encoded' in page).toBe(backend === 'etcd');
-        const { keys, values } =
-          'encoded' in page
-            ? decodeRangeKvs(page.encoded)
-            : { keys: page.kvs.map((kv) => kv.key), values: page.kvs.map((kv) => kv.value) };
+        expect('keys' in page).toBe(backend === 'embedded');
+        const msg = pageMessage(page);
+        const { keys, values } = 'encoded' in msg ? decodeRangeKvs(msg.encoded) : msg;
         expect(keys.length).toBe(page.n);
         expect(page.n).toBeLessThanOrEqual(pageLimit);
         for (const [i, key] of keys.entries()) seen.push({ key, value: values[i] });

@@ -45,6 +45,7 @@ describe('EmbeddedStore', () => {
       expect(raw.prepare('SELECT count(*) FROM kv').pluck().get()).toBe(1); // still on disk
       expect(await s.get('p/x')).toBeNull();
       expect((await s.range('p/')).kvs).toEqual([]);
+      expect(await s.rangeKeysValues('p/', { limit: 10 })).toEqual({ keys: [], values: [], more: false });
       const before = await s.revision();
       await s.put('other', 'write sweeps');
       expect(raw.prepare('SELECT count(*) FROM kv').pluck().get()).toBe(1); // only 'other'
