@@ -137,6 +137,11 @@ export class PageValidator {
     });
   }
 
+  /** Pages sent to the worker whose verdicts have not come back yet. */
+  get backlog(): number {
+    return this.waiting.length;
+  }
+
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = null;

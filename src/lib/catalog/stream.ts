@@ -174,10 +174,12 @@ async function* validatedPages(
   try {
     let first = true;
     for await (const page of readPrefixStoredPages(store, prefix)) {
-      const verdict =
-        first && page.n < PAGE_LIMIT
-          ? Promise.resolve(validatePageMessage(pageMessage(page), present))
-          : validator.check(page);
+      // This thread reads faster than the worker validates: while the worker has a page waiting
+      // besides the one it is on, this thread validates the page itself instead of idling later.
+      const here = (first && page.n < PAGE_LIMIT) || validator.backlog > 1;
+      const verdict = here
+        ? Promise.resolve(validatePageMessage(pageMessage(page), present))
+        : validator.check(page);
       verdict.catch(() => {}); // awaited in order below
       queue.push(verdict);
       first = false;
