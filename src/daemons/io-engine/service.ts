@@ -6,6 +6,7 @@ import { listBlockDevices } from './block-devices.js';
 import type { Engine } from './engine.js';
 import { alreadyExists, checkName, checkSize, invalid, notFound } from './errors.js';
 import type { Nexus } from './nexus.js';
+import { listingPage } from './listing-page.js';
 import { NexusIoHolds } from './nexus-holds.js';
 import type { Pool } from './pool.js';
 import type { Replica } from './replica.js';
@@ -197,15 +198,16 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ListReplicas: unary(async (r: Req) => {
       const pools = r.pool ? [engine.pool(str(r.pool))] : [...engine.pools.values()];
       const all = pools.flatMap((p) => [...p.replicas.values()]);
+      const { page, nextToken } = listingPage(all, str(r.starting_token), Number(r.max_entries) || 0);
       // Stats on this thread (100k through the thread pool held core's first reconcile pass for
       // seconds), in slices that leave the event loop to the data path in between.
       const replicas = [];
       const slice = new TimeSlice();
-      for (const replica of all) {
+      for (const replica of page) {
         await slice.pause();
         replicas.push(replicaMsg(replica));
       }
-      return { replicas };
+      return { replicas, next_token: nextToken };
     }),
 
     CreateReplicaSnapshot: unary((r: Req) =>
