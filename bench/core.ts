@@ -22,7 +22,8 @@
  * holding that many volumes (1 replica, thin, real replica files; core's production periods) is
  * restarted: start-to-ready time, core's peak RSS (VmHWM, after recovery and after paging), and
  * `GET /v0/volumes?max_entries=500` paged through every volume after one untimed request (the
- * connection), p50/p99/max per page. Bars at the
+ * connection), p50/p99/max per page. At the largest size, `steady_paging`: the same pages for 13 s
+ * with core on 4 s poll and reconcile periods (what a listing meets while core polls; no bar). Bars at the
  * largest size: recovery under 15 s, RSS under 1.5 GB, p99 per page under 50 ms; at 10k volumes (when
  * that size is run) recovery under the 5 s of the recovery bar above too; `growth` gives
  * each figure at the largest size over the smallest (volumes grew by `volumes_factor`).
@@ -41,6 +42,7 @@ import { replicaSpec, type VolumeSpec, volumeSpec } from '../src/lib/specs/index
 import { typePrefix } from '../src/lib/store/keys.js';
 import { openStore } from '../src/lib/store/open.js';
 import type { Store } from '../src/lib/store/types.js';
+import type { StorctlProcess } from '../test/helpers/storctl.js';
 import { waitFor } from '../test/helpers/wait.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { RawSqlite } from './raw-sqlite.js';
@@ -56,6 +58,8 @@ const scaleBackends = (
   process.argv.find((a) => a.startsWith('--scale-backends='))?.split('=')[1] ?? 'embedded,etcd'
 ).split(',') as ('embedded' | 'etcd')[];
 const SCALE_BARS = { recovery_ms: 15_000, peak_rss_mb: 1536, page_p99_ms: 50 };
+/** How long steadyPaging pages: three of its 4 s periods and a bit. */
+const STEADY_MS = 13_000;
 const perRun = Number(positional[0] ?? 2000);
 // The CSI external-provisioner runs 100 workers by default, so 64 creates in flight is an
 // ordinary load for a cluster's control plane, not a peak.
@@ -383,10 +387,63 @@ function peakRssMb(pid: number): number {
 }
 
 /**
+ * GET /v0/volumes?max_entries=500 pages, each timed: through every volume once, or (`until`, a
+ * performance.now() time) round and round until then.
+ */
+async function timedPages(rest: RestClient, until?: number) {
+  const pages: number[] = [];
+  let seen = 0;
+  let token: number | undefined;
+  const done = () => (until === undefined ? token === undefined : performance.now() >= until);
+  do {
+    const t0 = performance.now();
+    const page = await rest.call<{ entries: unknown[]; next_token?: number }>('GET', '/volumes', undefined, {
+      max_entries: 500,
+      starting_token: token,
+    });
+    pages.push(performance.now() - t0);
+    seen += page.entries.length;
+    token = page.next_token;
+  } while (!done());
+  return { pages, seen };
+}
+
+/**
+ * Pages through the volumes for STEADY_MS, round and round, with core restarted on 4 s periods: it
+ * polls every io-engine (ListReplicas, 33k replicas each at 100k) and runs a reconcile pass every
+ * 4 s, as it does every 30 s with its default periods. What a listing meets at those moments (no
+ * bar: the issue's bar is the page-through right after a restart).
+ */
+async function steadyPaging(cluster: TestCluster, running: StorctlProcess) {
+  await running.kill('SIGTERM');
+  const core = await cluster.startCore(
+    ['--cache-period', '4s', '--reconcile-period', '4s', '--reconcile-idle-period', '4s'],
+    false,
+  );
+  await cluster.waitCoreReady(core, 10 * SCALE_BARS.recovery_ms);
+  const rest = new RestClient(cluster.restUrl!);
+  try {
+    await rest.call('GET', '/volumes', undefined, { max_entries: 1 });
+    const t0 = performance.now();
+    const { pages } = await timedPages(rest, t0 + STEADY_MS);
+    return {
+      seconds: round1((performance.now() - t0) / 1000),
+      pages: pages.length,
+      page_p50_ms: q1(pages, 0.5),
+      page_p99_ms: q1(pages, 0.99),
+      page_max_ms: round1(Math.max(...pages)),
+    };
+  } finally {
+    await rest.close();
+  }
+}
+
+/**
  * Core holding `n` volumes on `backend`, restarted: time to ready, peak RSS, and REST paging through
  * every volume 500 at a time (each page timed on its own connection-reusing client, no checks).
+ * With `steady`, then steadyPaging.
  */
-async function scaleRun(backend: 'embedded' | 'etcd', n: number) {
+async function scaleRun(backend: 'embedded' | 'etcd', n: number, steady = false) {
   const cluster = await TestCluster.start({ backend, engines: 3, poolCapacity: 64 * 2 ** 30, coreFlags: [] });
   try {
     const seedStart = performance.now();
@@ -405,30 +462,16 @@ async function scaleRun(backend: 'embedded' | 'etcd', n: number) {
     ).catch(() => null);
     const rssAfterRecovery = peakRssMb(core.pid);
     const rest = new RestClient(cluster.restUrl!);
-    const pages: number[] = [];
-    let seen = 0;
-    let token: number | undefined;
+    let paged: Awaited<ReturnType<typeof timedPages>>;
     try {
       // One untimed request first: the connection and core's first compile of the route are not a page.
       await rest.call('GET', '/volumes', undefined, { max_entries: 1 });
-      do {
-        const t0 = performance.now();
-        const page = await rest.call<{ entries: unknown[]; next_token?: number }>(
-          'GET',
-          '/volumes',
-          undefined,
-          {
-            max_entries: 500,
-            starting_token: token,
-          },
-        );
-        pages.push(performance.now() - t0);
-        seen += page.entries.length;
-        token = page.next_token;
-      } while (token !== undefined);
+      paged = await timedPages(rest);
     } finally {
       await rest.close();
     }
+    const { pages, seen } = paged;
+    const peakRss = peakRssMb(core.pid);
     return {
       backend,
       volumes: n,
@@ -436,13 +479,14 @@ async function scaleRun(backend: 'embedded' | 'etcd', n: number) {
       recovery_ms: recoveryMs,
       core_timings_ms: ready ? JSON.parse(ready).timings : null,
       peak_rss_mb_after_recovery: rssAfterRecovery,
-      peak_rss_mb: peakRssMb(core.pid),
+      peak_rss_mb: peakRss,
       pages: pages.length,
       volumes_paged: seen,
       volumes_expected: n - pendingCreates(n),
       page_p50_ms: q1(pages, 0.5),
       page_p99_ms: q1(pages, 0.99),
       page_max_ms: round1(Math.max(...pages)),
+      steady_paging: steady ? await steadyPaging(cluster, core) : undefined,
     };
   } finally {
     await cluster.stop();
@@ -456,7 +500,7 @@ async function scaleRuns(sizes: number[]) {
   for (const backend of scaleBackends) {
     const bySize = [];
     for (const n of sizes) {
-      const r = await scaleRun(backend, n).catch((err: unknown) => ({
+      const r = await scaleRun(backend, n, n === sizes[sizes.length - 1]).catch((err: unknown) => ({
         backend,
         volumes: n,
         error: String(err),
