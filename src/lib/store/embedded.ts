@@ -51,6 +51,14 @@ const PAGE = 1000;
 /** Stores of this process by database file: a write wakes their watches at once. */
 const storesByFile = new Map<string, Set<EmbeddedStore>>();
 
+/** A range statement's parameters; one row past `limit` tells whether more remain (0: no limit). */
+const rangeParams = (prefix: string, options: RangeOptions, limit: number) => ({
+  from: options.startKey ?? prefix,
+  end: options.endKey ?? prefixEnd(prefix),
+  now: Date.now(),
+  limit: limit === 0 ? -1 : limit + 1,
+});
+
 /**
  * The embedded backend: etcd semantics on one SQLite file (better-sqlite3, WAL). Every write is one
  * IMMEDIATE transaction that first sweeps expired leases, so several processes can share the file.
@@ -103,12 +111,7 @@ export class EmbeddedStore implements Store {
     const limit = checkRange(prefix, options);
     return this.run(() =>
       this.db.transaction(() => {
-        const rows = this.st.rangeLive.all({
-          from: options.startKey ?? prefix,
-          end: options.endKey ?? prefixEnd(prefix),
-          now: Date.now(),
-          limit: limit === 0 ? -1 : limit + 1,
-        });
+        const rows = this.st.rangeLive.all(rangeParams(prefix, options, limit));
         const more = limit > 0 && rows.length > limit;
         if (more) rows.pop();
         return { kvs: rows.map(toKeyValue), more, revision: this.st.meta.get('revision')! };
@@ -119,12 +122,7 @@ export class EmbeddedStore implements Store {
   async rangeKeysValues(prefix: string, options: RangeOptions & { limit: number }): Promise<KeysValuesRange> {
     const limit = checkRange(prefix, options);
     return this.run(() => {
-      const rows = this.st.rangeLiveKeysValues.all({
-        from: options.startKey ?? prefix,
-        end: options.endKey ?? prefixEnd(prefix),
-        now: Date.now(),
-        limit: limit === 0 ? -1 : limit + 1,
-      });
+      const rows = this.st.rangeLiveKeysValues.all(rangeParams(prefix, options, limit));
       const more = limit > 0 && rows.length > limit;
       if (more) rows.pop();
       const keys = new Array<string>(rows.length);
