@@ -26,6 +26,11 @@ export async function scrape(url: string): Promise<Map<string, number>> {
   return out;
 }
 
+/** How many times the core serving metrics at `url` has run `reconciler` (`pass`: whole passes). */
+export async function reconcilerRuns(url: string, reconciler: string): Promise<number> {
+  return sum(await scrape(url), 'storctl_reconcile_duration_seconds_count', { reconciler });
+}
+
 /** The sum of every sample of `name` whose labels include all of `labels`. */
 export function sum(samples: Map<string, number>, name: string, labels: Record<string, string> = {}): number {
   let total = 0;

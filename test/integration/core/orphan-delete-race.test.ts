@@ -4,7 +4,7 @@ import { replicaSpec } from '../../../src/lib/specs/index.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
-import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
 import { managedReplicaSpec } from '../../helpers/specs.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, coreFlags, newVolumeId, TestCluster } from './cluster.js';
@@ -61,10 +61,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       const core = await cluster.startCore(CORE_FLAGS);
       const url = metricsUrl(core);
       expect(url, core.output).toBeTruthy();
-      const passes = async () =>
-        sum(await scrape(url!), 'storctl_reconcile_duration_seconds_count', {
-          reconciler: 'persistent-store',
-        });
+      const passes = () => reconcilerRuns(url!, 'persistent-store');
       const stored = async () => {
         const kv = await s.get(key);
         return kv

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, TestCluster } from './cluster.js';
 
@@ -14,10 +14,7 @@ const firstLogged = (c: TestCluster, msg: string) =>
   waitFor(() => logged(c, msg)[0] ?? null, { what: `'${msg}' in core's log` });
 
 /** Cache steps (polls of every io-engine) core has run so far. */
-async function polls(c: TestCluster): Promise<number> {
-  const samples = await scrape(metricsUrl(c.cores[0])!);
-  return sum(samples, 'storctl_reconcile_duration_seconds_count', { reconciler: 'cache' });
-}
+const polls = (c: TestCluster) => reconcilerRuns(metricsUrl(c.cores[0])!, 'cache');
 
 /**
  * While core cannot poll an io-engine it sees none of that node's replica or nexus state; an

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RestError } from '../../../src/lib/rest/errors.js';
 import type { Volume } from '../../../src/lib/rest/types.js';
-import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, newVolumeId, POOL_CAPACITY, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
@@ -91,8 +91,7 @@ describe('a volume whose replica ran out of pool space', () => {
       { what: 'the WaitingForChild event' },
     );
     const metrics = metricsUrl(c.cores[0])!;
-    const passes = async () =>
-      sum(await scrape(metrics), 'storctl_reconcile_duration_seconds_count', { reconciler: 'pass' });
+    const passes = () => reconcilerRuns(metrics, 'pass');
     const seen = await passes();
     await waitFor(async () => (await passes()) >= seen + 3, { what: 'three more reconcile passes' });
     const waiting = await c.rest.getVolume(id);

@@ -1,13 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, TestCluster } from './cluster.js';
 
 /** Reconcile passes core has completed so far. */
-async function passes(c: TestCluster): Promise<number> {
-  const samples = await scrape(metricsUrl(c.cores[0])!);
-  return sum(samples, 'storctl_reconcile_duration_seconds_count', { reconciler: 'pass' });
-}
+const passes = (c: TestCluster) => reconcilerRuns(metricsUrl(c.cores[0])!, 'pass');
 
 /**
  * At 100k volumes a pass is about a second of CPU: core runs one before it is ready, and the next

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { metricsUrl, scrape, sum } from '../../helpers/metrics.js';
+import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, newVolumeId, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
@@ -154,8 +154,7 @@ describe('self-heal of an unpublished volume whose current replica is on a lost 
     });
     const offlineAt = Date.now();
     const url = metricsUrl(c.cores[0])!;
-    const passes = async () =>
-      sum(await scrape(url), 'storctl_reconcile_duration_seconds_count', { reconciler: 'self-heal' });
+    const passes = () => reconcilerRuns(url, 'self-heal');
     let before = Number.POSITIVE_INFINITY;
     await waitFor(
       async () => {
