@@ -8,9 +8,13 @@ import type { Registry } from './registry.js';
 
 /** Bytes the replica snapshots taken of one replica hold (their allocation when taken). */
 export function replicaSnapshotBytes(reg: Registry, replica: ReplicaSpec): number {
-  if (!replica.owners.volume) return 0;
+  // Its volume's snapshots; a replica already removed from its volume (its destroy still pending)
+  // no longer names it, and its snapshots are found among all.
+  const snapshots = replica.owners.volume
+    ? reg.volumeSnapshots(replica.owners.volume)
+    : reg.snapshots.values();
   let sum = 0;
-  for (const s of reg.volumeSnapshots(replica.owners.volume))
+  for (const s of snapshots)
     for (const records of Object.values(s.metadata.transactions))
       for (const r of records)
         if (r.spec.source_id.replica_id === replica.uuid) sum += Number(r.metadata.allocated_size ?? 0);
