@@ -22,7 +22,15 @@
  * answers at once (bench/grpc-floor.ts): the CSI hop's transport with no work behind it. A CSI round
  * trip costs at least a REST one plus a floor one, so `csi_over_rest_ceiling` =
  * floor / (rest + floor) (rates, per batch) is the most a CSI controller with this client could
- * reach here.
+ * reach here, if the hop cost as little as it does back to back.
+ *
+ * It does not at 1 in flight: there every process of the chain sleeps while the next one works, and
+ * waking one is not free. So at 1 in flight a fourth path, `grpc_floor_held`, sends the same calls
+ * to a floor server that holds each answer for as long as core takes to answer a REST call (a timer;
+ * bench/grpc-floor.ts), as the controller waits for core. Its wall time minus the time held is the
+ * hop's cost between sleeping processes, and `csi_over_rest_ceiling_held` = rest / (rest + that
+ * cost) (round trip times, per batch pair) is what a controller that did no work of its own would
+ * reach at 1 in flight.
  *
  * Core runs with its default periods, as users run it (not the tests' 300 ms polling), and both
  * paths are warmed with WARM_UP round trips first: V8 keeps optimizing the controller's code for
@@ -39,7 +47,7 @@ import type { CreateVolumeRequest, Volume } from '../src/lib/rest/types.js';
 import { CsiClient } from '../test/helpers/csi-client.js';
 import { TestCluster } from '../test/integration/core/cluster.js';
 import { createRequest, startController } from '../test/integration/csi-controller/controller-process.js';
-import { startGrpcFloor } from './grpc-floor.js';
+import { type GrpcFloor, startGrpcFloor } from './grpc-floor.js';
 import { quantile } from './stats.js';
 
 const perBatch = Number(process.argv[2] ?? 100);
@@ -131,16 +139,18 @@ async function main() {
   // so the client's CPU is part of what the CSI path costs here.
   const clientOptions = { 'grpc.enable_channelz': 0, 'grpc.enable_retries': 0 };
   const csi = new CsiClient(socket, clientOptions);
-  let floorServer: Awaited<ReturnType<typeof startGrpcFloor>> | undefined;
-  let floor: CsiClient | undefined;
+  const floors: GrpcFloor[] = [];
+  const floorClients: CsiClient[] = [];
   try {
     const csiRequest = () =>
       createRequest(`pvc-${randomUUID()}`, { required: SIZE, parameters: { repl: '1', thin: 'true' } });
     // Both paths make the same volume: core does the same work for each, only the CSI hop differs.
     const { body: restBody, csiReply } = await restBodyLikeCsi(csi, cluster, csiRequest());
     const floorSocket = join(dir, 'floor', 'controller.sock');
-    floorServer = await startGrpcFloor(floorSocket, csiReply);
-    floor = new CsiClient(floorSocket, clientOptions);
+    const floorServer = await startGrpcFloor(floorSocket, csiReply);
+    floors.push(floorServer);
+    const floor = new CsiClient(floorSocket, clientOptions);
+    floorClients.push(floor);
     const viaRest = async () => {
       const id = randomUUID();
       await cluster.rest.createVolume(id, restBody);
@@ -153,18 +163,28 @@ async function main() {
       );
       await csi.controller('DeleteVolume', { volume_id: volume.volume_id });
     };
-    const floorClient = floor;
-    const viaFloor = async () => {
-      const { volume } = await floorClient.controller<{ volume: { volume_id: string } }>(
+    const viaFloorOf = (client: CsiClient) => async () => {
+      const { volume } = await client.controller<{ volume: { volume_id: string } }>(
         'CreateVolume',
         csiRequest(),
       );
-      await floorClient.controller('DeleteVolume', { volume_id: volume.volume_id });
+      await client.controller('DeleteVolume', { volume_id: volume.volume_id });
     };
+    const viaFloor = viaFloorOf(floor);
     // Warm-up: connections, JIT (see the head comment), the store's first pages.
     await pool(WARM_UP, 8, viaRest);
     await pool(WARM_UP, 8, viaCsi);
     await pool(WARM_UP, 8, viaFloor);
+    // The held floor answers each call after as long as core takes to answer one REST call alone
+    // (half a round trip), so its processes sleep between calls as the CSI path's do.
+    const holdMs = Math.max(1, Math.round(quantile(await pool(200, 1, viaRest), 0.5) / 2));
+    const heldSocket = join(dir, 'floor-held', 'controller.sock');
+    const heldServer = await startGrpcFloor(heldSocket, csiReply, holdMs);
+    floors.push(heldServer);
+    const held = new CsiClient(heldSocket, clientOptions);
+    floorClients.push(held);
+    const viaHeldFloor = viaFloorOf(held);
+    await pool(WARM_UP / 4, 8, viaHeldFloor);
 
     const results: Record<string, unknown> = {};
     let pass = true;
@@ -174,13 +194,14 @@ async function main() {
         ms: [] as number[],
         cpu: { core: 0, io_engines: 0, csi_controller: 0, floor_server: 0, client: 0 },
       });
-      const runs = { rest: fresh(), csi: fresh(), grpc_floor: fresh() };
-      const floorPid = floorServer.pid!;
+      const runs = { rest: fresh(), csi: fresh(), grpc_floor: fresh(), grpc_floor_held: fresh() };
+      /** Per held batch: the round trips' wall time minus the time the server held them, per round trip. */
+      const heldHopMs: number[] = [];
       const cpuNow = () => ({
         core: cpuMs(cluster.cores[0].pid),
         io_engines: cluster.engines.reduce((a, e) => a + cpuMs(e.proc.pid), 0),
         csi_controller: cpuMs(proc.pid),
-        floor_server: cpuMs(floorPid),
+        floor_server: floors.reduce((a, f) => a + cpuMs(f.child.pid!), 0),
         client: selfCpuMs(),
       });
       // At 1 in flight a round trip takes tens of ms: shorter batches, twice as many, so each REST
@@ -189,17 +210,21 @@ async function main() {
       const count = width === 1 ? batches * 2 : batches;
       for (let b = 0; b < count; b++) {
         // The order alternates too: neither path always runs right after the other's load.
+        // Holds overlap when calls do, so the held floor only measures one call at a time.
         const order = [
           ['rest', viaRest],
           ['csi', viaCsi],
           ['grpc_floor', viaFloor],
+          ...(width === 1 ? ([['grpc_floor_held', viaHeldFloor]] as const) : []),
         ] as const;
         for (const [path, fn] of b % 2 ? [...order].reverse() : order) {
           const c0 = cpuNow();
           const t0 = performance.now();
           const ms = await pool(size, width, fn);
-          runs[path].rates.push(size / ((performance.now() - t0) / 1000));
+          const wall = performance.now() - t0;
+          runs[path].rates.push(size / (wall / 1000));
           runs[path].ms.push(...ms);
+          if (path === 'grpc_floor_held') heldHopMs.push((wall - (await heldServer.takeHeldMs())) / size);
           const c1 = cpuNow();
           for (const k of Object.keys(c0) as (keyof typeof c0)[]) runs[path].cpu[k] += c1[k] - c0[k];
         }
@@ -220,6 +245,10 @@ async function main() {
       const pairs = runs.csi.rates.map((r, i) => r / runs.rest.rates[i]);
       const ratio = quantile(pairs, 0.5);
       const ceilings = runs.grpc_floor.rates.map((f, i) => f / (runs.rest.rates[i] + f));
+      // REST round trip / (REST round trip + the held hop's cost), per batch pair.
+      const heldCeilings = heldHopMs.map(
+        (hop, i) => 1000 / runs.rest.rates[i] / (1000 / runs.rest.rates[i] + hop),
+      );
       pass &&= ratio >= BAR;
       results[`in_flight_${width}`] = {
         round_trips_per_batch: size,
@@ -232,6 +261,16 @@ async function main() {
         csi_over_rest_per_pair: pairs.map(round2),
         grpc_floor: summary(runs.grpc_floor),
         csi_over_rest_ceiling: round2(quantile(ceilings, 0.5)),
+        ...(heldHopMs.length
+          ? {
+              grpc_floor_held: {
+                hold_ms_per_call: holdMs,
+                hop_ms_per_round_trip: round2(quantile(heldHopMs, 0.5)),
+                cpu_ms_per_round_trip: summary(runs.grpc_floor_held).cpu_ms_per_round_trip,
+              },
+              csi_over_rest_ceiling_held: round2(quantile(heldCeilings, 0.5)),
+            }
+          : {}),
       };
     }
     const leftover = await cluster.rest.listVolumes();
@@ -253,10 +292,11 @@ async function main() {
     );
   } finally {
     csi.close();
-    floor?.close();
-    if (floorServer && floorServer.exitCode === null && floorServer.signalCode === null) {
-      floorServer.kill('SIGTERM');
-      await once(floorServer, 'exit');
+    for (const c of floorClients) c.close();
+    for (const { child } of floors) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
     }
     await proc.kill('SIGTERM');
     await cluster.stop();
