@@ -6,7 +6,7 @@ import { pollEngines, pollNode, unpolledNodes } from './cache.js';
 import { drainNodes } from './drain.js';
 import { collectNexuses, collectReplicas, collectVolumes } from './gc.js';
 import { reconcilePools } from './pools.js';
-import { recordStatusChanges } from './status-events.js';
+import { StatusEvents } from './status-events.js';
 import { healVolumes, recreateMissingNexuses } from './volumes.js';
 
 /**
@@ -22,6 +22,7 @@ export class ReconcileLoop {
   private lastPoll = 0;
   private lastGc = 0;
   private running: Promise<void> | null = null;
+  private readonly statusEvents = new StatusEvents();
   /** Passes completed (tests and the bench wait on it). */
   passes = 0;
 
@@ -73,7 +74,7 @@ export class ReconcileLoop {
       this.lastPoll = now;
       await this.step('nodes', () => registry.refreshNodes());
       await this.step('cache', () => pollEngines(this.ctx));
-      await this.step('status-events', () => recordStatusChanges(this.ctx));
+      await this.step('status-events', () => this.statusEvents.record(this.ctx));
     } else {
       // An online io-engine whose poll failed (or never ran since it restarted) is polled again now,
       // not a cache period later: until then its pools are not re-imported nor its replicas seen.

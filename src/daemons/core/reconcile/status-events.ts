@@ -3,64 +3,72 @@ import type { CoreContext } from '../context.js';
 import { type CoreEvent, makeEvent } from '../events.js';
 import { poolFull, volumeStatus } from '../health.js';
 
-const lastVolume = new Map<string, string>();
-const lastNode = new Map<string, boolean>();
-const lastPoolFull = new Map<string, boolean>();
-
 /**
  * Health changes are lifecycle events too: a volume turning Degraded/Faulted/Online, a node going
- * Offline/Online and a pool filling up or getting room again each append one event (compared with
- * what this core saw last; the first sighting after start records a baseline, and an event only
- * when it is already unhealthy).
+ * Offline/Online and a pool filling up or getting room again each append one event, compared with
+ * what this core saw last. The first sighting after start records a baseline, and an event only
+ * when it is already unhealthy.
+ *
+ * A volume whose target's state core does not know (not polled yet after a restart, its node
+ * unreachable) is `Unknown`: that is core's blind spot, not the volume's health, so it neither makes
+ * an event nor replaces the last status seen. Otherwise a volume found Degraded after a restart
+ * would never be reported, and its recovery would read "Unknown → Online".
  */
-export async function recordStatusChanges(ctx: CoreContext): Promise<void> {
-  const { registry } = ctx;
-  const events: CoreEvent[] = [];
-  for (const [id, live] of registry.nodeLive) {
-    const was = lastNode.get(id);
-    if (was !== undefined && was !== live.online) {
-      events.push(
-        makeEvent(
-          'node',
-          id,
-          live.online ? 'Online' : 'Offline',
-          live.online ? `io-engine at ${live.grpcEndpoint} is back` : 'liveness key expired',
-        ),
-      );
+export class StatusEvents {
+  private readonly lastVolume = new Map<string, string>();
+  private readonly lastNode = new Map<string, boolean>();
+  private readonly lastPoolFull = new Map<string, boolean>();
+
+  async record(ctx: CoreContext): Promise<void> {
+    const { registry } = ctx;
+    const events: CoreEvent[] = [];
+    for (const [id, live] of registry.nodeLive) {
+      const was = this.lastNode.get(id);
+      if (was !== undefined && was !== live.online) {
+        events.push(
+          makeEvent(
+            'node',
+            id,
+            live.online ? 'Online' : 'Offline',
+            live.online ? `io-engine at ${live.grpcEndpoint} is back` : 'liveness key expired',
+          ),
+        );
+      }
+      this.lastNode.set(id, live.online);
     }
-    lastNode.set(id, live.online);
-  }
-  for (const [id, st] of registry.poolStates) {
-    const full = poolFull(st);
-    const was = lastPoolFull.get(id);
-    if (full && !was)
-      events.push(
-        makeEvent(
-          'pool',
-          id,
-          'Full',
-          `pool ${id} on ${registry.pools.get(id)?.node ?? 'an unknown node'} is full (${st.free} of ${st.capacity} bytes free): thin writes there that need new space fail with ENOSPC; free space by deleting volumes or snapshots on it`,
-        ),
-      );
-    else if (!full && was)
-      events.push(makeEvent('pool', id, 'SpaceFreed', `pool ${id} has ${st.free} bytes free again`));
-    lastPoolFull.set(id, full);
-  }
-  for (const id of lastPoolFull.keys()) if (!registry.poolStates.has(id)) lastPoolFull.delete(id);
-  const slice = new TimeSlice();
-  for (const v of registry.volumes.values()) {
-    await slice.pause();
-    if (v.operation || registry.isBusy('volume', v.uuid)) continue;
-    const status = volumeStatus(registry, v);
-    const was = lastVolume.get(v.uuid);
-    if (was !== undefined && was !== status && status !== 'Unknown') {
-      events.push(makeEvent('volume', v.uuid, status, `volume ${was} → ${status}`));
-    } else if (was === undefined && (status === 'Degraded' || status === 'Faulted')) {
-      // First sighting already unhealthy (it changed before this core looked): still worth an event.
-      events.push(makeEvent('volume', v.uuid, status, `volume is ${status}`));
+    for (const [id, st] of registry.poolStates) {
+      const full = poolFull(st);
+      const was = this.lastPoolFull.get(id);
+      if (full && !was)
+        events.push(
+          makeEvent(
+            'pool',
+            id,
+            'Full',
+            `pool ${id} on ${registry.pools.get(id)?.node ?? 'an unknown node'} is full (${st.free} of ${st.capacity} bytes free): thin writes there that need new space fail with ENOSPC; free space by deleting volumes or snapshots on it`,
+          ),
+        );
+      else if (!full && was)
+        events.push(makeEvent('pool', id, 'SpaceFreed', `pool ${id} has ${st.free} bytes free again`));
+      this.lastPoolFull.set(id, full);
     }
-    lastVolume.set(v.uuid, status);
+    for (const id of this.lastPoolFull.keys()) if (!registry.poolStates.has(id)) this.lastPoolFull.delete(id);
+    const slice = new TimeSlice();
+    for (const v of registry.volumes.values()) {
+      await slice.pause();
+      if (v.operation || registry.isBusy('volume', v.uuid)) continue;
+      const status = volumeStatus(registry, v);
+      if (status === 'Unknown') continue;
+      const was = this.lastVolume.get(v.uuid);
+      if (was !== undefined && was !== status) {
+        events.push(makeEvent('volume', v.uuid, status, `volume ${was} → ${status}`));
+      } else if (was === undefined && (status === 'Degraded' || status === 'Faulted')) {
+        // First sighting already unhealthy (it changed before this core looked): still worth an event.
+        events.push(makeEvent('volume', v.uuid, status, `volume is ${status}`));
+      }
+      this.lastVolume.set(v.uuid, status);
+    }
+    for (const id of this.lastVolume.keys()) if (!registry.volumes.has(id)) this.lastVolume.delete(id);
+    for (let i = 0; i < events.length; i += 100) await registry.persist({ events: events.slice(i, i + 100) });
   }
-  for (const id of lastVolume.keys()) if (!registry.volumes.has(id)) lastVolume.delete(id);
-  for (let i = 0; i < events.length; i += 100) await registry.persist({ events: events.slice(i, i + 100) });
 }
