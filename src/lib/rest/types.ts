@@ -166,3 +166,28 @@ export interface BlockDevice {
   connection_type: string;
   is_rotational?: boolean;
 }
+
+/** One finished rebuild of a target's child, as REST `/volumes/{id}/rebuild-history` lists it. */
+export interface RebuildRecord {
+  /** The rebuilt child's URI; its replica is the `?uuid=` parameter. */
+  childUri: string;
+  /** The child it was rebuilt from. */
+  srcUri: string;
+  rebuildJobState: 'Init' | 'Rebuilding' | 'Stopped' | 'Paused' | 'Failed' | 'Completed';
+  /** Blocks of `blockSize` bytes. */
+  blocksTotal: number;
+  blocksRecovered: number;
+  /** Of those, blocks of data sent (stretches of zeroes are zeroed, not sent). */
+  blocksTransferred: number;
+  blocksRemaining: number;
+  blockSize: number;
+  isPartial: boolean;
+  startTime: string;
+  endTime: string;
+}
+
+/** REST `/volumes/{id}/rebuild-history`: the rebuilds of the volume's current target. */
+export interface RebuildHistory {
+  targetUuid: string;
+  records: RebuildRecord[];
+}

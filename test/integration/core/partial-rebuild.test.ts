@@ -3,7 +3,8 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
-import type { Volume } from '../../../src/lib/rest/types.js';
+import type { RebuildHistory, Volume } from '../../../src/lib/rest/types.js';
+import { runStorctl } from '../../helpers/storctl.js';
 import { fatal, waitFor } from '../../helpers/wait.js';
 import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
@@ -20,15 +21,6 @@ const flagsWith = (over: Record<string, string>) => FAST_CORE_FLAGS.map((f, i, a
 const replicaIds = (v: Volume) => Object.keys(v.state.replica_topology).sort();
 const replicaNodeOf = (v: Volume, uuid: string) => v.state.replica_topology[uuid]?.node;
 const childOf = (v: Volume, uuid: string) => v.state.target?.children.find((ch) => ch.uri.includes(uuid));
-
-interface RebuildRecord {
-  childUri: string;
-  rebuildJobState: string;
-  blocksTotal: number;
-  blocksTransferred: number;
-  blockSize: number;
-  isPartial: boolean;
-}
 
 /** sha256 of a replica's first SIZE bytes (a thin replica's file may be shorter: zeros). */
 async function replicaHash(c: TestCluster, node: string, uuid: string): Promise<string> {
@@ -162,7 +154,7 @@ describe('core waits for a faulted child and brings the same replica back (parti
     expect(replicaIds(healed)).toEqual(replicaIds(published));
     expect(healed.state.target!.deviceUri).toBe(uri);
 
-    const history = await c.rest.call<{ records: RebuildRecord[] }>('GET', `/volumes/${id}/rebuild-history`);
+    const history = await c.rest.call<RebuildHistory>('GET', `/volumes/${id}/rebuild-history`);
     const rebuilds = history.records.filter((r) => r.childUri.includes(victim));
     expect(rebuilds.length).toBeGreaterThan(0);
     const last = rebuilds.at(-1)!;
@@ -172,6 +164,26 @@ describe('core waits for a faulted child and brings the same replica back (parti
     expect(last.blocksTransferred).toBeGreaterThan(0);
     expect(last.blocksTransferred * last.blockSize).toBeLessThanOrEqual(8 * MiB);
     expect(last.blocksTotal * last.blockSize).toBe(SIZE);
+    // The operator's view names the replicas by uuid, as kubectl-mayastor does, with its columns.
+    const table = await runStorctl(['volume', 'rebuild-history', id], { env: c.env });
+    expect(table.code, table.stderr).toBe(0);
+    const [header, ...rows] = table.stdout.trim().split('\n');
+    expect(header.trim().split(/\s+/)).toEqual([
+      'DST',
+      'SRC',
+      'STATE',
+      'TOTAL',
+      'RECOVERED',
+      'TRANSFERRED',
+      'IS-PARTIAL',
+      'START-TIME',
+      'END-TIME',
+    ]);
+    const row = rows.map((r) => r.trim().split(/\s+/)).findLast((r) => r[0] === victim);
+    expect(row?.slice(2, 4)).toEqual(['Completed', '64MiB']);
+    expect(replicaIds(healed)).toContain(row?.[1]);
+    expect(row?.[6]).toBe('true');
+    expect(row?.[8]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 
     // Reads check the latest pattern of every piece, and the untouched rest.
     await qemuIo(uri, ...writer.reads(), `read -P 0x11 ${PIECES * PIECE} ${SIZE - PIECES * PIECE}`);

@@ -25,6 +25,8 @@ const MIRRORS: Record<string, string> = {
   CreateVolumeRequest: 'CreateVolumeBody',
   PublishRequest: 'PublishVolumeBody',
   BlockDevice: 'BlockDevice',
+  RebuildRecord: 'RebuildRecord',
+  RebuildHistory: 'RebuildHistory',
 };
 
 const schemas = openApiDocument.components.schemas as Record<string, Schema>;
