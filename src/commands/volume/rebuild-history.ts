@@ -1,17 +1,12 @@
 import { Args } from '@oclif/core';
+import { replicaUuidOfUri } from '../../lib/child-uri.js';
 import { humanizeBytes } from '../../lib/output/humanize.js';
 import { uuidArg } from '../../lib/rest/cli.js';
 import type { RebuildHistory, RebuildRecord } from '../../lib/rest/types.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
-/** The replica a child URI names (its `?uuid=`), else the URI itself. */
-function replicaOf(uri: string): string {
-  try {
-    return new URL(uri).searchParams.get('uuid') || uri;
-  } catch {
-    return uri;
-  }
-}
+/** The replica a child URI names, else the URI itself. */
+const replicaOf = (uri: string) => replicaUuidOfUri(uri) ?? uri;
 
 /** `2024-09-03T15:57:59Z`, as kubectl-mayastor prints rebuild times. */
 const secondsUtc = (time: string) => {
