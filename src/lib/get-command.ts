@@ -157,8 +157,7 @@ export abstract class GetCommand extends StorctlCommand {
     if ((format === 'table' || format === 'wide') && !this.watchFlag) {
       const answer = await this.liveAnswer(['volumes']);
       if ('live' in answer) return this.show(types, build, { live: ['volumes'], answer });
-      this.noteNoLive(answer);
-      return this.showStoredVolumeTable(format === 'wide');
+      return this.showStoredVolumeTable(format === 'wide', answer);
     }
     if (format !== 'json' && format !== 'yaml') return this.show(types, build, { live: ['volumes'] });
     const { liveRestUrl, streamLiveVolumes } = await import('./catalog/live.js');
@@ -185,9 +184,10 @@ export abstract class GetCommand extends StorctlCommand {
 
   /**
    * `get volumes` as a table when core does not answer: the volumes are decoded and turned into
-   * their rows on the validation worker while this thread reads on (volumeTableRows).
+   * their rows on the validation worker while this thread reads on (volumeTableRows). Why core's
+   * state is missing is said once the store was read: a store that fails gets its error alone.
    */
-  private async showStoredVolumeTable(wide: boolean): Promise<void> {
+  private async showStoredVolumeTable(wide: boolean, noLive: LiveUnavailable): Promise<void> {
     const errors = await withStore(this.globals, async (store) => {
       const state = await readCluster(store, this.globals.keySpace, ['VolumeSnapshot', 'NexusInfo']);
       const { rows, errors } = await volumeTableRows(store, this.globals.keySpace, {
@@ -198,6 +198,7 @@ export abstract class GetCommand extends StorctlCommand {
       if (rows.some((r, i) => i > 0 && byId.compare(rows[i - 1][0], r[0]) > 0))
         rows.sort((a, b) => byId.compare(a[0], b[0]));
       const headers = shownColumns(volumeColumns(state), wide).map((c) => c.header);
+      this.noteNoLive(noLive);
       this.print({ rows, columns: headers.map((header, i) => ({ header, get: (r: string[]) => r[i] })) });
       return [...state.errors, ...errors];
     });
