@@ -354,6 +354,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(stored.code).toBe(0);
     expect(stored.stdout).toMatch(/^\s*pool-node-1 /m);
     expect(stored.stderr).toContain('showing stored specs only');
+    const storedVolumes = await cli('get', 'volumes');
+    expect(storedVolumes.code).toBe(0);
+    expect(storedVolumes.stdout).toContain(kept.spec.uuid);
+    expect(storedVolumes.stderr).toContain('showing stored specs only');
     // -o json from the store alone: the same specs core printed, without the state only core knows.
     const fromStore = await cli('get', 'volumes', '-o', 'json');
     expect(fromStore.code).toBe(0);
