@@ -72,6 +72,24 @@ export function durationFlag(
 
 // ---- labels -----------------------------------------------------------------------------------
 
+/**
+ * A cordon or drain label given as kubectl-mayastor takes it (`cordon node ID LABEL`) or as
+ * `--label`: either, or both when they agree; `fallback` when neither.
+ */
+export function cordonLabel(
+  positional: string | undefined,
+  flag: string | undefined,
+  fallback: string,
+): string;
+export function cordonLabel(positional: string | undefined, flag: string | undefined): string | undefined;
+export function cordonLabel(positional: string | undefined, flag: string | undefined, fallback?: string) {
+  if (positional !== undefined && flag !== undefined && positional !== flag)
+    throw new UsageError(`label given twice, as '${positional}' and as --label '${flag}': give it once`);
+  const label = positional ?? flag ?? fallback;
+  if (label === '') throw new UsageError('the label must not be empty');
+  return label;
+}
+
 /** One label edit, as `node label` and `pool label` take it (kubectl's syntax). */
 export type LabelEdit = { op: 'set'; key: string; value: string } | { op: 'remove'; key: string };
 

@@ -1,5 +1,5 @@
 import { Args, Flags } from '@oclif/core';
-import { durationFlag } from '../../lib/cli-args.js';
+import { cordonLabel, durationFlag } from '../../lib/cli-args.js';
 import { nodeListing, waitDrained } from '../../lib/rest/cli.js';
 import { RestCommand } from '../../lib/rest-command.js';
 
@@ -9,12 +9,15 @@ export default class NodeDrain extends RestCommand {
   static override examples = [
     '<%= config.bin %> node drain node-2 --wait',
     '<%= config.bin %> node drain node-2 --label upgrade',
+    "<%= config.bin %> node drain node-2 upgrade --wait   # kubectl-mayastor's form",
   ];
-  static override args = { node: Args.string({ description: 'node id', required: true }) };
+  static override args = {
+    node: Args.string({ description: 'node id', required: true }),
+    label: Args.string({ description: 'drain label, as kubectl-mayastor takes it (same as --label)' }),
+  };
   static override flags = {
     label: Flags.string({
-      description: 'drain label (uncordon with it to cancel)',
-      default: 'storctl-drain',
+      description: 'drain label (uncordon with it to cancel) [default: storctl-drain]',
     }),
     wait: Flags.boolean({ description: 'wait until the node is drained', default: false }),
     timeout: durationFlag({
@@ -27,7 +30,7 @@ export default class NodeDrain extends RestCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeDrain);
-    let node = await this.client.drainNode(args.node, flags.label);
+    let node = await this.client.drainNode(args.node, cordonLabel(args.label, flags.label, 'storctl-drain'));
     if (flags.wait) {
       node = await waitDrained(this.client, args.node, node, flags.timeout, (left) =>
         this.logToStderr(`draining ${args.node}: ${left} volume target(s) left to move`),

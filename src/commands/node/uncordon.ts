@@ -1,4 +1,5 @@
 import { Args, Flags } from '@oclif/core';
+import { cordonLabel } from '../../lib/cli-args.js';
 import { ConflictError, UsageError } from '../../lib/errors.js';
 import { nodeListing } from '../../lib/rest/cli.js';
 import { RestCommand } from '../../lib/rest-command.js';
@@ -10,8 +11,12 @@ export default class NodeUncordon extends RestCommand {
     '<%= config.bin %> node uncordon node-2',
     '<%= config.bin %> node uncordon node-2 --label maintenance',
     '<%= config.bin %> node uncordon node-2 --label storctl-drain   # cancel a drain started with `node drain`',
+    "<%= config.bin %> node uncordon node-2 maintenance   # kubectl-mayastor's form",
   ];
-  static override args = { node: Args.string({ description: 'node id', required: true }) };
+  static override args = {
+    node: Args.string({ description: 'node id', required: true }),
+    label: Args.string({ description: 'label to remove, as kubectl-mayastor takes it (same as --label)' }),
+  };
   static override flags = {
     label: Flags.string({ description: "cordon or drain label to remove (default: the node's only one)" }),
   };
@@ -20,7 +25,7 @@ export default class NodeUncordon extends RestCommand {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(NodeUncordon);
-    const label = flags.label ?? (await this.onlyLabel(args.node));
+    const label = cordonLabel(args.label, flags.label) ?? (await this.onlyLabel(args.node));
     this.print(nodeListing([await this.client.uncordonNode(args.node, label)]));
   }
 

@@ -42,6 +42,13 @@ describe('durations, labels and --rest through the built CLI', () => {
     [['node', 'label', 'node-1', 'zone'], "label 'zone' is neither KEY=VALUE nor KEY-"],
     [['node', 'label', 'node-1', '=-'], "label '=-' is neither KEY=VALUE nor KEY-"],
     [['pool', 'label', 'pool-1', '=a'], "label '=a' is neither KEY=VALUE nor KEY-"],
+    // A cordon or drain label as kubectl-mayastor's positional or as --label, not two different ones.
+    [
+      ['node', 'cordon', 'node-1', 'a', '--label', 'b'],
+      "label given twice, as 'a' and as --label 'b': give it once",
+    ],
+    [['node', 'drain', 'node-1', 'x', '--label', 'y'], "label given twice, as 'x' and as --label 'y'"],
+    [['node', 'uncordon', 'node-1', '--label', ''], 'the label must not be empty'],
     [['volume', 'create', '--size', '1GiB', '--label', 'zone-'], "--label 'zone-' is not KEY=VALUE"],
     [
       ['pool', 'create', 'node-1', 'p', '--capacity', '1GiB', '--label', 'ssd'],

@@ -243,6 +243,12 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(tooMany.code).toBe(4);
     expect(tooMany.stderr).toMatch(/ResourceExhausted: .*node cordoned/);
     expect((await cli('node', 'uncordon', 'node-1')).code).toBe(0);
+    // kubectl-mayastor's form: the label as the second argument.
+    const maint = await cli('node', 'cordon', 'node-1', 'maint', '-o', 'json');
+    expect(maint.code, maint.stderr).toBe(0);
+    expect(JSON.parse(maint.stdout).spec.cordondrainstate.cordonedstate.cordonlabels).toEqual(['maint']);
+    expect((await cli('node', 'uncordon', 'node-1', 'maint')).code).toBe(0);
+    expect(JSON.parse((await cli('get', 'node', 'node-1', '-o', 'json')).stdout).state.cordoned).toBe(false);
 
     const label = await cli('node', 'label', 'node-2', 'zone=b', '-o', 'json');
     expect(JSON.parse(label.stdout).spec.labels).toEqual({ zone: 'b' });
