@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
 import { durationFlag, formatDuration } from '../../lib/cli-args.js';
-import { TimeoutError } from '../../lib/errors.js';
+import { TimeoutError, UsageError } from '../../lib/errors.js';
 import { rebuildProgress, uuidArg, volumeListing } from '../../lib/rest/cli.js';
 import { RestError } from '../../lib/rest/errors.js';
 import { RestCommand } from '../../lib/rest-command.js';
@@ -12,10 +12,18 @@ export default class VolumeScale extends RestCommand {
   static override examples = [
     '<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --replicas 3',
     '<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --replicas 2 --no-wait',
+    "<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b 3   # kubectl-mayastor's form",
   ];
-  static override args = { id: Args.string({ description: 'volume uuid', required: true }) };
+  static override args = {
+    id: Args.string({ description: 'volume uuid', required: true }),
+    replicas: Args.integer({
+      description: 'new replica count, as kubectl-mayastor takes it (same as --replicas)',
+      min: 1,
+      max: 255,
+    }),
+  };
   static override flags = {
-    replicas: Flags.integer({ description: 'new replica count', required: true, min: 1, max: 255 }),
+    replicas: Flags.integer({ description: 'new replica count', min: 1, max: 255 }),
     wait: Flags.boolean({ description: 'wait until rebuilds finish', default: true, allowNo: true }),
     timeout: durationFlag({
       description: 'how long to wait for rebuilds, e.g. 90s or 10m (a bare number is seconds)',
@@ -28,9 +36,18 @@ export default class VolumeScale extends RestCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeScale);
     const id = uuidArg('volume id', args.id);
+    const replicas = args.replicas ?? flags.replicas;
+    if (replicas === undefined)
+      throw new UsageError('give the new replica count', {
+        suggestions: [`storctl volume scale ${id} --replicas N`],
+      });
+    if (args.replicas !== undefined && flags.replicas !== undefined && args.replicas !== flags.replicas)
+      throw new UsageError(
+        `replica count given twice, as ${args.replicas} and as --replicas ${flags.replicas}: give it once`,
+      );
     // Already at that count: nothing to do (core answers ReplicaCountAchieved, as upstream does).
     let v = await this.client
-      .scaleVolume(id, flags.replicas)
+      .scaleVolume(id, replicas)
       .catch((err) =>
         err instanceof RestError && err.details === 'ReplicaCountAchieved'
           ? this.client.getVolume(id)
@@ -48,7 +65,7 @@ export default class VolumeScale extends RestCommand {
         if (Date.now() > deadline)
           throw new TimeoutError(`volume ${id} still rebuilding after ${formatDuration(flags.timeout)}`, {
             suggestions: [
-              `watch it with \`storctl volume scale ${id} --replicas ${flags.replicas}\` or \`storctl events --watch\``,
+              `watch it with \`storctl volume scale ${id} --replicas ${replicas}\` or \`storctl events --watch\``,
             ],
           });
         await sleep(500);

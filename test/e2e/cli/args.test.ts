@@ -49,6 +49,11 @@ describe('durations, labels and --rest through the built CLI', () => {
     ],
     [['node', 'drain', 'node-1', 'x', '--label', 'y'], "label given twice, as 'x' and as --label 'y'"],
     [['node', 'uncordon', 'node-1', '--label', ''], 'the label must not be empty'],
+    [
+      ['volume', 'scale', VOLUME, '2', '--replicas', '3'],
+      'replica count given twice, as 2 and as --replicas 3: give it once',
+    ],
+    [['volume', 'scale', VOLUME], 'give the new replica count'],
     [['volume', 'create', '--size', '1GiB', '--label', 'zone-'], "--label 'zone-' is not KEY=VALUE"],
     [
       ['pool', 'create', 'node-1', 'p', '--capacity', '1GiB', '--label', 'ssd'],

@@ -152,7 +152,7 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(JSON.parse(scaled.stdout).spec.num_replicas).toBe(2);
     await qemuIo(uri, 'read -P 0x42 0 2M');
 
-    const grown = await cli('volume', 'scale', id, '--replicas', '3');
+    const grown = await cli('volume', 'scale', id, '3'); // kubectl-mayastor's form
     expect(grown.code, grown.stderr).toBe(0);
     expect(grown.stderr).toContain('rebuild complete');
     await qemuIo(uri, 'read -P 0x42 0 2M');
