@@ -12,7 +12,7 @@ import { makeEvent } from './events.js';
 import { volumeStatus } from './health.js';
 import { acquireLeaseLock } from './lease-lock.js';
 import { GuardedWriter } from './persist.js';
-import { observeRebuilds, RebuildHistory } from './rebuild-history.js';
+import { observeRebuilds, RebuildHistory, rebuildEvent } from './rebuild-history.js';
 import { ReconcileLoop } from './reconcile/loop.js';
 import { recoverAtStartup } from './recovery.js';
 import type { Registry as CoreRegistry } from './registry.js';
@@ -85,7 +85,14 @@ export async function start(config: CoreConfig, deps: CoreDeps = {}): Promise<Co
   let loop: ReconcileLoop | undefined;
   let engines: Engines | undefined;
   let rest: Awaited<ReturnType<typeof startRestServer>>;
-  const rebuilds = new RebuildHistory();
+  // A finished rebuild is an event of its volume (found through the nexus's owner).
+  const rebuilds = new RebuildHistory((nexus, record) => {
+    const volume = registry.nexuses.get(nexus)?.owner;
+    if (!volume) return;
+    registry
+      .persist({ events: [rebuildEvent(volume, record)] })
+      .catch((err) => log.warn({ nexus, err: (err as Error).message }, 'recording a rebuild event failed'));
+  });
   const watches = new VolumeWatches(registry, log);
   let timings: CoreDaemon['timings'];
   let ctx: CoreContext;

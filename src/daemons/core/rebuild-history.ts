@@ -1,6 +1,9 @@
+import { replicaUuidOfUri } from '../../lib/child-uri.js';
 import type { RebuildHistoryRecord } from '../../lib/io-engine/types.js';
+import { humanizeBytes } from '../../lib/output/humanize.js';
 import type { EngineApi, NexusState } from './engine-api.js';
 import type { EngineFactory } from './engines.js';
+import { type CoreEvent, makeEvent } from './events.js';
 
 /**
  * One finished rebuild, with Mayastor's RebuildHistory record fields (REST camelCase): the
@@ -43,6 +46,9 @@ export class RebuildHistory {
   private readonly nodeOf = new Map<string, string>();
 
   private ticks = 0;
+
+  /** `onFinished` hears of every rebuild that ends (completed, failed or stopped), once. */
+  constructor(private readonly onFinished?: (nexus: string, record: RebuildRecord) => void) {}
 
   /**
    * Take before asking an io-engine and pass to observe: an answer to a question asked before a
@@ -158,7 +164,37 @@ export class RebuildHistory {
     this.records.delete(nexus);
     this.records.set(nexus, list);
     if (this.records.size > MAX_NEXUSES) this.records.delete(this.records.keys().next().value!);
+    this.onFinished?.(nexus, list[list.length - 1]);
   }
+}
+
+const ENDED: Record<RebuildRecord['rebuildJobState'], string> = {
+  Completed: 'Rebuilt',
+  Failed: 'RebuildFailed',
+  Stopped: 'RebuildStopped',
+};
+
+/**
+ * The event of a finished rebuild of `volume`'s target: which replica, from which, how it ended and
+ * what it wrote. It closes the `Rebuilding` event that re-added the child, so the log says when a
+ * volume has all its copies again without waiting for the next status change core records.
+ */
+export function rebuildEvent(volume: string, r: RebuildRecord): CoreEvent {
+  const replica = (uri: string) => replicaUuidOfUri(uri) || uri || '<none>';
+  const from = `replica ${replica(r.childUri)}`;
+  const what =
+    r.rebuildJobState === 'Completed'
+      ? `${from} rebuilt from ${replica(r.srcUri)}`
+      : `rebuild of ${from} from ${replica(r.srcUri)} ${r.rebuildJobState === 'Failed' ? 'failed' : 'stopped'} at ${Math.floor((100 * r.blocksRecovered) / Math.max(1, r.blocksTotal))}%`;
+  const seconds = (Date.parse(r.endTime) - Date.parse(r.startTime)) / 1000;
+  const took = Number.isFinite(seconds) ? `, ${seconds.toFixed(1)} s` : '';
+  const written = humanizeBytes(r.blocksTransferred * r.blockSize);
+  return makeEvent(
+    'volume',
+    volume,
+    ENDED[r.rebuildJobState],
+    `${what}: ${written} written, ${r.isPartial ? 'partial' : 'full'} rebuild${took}`,
+  );
 }
 
 /**

@@ -196,6 +196,12 @@ describe('core waits for a faulted child and brings the same replica back (parti
     expect(events).toMatch(new RegExp(`"Rebuilding".*${victim}.*wait period`));
     expect(events).not.toMatch(new RegExp(`"id":"${victim}","action":"Removed"`));
     expect(events).not.toContain('"Healing"');
+    // The rebuild's end is an event of the volume too, closing the Rebuilding one.
+    expect(events).toMatch(
+      new RegExp(
+        `"id":"${id}","action":"Rebuilt","message":"replica ${victim} rebuilt from [0-9a-f-]{36}: .* written, partial rebuild`,
+      ),
+    );
   }, 150_000);
 
   it('a node not back within the wait period: its faulted child is replaced by a new replica', async () => {

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { NexusState } from '../../../src/daemons/core/engine-api.js';
-import { RebuildHistory } from '../../../src/daemons/core/rebuild-history.js';
+import {
+  RebuildHistory,
+  type RebuildRecord,
+  rebuildEvent,
+} from '../../../src/daemons/core/rebuild-history.js';
 
 const MiB = 1 << 20;
 const SRC = 'bdev:///a?uuid=a';
@@ -86,5 +90,52 @@ describe('rebuild history as core observes it', () => {
     expect(h.of('n1').map((r) => r.rebuildJobState)).toEqual(['Failed', 'Stopped']);
     h.forget('n1');
     expect(h.of('n1')).toEqual([]);
+  });
+
+  it('tells its listener of each rebuild once, when it ends, however it ends', () => {
+    const ended: [string, RebuildRecord][] = [];
+    const h = new RebuildHistory((nexus, record) => ended.push([nexus, record]));
+    h.observe(nexus([online(SRC), rebuilding(NEW, 0)]), h.tick());
+    h.observe(nexus([online(SRC), rebuilding(NEW, 60)]), h.tick());
+    expect(ended).toEqual([]);
+    h.observe(nexus([online(SRC), online(NEW)], 'Online'), h.tick());
+    h.observe(nexus([online(SRC), online(NEW)], 'Online'), h.tick());
+    expect(ended.map(([n, r]) => [n, r.childUri, r.rebuildJobState])).toEqual([['n1', NEW, 'Completed']]);
+    h.observe(nexus([online(SRC), rebuilding(NEW, 25)]), h.tick());
+    h.forget('n1');
+    expect(ended.map(([, r]) => r.rebuildJobState)).toEqual(['Completed', 'Stopped']);
+  });
+
+  it('a finished rebuild is an event of its volume naming the replicas, what was written and how', () => {
+    const record = (over: Partial<RebuildRecord>): RebuildRecord => ({
+      childUri: NEW,
+      srcUri: SRC,
+      rebuildJobState: 'Completed',
+      blocksTotal: 16384,
+      blocksRecovered: 16384,
+      blocksTransferred: 4096,
+      blocksRemaining: 0,
+      blockSize: 512,
+      isPartial: true,
+      startTime: '2026-11-27T20:00:00.000Z',
+      endTime: '2026-11-27T20:00:01.500Z',
+      ...over,
+    });
+    expect(rebuildEvent('vol-1', record({}))).toMatchObject({
+      resource: 'volume',
+      id: 'vol-1',
+      action: 'Rebuilt',
+      message: 'replica b rebuilt from a: 2MiB written, partial rebuild, 1.5 s',
+    });
+    expect(
+      rebuildEvent('vol-1', record({ rebuildJobState: 'Failed', blocksRecovered: 4096, isPartial: false })),
+    ).toMatchObject({
+      action: 'RebuildFailed',
+      message: 'rebuild of replica b from a failed at 25%: 2MiB written, full rebuild, 1.5 s',
+    });
+    expect(rebuildEvent('vol-1', record({ rebuildJobState: 'Stopped', srcUri: '' }))).toMatchObject({
+      action: 'RebuildStopped',
+      message: expect.stringMatching(/^rebuild of replica b from <none> stopped at 100%: /),
+    });
   });
 });
