@@ -1,17 +1,10 @@
 import { replicaUuidOfUri } from '../../lib/child-uri.js';
 import type { RebuildHistoryRecord } from '../../lib/io-engine/types.js';
 import { humanizeBytes } from '../../lib/output/humanize.js';
+import type { RebuildRecord } from '../../lib/rest/types.js';
 import type { EngineApi, NexusState } from './engine-api.js';
 import type { EngineFactory } from './engines.js';
 import { type CoreEvent, makeEvent } from './events.js';
-
-/**
- * One finished rebuild, with Mayastor's RebuildHistory record fields (REST camelCase): the
- * io-engine's record, whose `state` REST names `rebuildJobState`.
- */
-export type RebuildRecord = Omit<RebuildHistoryRecord, 'state'> & {
-  rebuildJobState: RebuildHistoryRecord['state'];
-};
 
 interface Running {
   srcUri: string;
@@ -131,7 +124,7 @@ export class RebuildHistory {
     nexus: string,
     childUri: string,
     job: Running,
-    state: RebuildRecord['rebuildJobState'],
+    state: RebuildHistoryRecord['state'],
     endTime: string,
   ): void {
     const jobs = this.running.get(nexus);
@@ -168,7 +161,7 @@ export class RebuildHistory {
   }
 }
 
-const ENDED: Record<RebuildRecord['rebuildJobState'], string> = {
+const ENDED: Partial<Record<RebuildRecord['rebuildJobState'], string>> = {
   Completed: 'Rebuilt',
   Failed: 'RebuildFailed',
   Stopped: 'RebuildStopped',
@@ -192,7 +185,7 @@ export function rebuildEvent(volume: string, r: RebuildRecord): CoreEvent {
   return makeEvent(
     'volume',
     volume,
-    ENDED[r.rebuildJobState],
+    ENDED[r.rebuildJobState] ?? r.rebuildJobState,
     `${what}: ${written} written, ${r.isPartial ? 'partial' : 'full'} rebuild${took}`,
   );
 }

@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NexusState } from '../../../src/daemons/core/engine-api.js';
-import {
-  RebuildHistory,
-  type RebuildRecord,
-  rebuildEvent,
-} from '../../../src/daemons/core/rebuild-history.js';
+import { RebuildHistory, rebuildEvent } from '../../../src/daemons/core/rebuild-history.js';
+import type { RebuildRecord } from '../../../src/lib/rest/types.js';
 
 const MiB = 1 << 20;
 const SRC = 'bdev:///a?uuid=a';
