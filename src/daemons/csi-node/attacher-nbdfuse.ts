@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
-import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
+import { isSameProcessAlive, procStat, terminateProcess } from '../../lib/mount/processes.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
 import type { AttachedDevice, Attacher } from './attacher.js';
 import { LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
@@ -65,17 +65,9 @@ export class NbdfuseLoopAttacher extends LoopOnFuseAttacher implements Attacher 
     if (d.file) await unbindLoops(d.file);
     if (d.fuseDir) await unmountFuse(d.fuseDir);
     if (d.fusePid) {
+      // Unmounted, nbdfuse ends by itself; signals only for one that does not.
       const alive = () => isSameProcessAlive(d.fusePid!, d.fusePidStartTime);
-      if (!(await waitUntilGone(alive, 5000))) {
-        try {
-          process.kill(d.fusePid, 'SIGTERM');
-        } catch {}
-        if (!(await waitUntilGone(alive, 5000))) {
-          try {
-            process.kill(d.fusePid, 'SIGKILL');
-          } catch {}
-        }
-      }
+      if (!(await waitUntilGone(alive, 5000))) await terminateProcess(d.fusePid, d.fusePidStartTime);
     }
     if (d.fuseDir) await rmdir(d.fuseDir).catch(() => {});
   }

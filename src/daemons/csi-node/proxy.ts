@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
-import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
+import { isSameProcessAlive, procStat, terminateProcess } from '../../lib/mount/processes.js';
 import type { PathProbe, ProxyStatus } from './proxy-server.js';
 
 export { PROXY_EXPORT } from './proxy-server.js';
@@ -169,16 +169,5 @@ export async function stopProxy(ref: ProxyRef): Promise<void> {
   if (!(await alive())) return;
   await proxyControl(ref, { op: 'stop' }, 3000).catch(() => {});
   if (await waitUntilGone(alive, 5000)) return;
-  signal(ref.pid, 'SIGTERM');
-  if (await waitUntilGone(alive, 5000)) return;
-  signal(ref.pid, 'SIGKILL');
-  await waitUntilGone(alive, 5000);
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // already gone
-  }
+  await terminateProcess(ref.pid, ref.pidStartTime);
 }

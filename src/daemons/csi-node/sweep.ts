@@ -1,7 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { waitUntilGone } from '../../lib/mount/poll.js';
-import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
+import { procStat, terminateProcess } from '../../lib/mount/processes.js';
 import { FuseLoopAttacher, fuseFileOf } from './attacher-fuse.js';
 import { NbdfuseLoopAttacher } from './attacher-nbdfuse.js';
 
@@ -35,14 +34,7 @@ export async function sweepVolumeDir(dir: string): Promise<string[]> {
     file: join(fuseDir, basename(dir)),
   });
   for (const p of await processesIn(dir)) {
-    const alive = () => isSameProcessAlive(p.pid, p.startTime);
-    for (const sig of ['SIGTERM', 'SIGKILL'] as const) {
-      if (!(await alive())) break;
-      try {
-        process.kill(p.pid, sig);
-      } catch {}
-      await waitUntilGone(alive, 5000);
-    }
+    await terminateProcess(p.pid, p.startTime);
     swept.push(`process ${p.pid}`);
   }
   return swept;

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { Logger } from '../logger.js';
 import { type DaemonInfo, type DaemonSpec, type Mounter, openDaemonLog } from './mounter.js';
 import { waitUntilGone } from './poll.js';
-import { isSameProcessAlive, listFuseProcesses, procStat } from './processes.js';
+import { isSameProcessAlive, listFuseProcesses, procStat, terminateProcess } from './processes.js';
 import type { DaemonRef } from './state.js';
 
 /**
@@ -56,10 +56,7 @@ export class ProcessMounter implements Mounter {
     // After the unmount a FUSE daemon ends by itself; signals only for one that does not.
     if (await gone(timeoutMs)) return;
     this.log?.warn({ pid }, 'FUSE daemon still running after unmount; sending SIGTERM');
-    signal(pid, 'SIGTERM');
-    if (await gone(5000)) return;
-    signal(pid, 'SIGKILL');
-    await gone(5000);
+    await terminateProcess(pid, ref.pidStartTime);
   }
 
   async list(): Promise<DaemonInfo[]> {
@@ -74,13 +71,4 @@ export class ProcessMounter implements Mounter {
   }
 
   async close(): Promise<void> {}
-}
-
-/** Signal a process that may have exited since it was last seen alive (ESRCH is not an error). */
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
-  }
 }

@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { waitUntilGone } from './poll.js';
 
 /** Start time (clock ticks since boot) and state of a live PID; undefined when gone or a zombie. */
 export async function procStat(pid: number): Promise<{ startTime: string; state: string } | undefined> {
@@ -17,6 +18,37 @@ export async function procStat(pid: number): Promise<{ startTime: string; state:
 export async function isSameProcessAlive(pid: number, startTime?: string): Promise<boolean> {
   const s = await procStat(pid);
   return !!s && (startTime === undefined || s.startTime === startTime);
+}
+
+/** How `terminateProcess` left a process. */
+export type Termination = 'gone' | 'terminated' | 'killed' | 'alive';
+
+/**
+ * End a process known by PID (and start time, so a PID the kernel gave to another process is never
+ * signalled): SIGTERM, then SIGKILL if it is still there after `graceMs`. 'gone' when it was not
+ * running, 'alive' when even SIGKILL did not end it within `graceMs` (stuck in the kernel).
+ */
+export async function terminateProcess(
+  pid: number,
+  startTime: string | undefined,
+  graceMs = 5000,
+): Promise<Termination> {
+  const alive = () => isSameProcessAlive(pid, startTime);
+  for (const [sig, ended] of [
+    ['SIGTERM', 'terminated'],
+    ['SIGKILL', 'killed'],
+  ] as const) {
+    if (!(await alive())) return sig === 'SIGTERM' ? 'gone' : 'terminated';
+    try {
+      process.kill(pid, sig);
+    } catch (err) {
+      // It ended since it was last seen alive; any other refusal (EPERM) is the caller's to see.
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      return sig === 'SIGTERM' ? 'gone' : 'terminated';
+    }
+    if (await waitUntilGone(alive, graceMs)) return ended;
+  }
+  return 'alive';
 }
 
 export interface FuseProcess {

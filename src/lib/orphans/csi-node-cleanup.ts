@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process';
 import { readFile, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { loopsOf } from '../mount/loop-devices.js';
 import { readMountTable } from '../mount/mountinfo.js';
-import { isSameProcessAlive } from '../mount/processes.js';
+import { isSameProcessAlive, type Termination, terminateProcess } from '../mount/processes.js';
 import { unmountAll } from '../mount/unmount.js';
 import { type CsiNodeVolume, dropCsiNodeEntry, readCsiNodeState } from './csi-node-state.js';
 
@@ -132,20 +131,25 @@ async function detachDevice(
   if (d.fusePid) await stopProcess(d.fusePid, d.fusePidStartTime, 'nbdfuse', out);
 }
 
-/** SIGTERM a recorded process if the pid is still that process, and wait (up to 5 s) for it to go. */
+/**
+ * End a recorded process if the pid is still that process: SIGTERM, then SIGKILL after 5 s. Its
+ * volume is gone, so nothing it would still flush matters (a proxy with requests for a deleted
+ * target in flight waits out their timeout on SIGTERM).
+ */
 async function stopProcess(pid: number, startTime: string | undefined, what: string, out: CleanupResult) {
   if (!startTime) {
     if (await isSameProcessAlive(pid))
       out.left.push(`${what} pid ${pid}: no start time recorded, so not surely csi-node's: not stopped`);
     return;
   }
-  if (!(await isSameProcessAlive(pid, startTime))) return;
+  let ended: Termination;
   try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
+    ended = await terminateProcess(pid, startTime);
+  } catch (err) {
+    out.left.push(`${what} pid ${pid}: ${(err as Error).message}`);
     return;
   }
-  for (let i = 0; i < 50 && (await isSameProcessAlive(pid, startTime)); i++) await sleep(100);
-  if (await isSameProcessAlive(pid, startTime)) out.left.push(`${what} pid ${pid} did not stop on SIGTERM`);
-  else out.done.push(`stopped ${what} pid ${pid}`);
+  if (ended === 'terminated') out.done.push(`stopped ${what} pid ${pid}`);
+  else if (ended === 'killed') out.done.push(`killed ${what} pid ${pid} (it did not stop on SIGTERM)`);
+  else if (ended === 'alive') out.left.push(`${what} pid ${pid} did not stop on SIGTERM nor SIGKILL`);
 }

@@ -1,9 +1,11 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loopsOf } from '../../../src/lib/mount/loop-devices.js';
+import { isSameProcessAlive, procStat } from '../../../src/lib/mount/processes.js';
 import { cleanCsiNodeEntry } from '../../../src/lib/orphans/csi-node-cleanup.js';
 import { readCsiNodeState } from '../../../src/lib/orphans/csi-node-state.js';
 
@@ -49,4 +51,38 @@ describe('csi-node cleanup stays inside the state dir', () => {
       volumeId,
     ]);
   });
+
+  it('kills a left-behind proxy that does not stop on SIGTERM, and says so', async () => {
+    // A proxy with requests in flight to a deleted target waits out their timeout on SIGTERM.
+    const stateDir = join(dir, 'csi-node-proxy');
+    mkdirSync(stateDir, { recursive: true });
+    const stuck = spawn(
+      process.execPath,
+      ['-e', "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000); console.log('ready')"],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const exited = once(stuck, 'exit');
+    try {
+      await once(stuck.stdout!, 'data');
+      const pid = stuck.pid!;
+      const pidStartTime = (await procStat(pid))!.startTime;
+      const volumeId = crypto.randomUUID();
+      const entry = { volumeId, publishes: {}, proxy: { pid, pidStartTime } };
+      writeFileSync(
+        join(stateDir, 'state.json'),
+        JSON.stringify({ version: 1, volumes: { [volumeId]: entry } }),
+        { mode: 0o600 },
+      );
+      const read = (await readCsiNodeState(stateDir))!.volumes[0];
+
+      const result = await cleanCsiNodeEntry(read, stateDir, [join(dir, 'kubelet')]);
+
+      expect(result.done).toContain(`killed proxy pid ${pid} (it did not stop on SIGTERM)`);
+      expect(result.left).toEqual([]);
+      expect(await exited).toEqual([null, 'SIGKILL']);
+      expect(await isSameProcessAlive(pid, pidStartTime)).toBe(false);
+    } finally {
+      if (stuck.exitCode === null && stuck.signalCode === null) stuck.kill('SIGKILL');
+    }
+  }, 30_000);
 });
