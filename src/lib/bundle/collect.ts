@@ -40,7 +40,7 @@ interface Part {
 
 /**
  * Everything a support bundle holds, redacted: the store dump, each role's recent logs, `get`
- * listings, the doctors' reports, versions and endpoints. A part that cannot be collected is noted
+ * listings, the doctors' reports, the orphans report, versions and endpoints. A part that cannot be collected is noted
  * in manifest.json instead; the bundle never fails for one of them.
  */
 export async function collectBundle(root: string, o: BundleOptions): Promise<TarEntry[]> {
@@ -78,6 +78,10 @@ export async function collectBundle(root: string, o: BundleOptions): Promise<Tar
   const doctor = await run(['doctor', 'store', '-o', 'json']);
   if ([0, 10, 11].includes(doctor.code)) add('doctor/store.json', doctor.stdout);
   else miss('doctor/store.json', `exit ${doctor.code}: ${doctor.stderr.trim()}`);
+  // What nothing owns any more, report-only (exit 0 whatever it finds).
+  const orphans = await run(['orphans', '-o', 'json']);
+  if (orphans.code === 0) add('orphans.json', orphans.stdout);
+  else miss('orphans.json', `exit ${orphans.code}: ${orphans.stderr.trim()}`);
   const mounts = await runSelf(
     o.bin,
     ['doctor', 'mounts', '-o', 'json', '--state-dir', o.mounterStateDir],

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { objectKey } from '../../../src/lib/store/keys.js';
+import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
 import { S3RVER_KEYS } from '../../helpers/s3.js';
@@ -51,6 +51,8 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
   let storeUrl: string;
   let mounter: StorctlProcess;
   const volume = crypto.randomUUID();
+  const deletedVolume = crypto.randomUUID();
+  const deletedNexus = crypto.randomUUID();
 
   beforeAll(async () => {
     env = await makeEnv('storctl-dump');
@@ -112,6 +114,11 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
         publish_context: { secret_access_key: volumeSecret },
         affinity_group: null,
       }),
+    );
+    // The NexusInfo of a volume long deleted: an orphan, which the bundle's orphans report names.
+    await store.put(
+      nexusInfoKey(space, deletedNexus, deletedVolume),
+      JSON.stringify({ children: [], clean_shutdown: true }),
     );
     await store.close();
   }, 120_000);
@@ -175,6 +182,7 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
       'get/events.json',
       'doctor/store.json',
       'doctor/mounts.json',
+      'orphans.json',
       'versions.json',
       'logs/mounter.log',
       'mounter/mounts.json',
@@ -187,8 +195,13 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
     ).toEqual([volume]);
     expect(tree.get('store/dump.jsonl')).toContain(`VolumeSpec/${volume}`);
     // The volume written above has no replica: the doctor's report in the bundle says so.
-    expect(JSON.parse(tree.get('doctor/store.json')!).findings).toMatchObject([
-      { check: 'volume-without-replicas', subject: `VolumeSpec/${volume}` },
+    expect(JSON.parse(tree.get('doctor/store.json')!).findings).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ check: 'volume-without-replicas', subject: `VolumeSpec/${volume}` }),
+      ]),
+    );
+    expect(JSON.parse(tree.get('orphans.json')!)).toMatchObject([
+      { kind: 'nexus-info', id: deletedNexus, volume: deletedVolume },
     ]);
     expect(JSON.parse(tree.get('versions.json')!)).toMatchObject({ node: process.version, store: storeUrl });
     const manifest = JSON.parse(tree.get('manifest.json')!);
