@@ -115,10 +115,15 @@ export function placeReplicas(pools: PoolView[], nodes: NodeView[], req: Placeme
     chosen.push(p);
   }
   if (chosen.length < req.count) {
-    const why = [...reasons].map(([r, n]) => `${n} pool(s): ${r}`).join('; ');
+    const why = [...reasons].map(([r, n]) => `${n} pool(s): ${r}`);
+    // Every node with a pool that can take one got one: what is short is nodes, one replica each.
+    if (eligible.length > 0)
+      why.push(
+        `the pools that can take one are on ${usedNodes.size} node(s), and replicas go on distinct nodes`,
+      );
     throw new SvcError(
       'ResourceExhausted',
-      `not enough suitable pools: need ${req.count} on distinct nodes, found ${chosen.length}${why ? ` (${why})` : ''}`,
+      `not enough suitable pools: need ${req.count} on distinct nodes, found ${chosen.length}${why.length ? ` (${why.join('; ')})` : ''}`,
       `NotEnoughResources: need ${req.count} replicas of ${req.size} bytes`,
     );
   }

@@ -54,6 +54,20 @@ describe('replica placement', () => {
     expect(err.message).toMatch(/node cordoned/);
   });
 
+  it('says when what is short is nodes: more replicas than nodes with room', () => {
+    const fourOnThree = [...pools, pool('p1b', 'n1')];
+    expect(() => placeReplicas(fourOnThree, nodes, { ...req, count: 4 })).toThrow(
+      'not enough suitable pools: need 4 on distinct nodes, found 3 (the pools that can take one are on 3 node(s), and replicas go on distinct nodes)',
+    );
+    const full = pool('p3', 'n3', { used: 9.5 * GiB });
+    expect(() => placeReplicas([pools[0], pools[1], full], nodes, req)).toThrow(
+      'found 2 (1 pool(s): not enough free space; the pools that can take one are on 2 node(s), and replicas go on distinct nodes)',
+    );
+    expect(() => placeReplicas([full], nodes, { ...req, count: 1 })).toThrow(
+      /found 0 \(1 pool\(s\): not enough free space\)$/,
+    );
+  });
+
   it('excludes nodes that already hold a replica of the volume', () => {
     const chosen = placeReplicas(pools, nodes, { ...req, count: 1, excludeNodes: ['n1', 'n2'] });
     expect(chosen.map((p) => p.node)).toEqual(['n3']);
