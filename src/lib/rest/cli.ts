@@ -8,7 +8,8 @@ import type { Node, Pool, Volume } from './types.js';
 
 export function sizeArg(flag: string, text: string): number {
   const n = parseBytes(text);
-  if (n === null || n <= 0) throw new UsageError(`--${flag} '${text}' is not a size: use ${SIZE_FORMS}`);
+  if (n === null) throw new UsageError(`--${flag} '${text}' is not a size: use ${SIZE_FORMS}`);
+  if (n <= 0) throw new UsageError(`--${flag} '${text}' must be more than 0 bytes (e.g. 1Gi)`);
   return n;
 }
 
