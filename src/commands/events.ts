@@ -1,5 +1,5 @@
 import { Flags } from '@oclif/core';
-import { type CoreEvent, followEvents, listEvents } from '../lib/catalog/events.js';
+import { type CoreEvent, EVENT_RESOURCES, followEvents, listEvents } from '../lib/catalog/events.js';
 import { StorctlCommand } from '../lib/command.js';
 import { UsageError } from '../lib/errors.js';
 import type { Listing } from '../lib/output/render.js';
@@ -18,10 +18,12 @@ const listing = (rows: CoreEvent[]): Listing<CoreEvent> => ({
 
 export default class Events extends StorctlCommand {
   static override description =
-    "show core's lifecycle events (volumes, replicas, nexuses, pools, nodes), read straight from the store; --watch follows new ones";
+    'show the lifecycle events core and ha-cluster record (volumes, replicas, nexuses, pools, nodes, snapshots, switchovers), read straight from the store; --watch follows new ones';
   static override examples = [
     '<%= config.bin %> events',
     '<%= config.bin %> events --resource volume --limit 20',
+    '<%= config.bin %> events --id 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b   # one volume (its switchovers too)',
+    '<%= config.bin %> events --resource switchover --watch',
     '<%= config.bin %> events --watch -o json',
   ];
   static override flags = {
@@ -33,7 +35,10 @@ export default class Events extends StorctlCommand {
     limit: Flags.integer({ description: 'show only the newest N events', default: 100, min: 1 }),
     resource: Flags.string({
       description: 'only events of this resource kind',
-      options: ['volume', 'replica', 'nexus', 'pool', 'node', 'snapshot', 'core'],
+      options: [...EVENT_RESOURCES],
+    }),
+    id: Flags.string({
+      description: 'only events about the resource with this id (a volume uuid, a node id, …)',
     }),
   };
 
@@ -53,6 +58,7 @@ export default class Events extends StorctlCommand {
       const space = this.globals.keySpace;
       const { events, revision } = await listEvents(store, space, {
         resource: flags.resource,
+        id: flags.id,
         limit: flags.limit,
       });
       const streaming = flags.watch && (this.globals.output === 'json' || this.globals.output === 'yaml');
@@ -65,6 +71,7 @@ export default class Events extends StorctlCommand {
       process.once('SIGTERM', stop);
       await followEvents(store, space, {
         resource: flags.resource,
+        id: flags.id,
         fromRevision: revision + 1,
         signal: interrupted.signal,
         onEvent: (e) =>

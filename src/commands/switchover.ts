@@ -95,7 +95,7 @@ Without --wait it returns once the switchover is recorded; --wait follows the st
         );
       } else {
         this.logToStderr(
-          `switchover of volume ${volume} started (stage ${last.stage}); follow it: storctl get switchovers --watch`,
+          `switchover of volume ${volume} started (stage ${last.stage}); follow it: storctl events --id ${volume} --watch (its record leaves \`get switchovers\` once it ends)`,
         );
       }
       if (last.failed)

@@ -1,10 +1,22 @@
 import { eventsPrefix, type KeySpace } from '../store/keys.js';
 import type { Store } from '../store/types.js';
 
+/** The kinds of resource an event is about (core and ha-cluster write them). */
+export const EVENT_RESOURCES = [
+  'volume',
+  'replica',
+  'nexus',
+  'pool',
+  'node',
+  'snapshot',
+  'core',
+  'switchover',
+] as const;
+
 /** One lifecycle event, as core stores it and as `storctl events` shows it. */
 export interface CoreEvent {
   time: string;
-  resource: 'volume' | 'replica' | 'nexus' | 'pool' | 'node' | 'snapshot' | 'core' | 'switchover';
+  resource: (typeof EVENT_RESOURCES)[number];
   id: string;
   action: string;
   message: string;
@@ -13,6 +25,8 @@ export interface CoreEvent {
 export interface EventFilter {
   /** Only events of this resource kind. */
   resource?: string;
+  /** Only events about the resource with this id. */
+  id?: string;
 }
 
 /** A stored event value; null when it is not valid JSON (skipped, never fatal). */
@@ -25,7 +39,7 @@ function parseEvent(value: string): CoreEvent | null {
 }
 
 function matches(e: CoreEvent | null, filter: EventFilter): e is CoreEvent {
-  return !!e && (!filter.resource || e.resource === filter.resource);
+  return !!e && (!filter.resource || e.resource === filter.resource) && (!filter.id || e.id === filter.id);
 }
 
 /** The newest `limit` events that pass the filter, oldest first, and the revision they were read at. */
