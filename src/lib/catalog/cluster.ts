@@ -1,7 +1,7 @@
 import type { DecodeError } from '../errors.js';
 import { isStorctlError } from '../errors.js';
 import { codecFor, decodeRecord, type SpecType, type SpecTypes } from '../specs/index.js';
-import { clusterPrefix, type KeySpace, nodeLivenessPrefix, typePrefix } from '../store/keys.js';
+import { clusterPrefix, type KeySpace, nodeLivenessPrefix, parseKey, typePrefix } from '../store/keys.js';
 import type { Store } from '../store/types.js';
 import type { LiveState } from './live.js';
 import { type NodeLiveness, parseLiveness } from './liveness.js';
@@ -104,6 +104,29 @@ function decodeOrCollect(state: ClusterState, key: string, value: string) {
     }
     throw err;
   }
+}
+
+/** `<type>/<id>` of every undecodable record of a state, built on first use (again if errors grew). */
+const undecodableIds = new WeakMap<ClusterState, { count: number; ids: Set<string> }>();
+
+/**
+ * Whether the store holds a record of this type and id: decoded, or there but undecodable. An
+ * owner that does not decode is not missing, only unreadable: what it owns is no orphan, and a
+ * spec that does not decode still stands for what an io-engine holds.
+ */
+export function hasRecord(state: ClusterState, type: SpecType, id: string): boolean {
+  if ((state.specs[type] as Map<string, unknown> | undefined)?.has(id)) return true;
+  if (!state.errors.length) return false;
+  let known = undecodableIds.get(state);
+  if (known?.count !== state.errors.length) {
+    const keys = state.errors.map((e) => parseKey(e.key));
+    known = {
+      count: state.errors.length,
+      ids: new Set(keys.flatMap((k) => (k ? [`${k.type}/${k.id}`] : []))),
+    };
+    undecodableIds.set(state, known);
+  }
+  return known.ids.has(`${type}/${id}`);
 }
 
 /** `localeCompare`'s order, one collator for every comparison. */

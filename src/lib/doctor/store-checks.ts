@@ -1,3 +1,4 @@
+import { hasRecord } from '../catalog/cluster.js';
 import { formatDuration } from '../cli-args.js';
 import { findNexusInfoOrphans } from '../orphans/nexus-info.js';
 import { findNexusOrphans } from '../orphans/nexuses.js';
@@ -109,14 +110,13 @@ export function checkStore(input: CheckInput): StoreFinding[] {
     });
   }
 
-  const pools = specs.PoolSpec ?? new Map();
   const replicas = specs.ReplicaSpec ?? new Map();
   const nexuses = specs.NexusSpec ?? new Map();
   const volumes = specs.VolumeSpec ?? new Map();
 
   for (const r of replicas.values()) {
     const pool = replicaPoolName(r);
-    if (pools.has(pool)) continue;
+    if (hasRecord(snapshot.cluster, 'PoolSpec', pool)) continue;
     out.push({
       severity: 'error',
       check: 'missing-pool',
@@ -132,7 +132,7 @@ export function checkStore(input: CheckInput): StoreFinding[] {
   for (const n of nexuses.values()) {
     for (const child of n.children) {
       const id = childReplicaId(child);
-      if (!id || replicas.has(id)) continue;
+      if (!id || hasRecord(snapshot.cluster, 'ReplicaSpec', id)) continue;
       out.push({
         severity: 'error',
         check: 'missing-replica',
@@ -152,7 +152,7 @@ export function checkStore(input: CheckInput): StoreFinding[] {
   for (const v of volumes.values()) {
     if (specStatusName(v.status) !== 'Created') continue;
     const target = activeTarget(v);
-    if (target && !nexuses.has(target.nexus))
+    if (target && !hasRecord(snapshot.cluster, 'NexusSpec', target.nexus))
       out.push({
         severity: 'error',
         check: 'missing-nexus',

@@ -1,3 +1,4 @@
+import { hasRecord } from '../catalog/cluster.js';
 import type { VolumeSpec } from '../specs/index.js';
 import type { CsiNodeState, CsiNodeVolume } from './csi-node-state.js';
 import type { StoreSnapshot } from './snapshot.js';
@@ -29,8 +30,11 @@ export function findCsiNodeOrphans(
   for (const v of [...state.volumes].sort((a, b) => a.volumeId.localeCompare(b.volumeId))) {
     const spec = volumes.get(v.volumeId);
     let reason: string | null = null;
-    if (!spec) reason = `csi-node (${state.file}) still has volume ${v.volumeId}, which does not exist`;
-    else if (!spec.target || spec.target.active === false)
+    if (!spec) {
+      // An undecodable VolumeSpec is a volume still there: its staging is not a leftover.
+      if (hasRecord(snap.cluster, 'VolumeSpec', v.volumeId)) continue;
+      reason = `csi-node (${state.file}) still has volume ${v.volumeId}, which does not exist`;
+    } else if (!spec.target || spec.target.active === false)
       reason = `csi-node (${state.file}) still has volume ${v.volumeId}, which is not published`;
     else if (nodeId) {
       const acl = spec.target.frontend?.host_acl ?? [];

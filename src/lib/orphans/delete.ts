@@ -1,3 +1,4 @@
+import { hasRecord } from '../catalog/cluster.js';
 import { isStorctlError } from '../errors.js';
 import { IoEngineClient, IoEngineError } from '../io-engine/client.js';
 import type { RestClient } from '../rest/client.js';
@@ -159,7 +160,7 @@ async function deleteKey(orphan: Orphan, findings: Findings, deps: DeleteDeps, d
     owner = orphan.volume
       ? objectKey(deps.space, 'VolumeSpec', orphan.volume)
       : objectKey(deps.space, 'NexusSpec', orphan.id);
-  else if (!findings.snapshot.cluster.specs.VolumeSpec?.has(orphan.id))
+  else if (!hasRecord(findings.snapshot.cluster, 'VolumeSpec', orphan.id))
     owner = objectKey(deps.space, 'VolumeSpec', orphan.id);
   const kv = await deps.store.get(key);
   if (!kv) {

@@ -1,3 +1,4 @@
+import { hasRecord } from '../catalog/cluster.js';
 import { parseLiveness } from '../catalog/liveness.js';
 import { readPrefix } from '../catalog/pages.js';
 import { IoEngineClient, type Nexus, type Replica } from '../io-engine/client.js';
@@ -59,12 +60,10 @@ export async function listEngines(
 
 /** Replicas and nexuses io-engines hold with no spec in the store (left by a crash, or made by hand). */
 export function findEngineOrphans(engines: EngineInventory[], snap: StoreSnapshot): Orphan[] {
-  const replicaSpecs = snap.cluster.specs.ReplicaSpec ?? new Map<string, never>();
-  const nexusSpecs = snap.cluster.specs.NexusSpec ?? new Map<string, never>();
   const out: Orphan[] = [];
   for (const e of engines) {
     for (const r of e.replicas) {
-      if (replicaSpecs.has(r.uuid)) continue;
+      if (hasRecord(snap.cluster, 'ReplicaSpec', r.uuid)) continue;
       out.push({
         kind: 'engine-replica',
         id: r.uuid,
@@ -76,7 +75,7 @@ export function findEngineOrphans(engines: EngineInventory[], snap: StoreSnapsho
       });
     }
     for (const n of e.nexuses) {
-      if (nexusSpecs.has(n.uuid)) continue;
+      if (hasRecord(snap.cluster, 'NexusSpec', n.uuid)) continue;
       out.push({
         kind: 'engine-nexus',
         id: n.uuid,

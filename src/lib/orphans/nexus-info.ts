@@ -1,4 +1,4 @@
-import type { VolumeSpec } from '../specs/index.js';
+import { hasRecord } from '../catalog/cluster.js';
 import type { StoreSnapshot } from './snapshot.js';
 import type { Orphan } from './types.js';
 
@@ -9,11 +9,12 @@ import type { Orphan } from './types.js';
  * owner still being absent.
  */
 export function findNexusInfoOrphans(snap: StoreSnapshot): Orphan[] {
-  const volumes = snap.cluster.specs.VolumeSpec ?? new Map<string, VolumeSpec>();
-  const nexuses = snap.cluster.specs.NexusSpec ?? new Map<string, never>();
   const out: Orphan[] = [];
   for (const rec of snap.nexusInfo) {
-    if (rec.volumeId ? volumes.has(rec.volumeId) : nexuses.has(rec.nexusId)) continue;
+    const owned = rec.volumeId
+      ? hasRecord(snap.cluster, 'VolumeSpec', rec.volumeId)
+      : hasRecord(snap.cluster, 'NexusSpec', rec.nexusId);
+    if (owned) continue;
     out.push({
       kind: 'nexus-info',
       id: rec.nexusId,

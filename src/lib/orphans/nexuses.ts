@@ -1,5 +1,4 @@
-import { specsOf } from '../catalog/cluster.js';
-import type { VolumeSpec } from '../specs/index.js';
+import { hasRecord, specsOf } from '../catalog/cluster.js';
 import type { StoreSnapshot } from './snapshot.js';
 import type { Orphan } from './types.js';
 
@@ -9,11 +8,10 @@ import type { Orphan } from './types.js';
  * `/nodes/{node}/nexuses/{id}`: never an orphan.)
  */
 export function findNexusOrphans(snap: StoreSnapshot): Orphan[] {
-  const volumes = snap.cluster.specs.VolumeSpec ?? new Map<string, VolumeSpec>();
   const out: Orphan[] = [];
   for (const n of specsOf(snap.cluster, 'NexusSpec')) {
     const owner = n.owner;
-    if (owner ? volumes.has(owner) : !n.managed) continue;
+    if (owner ? hasRecord(snap.cluster, 'VolumeSpec', owner) : !n.managed) continue;
     out.push({
       kind: 'nexus',
       id: n.uuid,

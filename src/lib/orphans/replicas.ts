@@ -1,5 +1,4 @@
-import { specsOf } from '../catalog/cluster.js';
-import type { VolumeSpec } from '../specs/index.js';
+import { hasRecord, specsOf } from '../catalog/cluster.js';
 import { replicaPoolName } from '../specs/index.js';
 import type { StoreSnapshot } from './snapshot.js';
 import type { Orphan } from './types.js';
@@ -10,13 +9,12 @@ import type { Orphan } from './types.js';
  * orphan.) Core's replica GC destroys these after `--replica-gc-grace`; this finds them now.
  */
 export function findReplicaOrphans(snap: StoreSnapshot): Orphan[] {
-  const volumes = snap.cluster.specs.VolumeSpec ?? new Map<string, VolumeSpec>();
   const pools = snap.cluster.specs.PoolSpec ?? new Map<string, never>();
   const out: Orphan[] = [];
   for (const r of specsOf(snap.cluster, 'ReplicaSpec')) {
     if (!r.managed) continue;
     const owner = r.owners.volume;
-    if (owner && volumes.has(owner)) continue;
+    if (owner && hasRecord(snap.cluster, 'VolumeSpec', owner)) continue;
     const pool = replicaPoolName(r);
     out.push({
       kind: 'replica',

@@ -1,5 +1,5 @@
+import { hasRecord } from '../catalog/cluster.js';
 import { formatDuration } from '../cli-args.js';
-import type { VolumeSpec } from '../specs/index.js';
 import { isSwitchOverDone, switchOverError, switchOverStageName } from '../specs/index.js';
 import type { StoreSnapshot } from './snapshot.js';
 import type { Orphan } from './types.js';
@@ -10,12 +10,12 @@ import type { Orphan } from './types.js';
  * ha-cluster's business, however old.
  */
 export function findSwitchOverOrphans(snap: StoreSnapshot, graceMs: number, now = Date.now()): Orphan[] {
-  const volumes = snap.cluster.specs.VolumeSpec ?? new Map<string, VolumeSpec>();
   const out: Orphan[] = [];
   for (const rec of snap.switchovers) {
     const s = rec.value;
     let reason: string | null = null;
-    if (!volumes.has(s.volume)) reason = `switchover of volume ${s.volume}, which does not exist`;
+    if (!hasRecord(snap.cluster, 'VolumeSpec', s.volume))
+      reason = `switchover of volume ${s.volume}, which does not exist`;
     else if (isSwitchOverDone(s)) {
       const at = Date.parse(s.timestamp);
       const age = Number.isNaN(at) ? Number.POSITIVE_INFINITY : now - at;

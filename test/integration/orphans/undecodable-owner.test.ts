@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { diagnoseStore } from '../../../src/lib/doctor/store.js';
+import type { Replica } from '../../../src/lib/io-engine/types.js';
+import { findEngineOrphans } from '../../../src/lib/orphans/engines.js';
+import { findNexusInfoOrphans } from '../../../src/lib/orphans/nexus-info.js';
+import { findReplicaOrphans } from '../../../src/lib/orphans/replicas.js';
+import { readSnapshot } from '../../../src/lib/orphans/snapshot.js';
+import { findSwitchOverOrphans } from '../../../src/lib/orphans/switchovers.js';
+import { nexusInfo, replicaSpec, switchOver } from '../../../src/lib/specs/index.js';
+import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
+import { openStore } from '../../../src/lib/store/open.js';
+import type { Store } from '../../../src/lib/store/types.js';
+import { managedReplicaSpec } from '../../helpers/specs.js';
+
+const space = { clusterId: 'undecodable-owner', namespace: 'default' };
+const VOLUME = '11111111-1111-4111-8111-111111111111';
+const REPLICA = '22222222-2222-4222-8222-222222222222';
+const NEXUS = '33333333-3333-4333-8333-333333333333';
+const HELD = '44444444-4444-4444-8444-444444444444';
+
+/**
+ * A record that does not decode is unreadable, not missing. Here the VolumeSpec of a volume does
+ * not decode (a hand edit, a newer writer): its replica, NexusInfo and switchover are still its,
+ * and a ReplicaSpec that does not decode still stands for the replica an io-engine holds. Listing
+ * any of them as an orphan would invite deleting a live volume's data.
+ */
+describe('orphans and doctor store with undecodable records', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-undecodable-'));
+  let store: Store;
+  beforeAll(async () => {
+    store = await openStore(`sqlite:${join(dir, 'store.db')}`);
+    await store.put(objectKey(space, 'VolumeSpec', VOLUME), JSON.stringify({ uuid: VOLUME, size: 'big' }));
+    await store.put(
+      objectKey(space, 'ReplicaSpec', REPLICA),
+      replicaSpec.encode(managedReplicaSpec(REPLICA, 'pool-1', VOLUME)),
+    );
+    await store.put(
+      nexusInfoKey(space, NEXUS, VOLUME),
+      nexusInfo.encode({ children: [{ healthy: true, uuid: REPLICA }], clean_shutdown: false }),
+    );
+    await store.put(
+      objectKey(space, 'SwitchOver', VOLUME),
+      switchOver.encode({
+        callback_uri: '',
+        node_name: 'node-1',
+        volume: VOLUME,
+        operation: { operation: 'ReplacePath', result: null },
+        timestamp: new Date().toISOString(),
+        existing_nqn: '',
+        new_path: null,
+        retry_count: 0,
+        reuse_existing: false,
+        publish_context: null,
+      }),
+    );
+    await store.put(objectKey(space, 'ReplicaSpec', HELD), '{"uuid":"not a replica spec"}');
+  });
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lists nothing they own or stand for as an orphan, and says they do not decode', async () => {
+    const snap = await readSnapshot(store, space);
+    expect(snap.cluster.errors.map((e) => e.key).sort()).toEqual(
+      [objectKey(space, 'ReplicaSpec', HELD), objectKey(space, 'VolumeSpec', VOLUME)].sort(),
+    );
+    expect(findReplicaOrphans(snap)).toEqual([]);
+    expect(findNexusInfoOrphans(snap)).toEqual([]);
+    expect(findSwitchOverOrphans(snap, 0)).toEqual([]);
+    const held = { uuid: HELD, pool: 'pool-1' } as Replica;
+    const engines = [{ node: 'node-1', endpoint: '127.0.0.1:1', replicas: [held], nexuses: [] }];
+    expect(findEngineOrphans(engines, snap)).toEqual([]);
+
+    // (The replica's pool has no PoolSpec here: that finding is true, and beside the point.)
+    const report = await diagnoseStore(store, space, { switchoverGraceMs: 0 });
+    expect(report.findings.map((f) => [f.check, f.subject])).toEqual([
+      ['undecodable', objectKey(space, 'ReplicaSpec', HELD)],
+      ['undecodable', objectKey(space, 'VolumeSpec', VOLUME)],
+      ['missing-pool', `ReplicaSpec/${REPLICA}`],
+    ]);
+  });
+});
