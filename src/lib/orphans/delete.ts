@@ -85,6 +85,15 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
             done('skipped', 'no longer in the csi-node state file');
             break;
           }
+          // Listed because its volume did not exist: it must not exist now either (a volume created
+          // since, with this id, may be staged there and in use).
+          if (
+            !hasRecord(findings.snapshot.cluster, 'VolumeSpec', orphan.id) &&
+            (await stored('VolumeSpec')())
+          ) {
+            done('skipped', 'its volume exists now: left alone');
+            break;
+          }
           const r = await cleanCsiNodeEntry(entry, findings.csiNode.stateDir, deps.csiNodeRoots);
           if (r.left.length)
             done(

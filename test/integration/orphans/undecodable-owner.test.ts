@@ -1,10 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnoseStore } from '../../../src/lib/doctor/store.js';
 import type { Replica } from '../../../src/lib/io-engine/types.js';
+import { deleteOrphans } from '../../../src/lib/orphans/delete.js';
 import { findEngineOrphans } from '../../../src/lib/orphans/engines.js';
+import { findOrphans } from '../../../src/lib/orphans/find.js';
 import { findNexusInfoOrphans } from '../../../src/lib/orphans/nexus-info.js';
 import { findReplicaOrphans } from '../../../src/lib/orphans/replicas.js';
 import { readSnapshot } from '../../../src/lib/orphans/snapshot.js';
@@ -82,5 +84,46 @@ describe('orphans and doctor store with undecodable records', () => {
       ['undecodable', objectKey(space, 'VolumeSpec', VOLUME)],
       ['missing-pool', `ReplicaSpec/${REPLICA}`],
     ]);
+  });
+
+  it('leaves a csi-node volume alone when its volume came to exist after it was listed', async () => {
+    const stateDir = join(dir, 'csi-node');
+    mkdirSync(stateDir);
+    const staged = '55555555-5555-4555-8555-555555555555';
+    const stateFile = join(stateDir, 'state.json');
+    writeFileSync(
+      stateFile,
+      JSON.stringify({ version: 1, volumes: { [staged]: { volumeId: staged, publishes: {} } } }),
+      { mode: 0o600 },
+    );
+    const found = await findOrphans({
+      store,
+      space,
+      engineTimeoutMs: 1000,
+      switchoverGraceMs: 3_600_000,
+      csiNodeStateDir: stateDir,
+      kube: null,
+    });
+    expect(found.orphans.filter((o) => o.kind === 'csi-node-volume').map((o) => o.id)).toEqual([staged]);
+    // Meanwhile a volume with that id is created (and may be staged there, in use).
+    await store.put(objectKey(space, 'VolumeSpec', staged), JSON.stringify({ uuid: staged }));
+
+    const outcomes = await deleteOrphans(
+      { ...found, orphans: found.orphans.filter((o) => o.kind === 'csi-node-volume') },
+      {
+        store,
+        space,
+        rest: () => {
+          throw new Error('core is not asked');
+        },
+        kube: null,
+        csiNodeRoots: [dir],
+        engineTimeoutMs: 1000,
+      },
+    );
+    expect(outcomes.map((o) => [o.result, o.detail])).toEqual([
+      ['skipped', 'its volume exists now: left alone'],
+    ]);
+    expect(Object.keys(JSON.parse(readFileSync(stateFile, 'utf8')).volumes)).toEqual([staged]);
   });
 });
