@@ -1,13 +1,13 @@
 import { Flags } from '@oclif/core';
 import type { Input, ParserOutput } from '@oclif/core/interfaces';
-import { aboutVolume, byId, type ClusterState, readCluster } from './catalog/cluster.js';
+import { aboutVolume, byId, type ClusterState, missingRecord, readCluster } from './catalog/cluster.js';
 import type { LiveAnswer, LiveKind, LiveUnavailable } from './catalog/live.js';
 import { countSnapshots } from './catalog/snapshot-counts.js';
 import { streamSpecs, volumeTableRows } from './catalog/stream.js';
 import { snapshotCounts, volumeColumns } from './catalog/views/volumes.js';
 import { withStore } from './catalog/with-store.js';
 import { StorctlCommand, writeStdout } from './command.js';
-import { type DecodeError, ExitCode, NotFoundError, UsageError } from './errors.js';
+import { type DecodeError, ExitCode, UsageError } from './errors.js';
 import { type Listing, shownColumns } from './output/render.js';
 import { clusterHeaderValue } from './rest/endpoint.js';
 import type { SpecType, SpecTypes } from './specs/index.js';
@@ -85,8 +85,14 @@ export abstract class GetCommand extends StorctlCommand {
         types,
         volume === undefined ? undefined : aboutVolume(volume),
       );
-      if (live.length && (liveInTables || !table)) await this.joinLive(state, live, answer, volume);
-      this.print(build(state));
+      const noLive =
+        live.length && (liveInTables || !table)
+          ? await this.joinLive(state, live, answer, volume)
+          : undefined;
+      const listing = build(state);
+      // Said once the listing is made: a listing that fails (NotFound, undecodable) gets its error alone.
+      if (noLive) this.noteNoLive(noLive);
+      this.print(listing);
       return state;
     };
     if (!this.watchFlag) {
@@ -207,7 +213,8 @@ export abstract class GetCommand extends StorctlCommand {
 
   /**
    * One object (`get volume ID`, and `get volumes ID` as kubectl allows): its listing printed as a
-   * single object, NotFound (exit 3) when the filtered listing is empty.
+   * single object, NotFound (exit 3) when the filtered listing is empty, or its decode error (exit
+   * 8) when it is there but does not decode. `types` starts with the object's own type.
    */
   protected async showOne<T>(
     resource: string,
@@ -220,8 +227,7 @@ export abstract class GetCommand extends StorctlCommand {
       types,
       (state) => {
         const listing = build(state);
-        if (!listing.rows.length)
-          throw new NotFoundError(resource, id, { suggestions: [`storctl get ${resource}s`] });
+        if (!listing.rows.length) throw missingRecord(state, types[0] as SpecType, resource, id);
         return { ...listing, single: true };
       },
       options,
@@ -243,16 +249,16 @@ export abstract class GetCommand extends StorctlCommand {
       : { unavailable: 'core is not reachable' };
   }
 
-  /** Join core's live state (read now, unless given) to a listing; without it, say why (noteNoLive). */
+  /** Join core's live state (read now, unless given) to a listing; without it, why there is none. */
   private async joinLive(
     state: ClusterState,
     kinds: readonly LiveKind[],
     given?: LiveAnswer,
     volume?: string,
-  ): Promise<void> {
+  ): Promise<LiveUnavailable | undefined> {
     const answer = given ?? (await this.liveAnswer(kinds, volume));
     if ('live' in answer) state.live = answer.live;
-    else this.noteNoLive(answer);
+    else return answer;
   }
 
   /**

@@ -1,9 +1,8 @@
 import { Args } from '@oclif/core';
-import { readCluster } from '../../lib/catalog/cluster.js';
+import { missingRecord, readCluster } from '../../lib/catalog/cluster.js';
 import { withStore } from '../../lib/catalog/with-store.js';
 import { NODE_PAGE_TYPES, nodePage, nodeTargets } from '../../lib/describe/node.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
-import { NotFoundError } from '../../lib/errors.js';
 
 export default class DescribeNode extends DescribeCommand {
   static override description =
@@ -28,7 +27,7 @@ export default class DescribeNode extends DescribeCommand {
       volumesOf: (s) => nodeTargets(s, args.id).map((v) => v.uuid),
     });
     const n = state.specs.NodeSpec?.get(args.id);
-    if (!n) throw new NotFoundError('node', args.id, { suggestions: ['storctl get nodes'] });
+    if (!n) throw missingRecord(state, 'NodeSpec', 'node', args.id);
     this.printPage(nodePage(state, n, events, live));
   }
 }

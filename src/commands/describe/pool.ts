@@ -1,7 +1,7 @@
 import { Args } from '@oclif/core';
+import { missingRecord } from '../../lib/catalog/cluster.js';
 import { POOL_PAGE_TYPES, poolPage } from '../../lib/describe/pool.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
-import { NotFoundError } from '../../lib/errors.js';
 
 export default class DescribePool extends DescribeCommand {
   static override description =
@@ -15,7 +15,7 @@ export default class DescribePool extends DescribeCommand {
       mentioning: { ids: [args.id], types: ['ReplicaSpec'] },
     });
     const p = state.specs.PoolSpec?.get(args.id);
-    if (!p) throw new NotFoundError('pool', args.id, { suggestions: ['storctl get pools'] });
+    if (!p) throw missingRecord(state, 'PoolSpec', 'pool', args.id);
     this.printPage(poolPage(state, p, events, live));
   }
 }

@@ -1,8 +1,8 @@
 import { Args } from '@oclif/core';
-import { aboutVolume } from '../../lib/catalog/cluster.js';
+import { aboutVolume, missingRecord } from '../../lib/catalog/cluster.js';
 import { VOLUME_PAGE_TYPES, volumePage } from '../../lib/describe/volume.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
-import { NotFoundError, ServiceUnavailableError, TimeoutError } from '../../lib/errors.js';
+import { ServiceUnavailableError, TimeoutError } from '../../lib/errors.js';
 import { RestClient } from '../../lib/rest/client.js';
 import type { Volume } from '../../lib/rest/types.js';
 
@@ -22,7 +22,7 @@ export default class DescribeVolume extends DescribeCommand {
       mentioning: aboutVolume(args.id),
     });
     const v = state.specs.VolumeSpec?.get(args.id);
-    if (!v) throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
+    if (!v) throw missingRecord(state, 'VolumeSpec', 'volume', args.id);
     // The volume's fresh state (children and rebuild progress) when core answers.
     let volume: Volume | null = null;
     if (restUrl) {

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
+import { missingRecord } from '../../lib/catalog/cluster.js';
 import { REPLICA_TYPES, replicaTopologyListing } from '../../lib/catalog/views/replicas.js';
-import { NotFoundError } from '../../lib/errors.js';
 import { GetCommand } from '../../lib/get-command.js';
 
 export default class GetVolumeReplicaTopology extends GetCommand {
@@ -15,7 +15,7 @@ export default class GetVolumeReplicaTopology extends GetCommand {
       REPLICA_TYPES,
       (state) => {
         if (!state.specs.VolumeSpec?.has(args.id))
-          throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
+          throw missingRecord(state, 'VolumeSpec', 'volume', args.id);
         return replicaTopologyListing(state, args.id);
       },
       { live: ['volumes'], volume: args.id },

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
+import { missingRecord } from '../../lib/catalog/cluster.js';
 import { VOLUME_TYPES, volumeListing } from '../../lib/catalog/views/volumes.js';
-import { NotFoundError } from '../../lib/errors.js';
 import { GetCommand } from '../../lib/get-command.js';
 
 export default class GetVolume extends GetCommand {
@@ -16,8 +16,7 @@ export default class GetVolume extends GetCommand {
       VOLUME_TYPES,
       (state) => {
         const listing = volumeListing(state, (v) => v.uuid === args.id);
-        if (!listing.rows.length)
-          throw new NotFoundError('volume', args.id, { suggestions: ['storctl get volumes'] });
+        if (!listing.rows.length) throw missingRecord(state, 'VolumeSpec', 'volume', args.id);
         return { ...listing, single: true };
       },
       { live: ['volumes'], volume: args.id },

@@ -1,5 +1,4 @@
-import type { DecodeError } from '../errors.js';
-import { isStorctlError } from '../errors.js';
+import { DecodeError, isStorctlError, NotFoundError, type StorctlError } from '../errors.js';
 import { codecFor, decodeRecord, type SpecType, type SpecTypes } from '../specs/index.js';
 import { clusterPrefix, type KeySpace, nodeLivenessPrefix, parseKey, typePrefix } from '../store/keys.js';
 import type { Store } from '../store/types.js';
@@ -127,6 +126,28 @@ export function hasRecord(state: ClusterState, type: SpecType, id: string): bool
     undecodableIds.set(state, known);
   }
   return known.ids.has(`${type}/${id}`);
+}
+
+/**
+ * What to say of a record a command was asked about and did not find among the decoded ones: its
+ * decode error when the store holds it but it does not decode (exit 8, and where to look), else
+ * NotFound (`resource` names it, as in `storctl get <resource>s`).
+ */
+export function missingRecord(
+  state: ClusterState,
+  type: SpecType,
+  resource: string,
+  id: string,
+): StorctlError {
+  const err = state.errors.find((e) => {
+    const k = parseKey(e.key);
+    return k?.type === type && k.id === id;
+  });
+  if (err)
+    return new DecodeError(err.key, err.field, err.detail, {
+      suggestions: [`inspect it: storctl store dump | grep '${err.key}'`, 'storctl doctor store'],
+    });
+  return new NotFoundError(resource, id, { suggestions: [`storctl get ${resource}s`] });
 }
 
 /** `localeCompare`'s order, one collator for every comparison. */

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl } from '../../helpers/storctl.js';
 
@@ -65,6 +66,40 @@ describe('typos through the built CLI', () => {
           next: ['storctl get volumes'],
         },
       });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('one object that is stored but does not decode is reported as such (exit 8), not as not found', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'storctl-undecodable-one-'));
+    try {
+      const storeUrl = `sqlite:${join(dir, 'store.db')}`;
+      const space = { clusterId: 'undecodable-one', namespace: 'default' };
+      const id = '00000000-0000-4000-8000-000000000001';
+      const store = await openStore(storeUrl);
+      await store.put(objectKey(space, 'VolumeSpec', id), JSON.stringify({ uuid: id, size: 'big' }));
+      await store.put(objectKey(space, 'PoolSpec', 'pool-1'), '{"id":7}');
+      await store.close();
+      const env = { STORCTL_STORE: storeUrl, STORCTL_CLUSTER_ID: space.clusterId };
+      for (const args of [
+        ['get', 'volume', id],
+        ['get', 'volumes', id],
+        ['describe', 'volume', id],
+        ['get', 'volume-replica-topology', id],
+        ['get', 'pool', 'pool-1'],
+        ['describe', 'pool', 'pool-1'],
+      ]) {
+        const r = await runStorctl(args, { env });
+        expect(r.code, args.join(' ')).toBe(8);
+        expect(r.stderr, args.join(' ')).toMatch(
+          /^Error: cannot decode \/openebs\.io\/.*(VolumeSpec|PoolSpec)\//,
+        );
+        expect(r.stderr, args.join(' ')).toContain('Try: storctl doctor store');
+        expect(r.stderr, args.join(' ')).not.toContain('not found');
+      }
+      const json = await runStorctl(['get', 'volume', id, '-o', 'json'], { env });
+      expect(JSON.parse(json.stderr).error.code).toBe('DECODE_FAILED');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
