@@ -81,7 +81,7 @@ export function checkStore(input: CheckInput): StoreFinding[] {
       check: 'undecodable',
       subject: err.key,
       problem: err.message,
-      fix: `inspect it with \`storctl store dump | grep '${err.key}'\`, then correct or delete the value and \`storctl store load\` it`,
+      fix: `correct its value: \`storctl store dump | grep -F '${err.key}' > fix.jsonl\`, edit the value there, then \`storctl store load fix.jsonl\` (it checks the value, then overwrites the key)`,
       fixable: false,
       key: err.key,
     });
