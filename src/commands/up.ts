@@ -5,7 +5,7 @@ import { humanizeBytes } from '../lib/output/humanize.js';
 import { defaultDataDir, defaultStoreUrl } from '../lib/paths.js';
 import { sizeArg } from '../lib/rest/cli.js';
 import { RestClient } from '../lib/rest/client.js';
-import { endpointsFile } from '../lib/rest/endpoint.js';
+import { commandCluster, endpointsFile } from '../lib/rest/endpoint.js';
 import type { KeySpace } from '../lib/store/keys.js';
 import { parseRoles, ROLE_NAMES, up } from '../lib/up/cluster.js';
 
@@ -54,6 +54,11 @@ export default class Up extends StorctlCommand {
     const { flags } = await this.parse(Up);
     const dataDir = flags['data-dir'] ?? defaultDataDir();
     const storeUrl = flags.store ?? defaultStoreUrl(dataDir);
+    // Its own flags or this machine's id: never those of a cluster an earlier `up` left described.
+    const space = {
+      clusterId: flags['cluster-id'] ?? defaultClusterId(),
+      namespace: this.globals.keySpace.namespace,
+    };
     const poolCapacity = sizeArg('pool-capacity', flags['pool-capacity']);
     const roles = flags.roles === undefined ? undefined : parseRoles(flags.roles);
     const runs = (r: (typeof ROLE_NAMES)[number]) => !roles || roles.has(r);
@@ -71,8 +76,8 @@ export default class Up extends StorctlCommand {
     const cluster = await up({
       dataDir,
       storeUrl,
-      clusterId: this.globals.keySpace.clusterId,
-      namespace: this.globals.keySpace.namespace,
+      clusterId: space.clusterId,
+      namespace: space.namespace,
       bin: process.argv[1],
       restAddress: flags.rest,
       nodes: flags.nodes,
@@ -116,7 +121,7 @@ export default class Up extends StorctlCommand {
     this.log(
       '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
     );
-    const env = commandEnv(dataDir, storeUrl, this.globals.keySpace);
+    const env = commandEnv(dataDir, storeUrl, space);
     if (env) this.log(`         commands find this cluster with: export ${env}`);
     const outcome = await Promise.race([signalled, cluster.failed]);
     if (outcome !== 'signal')
@@ -149,14 +154,16 @@ async function volumesLoaded(rest: string): Promise<string[]> {
 /**
  * The environment a storctl command in this shell needs to reach the cluster `up` runs, when a flag
  * of `up` (not the environment) moved it off the defaults: without it, `storctl get volumes` reads
- * another store. Empty when the defaults already lead there.
+ * another store. Empty when the defaults already lead there (with the data dir, a command follows
+ * the store and cluster id `up` wrote to its endpoints.json).
  */
 function commandEnv(dataDir: string, storeUrl: string, space: KeySpace): string {
   const env = process.env;
+  const found = commandCluster({ store: env.STORCTL_STORE, clusterId: env.STORCTL_CLUSTER_ID }, dataDir);
   const vars: [string, string, string][] = [
     ['STORCTL_DATA_DIR', dataDir, defaultDataDir()],
-    ['STORCTL_STORE', storeUrl, env.STORCTL_STORE ?? defaultStoreUrl(dataDir)],
-    ['STORCTL_CLUSTER_ID', space.clusterId, env.STORCTL_CLUSTER_ID ?? defaultClusterId()],
+    ['STORCTL_STORE', storeUrl, found.storeUrl],
+    ['STORCTL_CLUSTER_ID', space.clusterId, found.clusterId],
     ['STORCTL_NAMESPACE', space.namespace, env.STORCTL_NAMESPACE ?? 'default'],
   ];
   return vars

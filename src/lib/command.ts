@@ -9,11 +9,10 @@ type FlagOutput = { [name: string]: any };
 // biome-ignore lint/suspicious/noExplicitAny: mirrors oclif's own definition
 type ArgOutput = { [name: string]: any };
 
-import { defaultClusterId } from './cluster-id.js';
 import { ExitCode, isStorctlError, UsageError } from './errors.js';
 import { isTabular, type OutputFormat, type OutputSpec, parseOutput } from './output/format.js';
 import { type Listing, renderLines } from './output/render.js';
-import { defaultStoreUrl } from './paths.js';
+import { commandCluster } from './rest/endpoint.js';
 import type { KeySpace } from './store/keys.js';
 
 /**
@@ -24,12 +23,13 @@ export abstract class StorctlCommand extends Command {
   static override baseFlags = {
     store: Flags.string({
       description:
-        'store to use: etcd://host:port[,host:port] or sqlite:PATH (default: the embedded store in the data dir)',
+        'store to use: etcd://host:port[,host:port] or sqlite:PATH (default: the store of the cluster `storctl up` runs with the data dir, else the embedded store in the data dir)',
       env: 'STORCTL_STORE',
       helpGroup: 'GLOBAL',
     }),
     'cluster-id': Flags.string({
-      description: 'cluster id of the key space (default: /etc/machine-id, else dummy-uuid)',
+      description:
+        'cluster id of the key space (default: that of the cluster `storctl up` runs with the data dir, else /etc/machine-id, else dummy-uuid)',
       env: 'STORCTL_CLUSTER_ID',
       helpGroup: 'GLOBAL',
     }),
@@ -92,9 +92,10 @@ export abstract class StorctlCommand extends Command {
   ): Promise<ParserOutput<F, B, A>> {
     const parsed = await super.parse(options, argv);
     const f = parsed.flags as unknown as Interfaces.InferredFlags<typeof StorctlCommand.baseFlags>;
+    const { storeUrl, clusterId } = commandCluster({ store: f.store, clusterId: f['cluster-id'] });
     this.globals = {
-      storeUrl: f.store ?? defaultStoreUrl(),
-      keySpace: { clusterId: f['cluster-id'] ?? defaultClusterId(), namespace: f.namespace },
+      storeUrl,
+      keySpace: { clusterId, namespace: f.namespace },
       output: f.output.format,
       template: f.output.template,
       logLevel: f['log-level'],

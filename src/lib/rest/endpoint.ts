@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../atomic-file.js';
-import { defaultDataDir } from '../paths.js';
+import { defaultClusterId } from '../cluster-id.js';
+import { defaultDataDir, defaultStoreUrl } from '../paths.js';
 
 /** Mayastor's api-rest HTTP port; the REST URL when nothing else says where core is. */
 export const DEFAULT_REST_URL = 'http://127.0.0.1:8081';
@@ -21,6 +22,9 @@ export interface ClusterEndpoints {
   /** Core's REST URL; absent when `up --roles` runs no core. */
   rest?: string;
   store: string;
+  /** The key space `up` serves (absent in files of older versions). */
+  clusterId?: string;
+  namespace?: string;
   pid?: number;
   ioEngines?: { node: string; grpc: string; nbd: string }[];
   [role: string]: unknown;
@@ -44,6 +48,22 @@ export function readEndpoints(dataDir = defaultDataDir()): ClusterEndpoints | nu
 /** Written atomically (temp file + rename), readable by the user only. */
 export async function writeEndpoints(dataDir: string, endpoints: ClusterEndpoints): Promise<void> {
   await writeFileAtomic(endpointsFile(dataDir), `${JSON.stringify(endpoints, null, 2)}\n`);
+}
+
+/**
+ * The store and cluster id a command uses: the given ones (flags, environment), else those of the
+ * cluster `storctl up` runs with the data dir (its endpoints.json; its cluster id only with its
+ * store), else the data dir's embedded store and this machine's id. So `STORCTL_DATA_DIR` alone
+ * finds an `up` cluster on etcd or under another cluster id, as it finds its REST URL.
+ */
+export function commandCluster(
+  given: { store?: string; clusterId?: string },
+  dataDir = defaultDataDir(),
+): { storeUrl: string; clusterId: string } {
+  const up = readEndpoints(dataDir);
+  const storeUrl = given.store ?? up?.store ?? defaultStoreUrl(dataDir);
+  const upsClusterId = up && storeUrl === up.store ? up.clusterId : undefined;
+  return { storeUrl, clusterId: given.clusterId ?? upsClusterId ?? defaultClusterId() };
 }
 
 /** REST URL of core: `--rest` / STORCTL_REST first (the caller passes it), then `up`'s file, then the default. */

@@ -291,6 +291,8 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     endpoints = {
       rest: rest || undefined,
       store: o.storeUrl,
+      clusterId: o.clusterId,
+      namespace: o.namespace,
       pid: process.pid,
       ioEngines: [],
       mounterSocket,

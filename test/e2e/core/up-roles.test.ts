@@ -1,6 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startEtcd } from '../../helpers/etcd.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { UpHome } from './up-fixture.js';
 
@@ -73,9 +74,10 @@ describe('storctl up --roles (built CLI)', () => {
     expect(await stopped.kill('SIGINT')).toBe(0);
   }, 90_000);
 
-  it('moved off the defaults by its flags, says what commands need to find it', async () => {
+  it('moved off the defaults by its flags (etcd, a cluster id), is found by commands given its data dir alone', async () => {
     const other = new UpHome();
     const dataDir = join(other.home, 'elsewhere');
+    const etcd = await startEtcd();
     try {
       up = await other.start([
         '--roles',
@@ -84,11 +86,14 @@ describe('storctl up --roles (built CLI)', () => {
         '1',
         '--data-dir',
         dataDir,
+        '--store',
+        etcd.url,
         '--cluster-id',
         'c1',
       ]);
-      expect(up.output).toContain(
-        `commands find this cluster with: export STORCTL_DATA_DIR=${dataDir} STORCTL_CLUSTER_ID=c1`,
+      // endpoints.json names the store and the cluster id: the data dir is all a command needs.
+      expect(up.output).toMatch(
+        new RegExp(`commands find this cluster with: export STORCTL_DATA_DIR=${dataDir}\n`),
       );
       // Without it a command finds no store at the default place, and says so (it makes none there).
       const lost = await runStorctl(['get', 'nodes'], { env: other.env });
@@ -97,7 +102,7 @@ describe('storctl up --roles (built CLI)', () => {
       expect(lost.stderr).toContain('Try: start a cluster with `storctl up`');
       expect(existsSync(join(other.home, 'storctl'))).toBe(false);
       const found = await runStorctl(['get', 'nodes', '--no-headers'], {
-        env: { ...other.env, STORCTL_DATA_DIR: dataDir, STORCTL_CLUSTER_ID: 'c1' },
+        env: { ...other.env, STORCTL_DATA_DIR: dataDir },
       });
       expect(found.stderr).toBe('');
       expect(found.stdout).toMatch(/^\s*node-1\s/);
@@ -105,6 +110,7 @@ describe('storctl up --roles (built CLI)', () => {
       up = undefined;
       expect(await stopped.kill('SIGINT')).toBe(0);
     } finally {
+      await etcd.stop();
       rmSync(other.home, { recursive: true, force: true });
     }
   }, 90_000);
