@@ -84,8 +84,8 @@ export class Engine {
     for (const p of this.pools.values())
       if (p.disk === dir) throw alreadyExists('pool on disk', dir, `it is pool '${p.name}'`);
     const pool = (await Pool.hasMetadata(dir))
-      ? await Pool.import(dir, name)
-      : await Pool.create(name, dir, capacity);
+      ? await Pool.import(dir, name, this.ctx.nodeId)
+      : await Pool.create(name, dir, capacity, this.ctx.nodeId);
     this.logOrphans(pool);
     this.pools.set(name, pool);
     await this.reshare(pool);
@@ -95,7 +95,7 @@ export class Engine {
   async importPool(name: string, disk: string): Promise<Pool> {
     checkName('pool name', name);
     if (this.pools.has(name)) throw alreadyExists('pool', name, `on node '${this.ctx.nodeId}'`);
-    const pool = await Pool.import(this.poolDisk(name, disk), name);
+    const pool = await Pool.import(this.poolDisk(name, disk), name, this.ctx.nodeId);
     this.logOrphans(pool);
     this.pools.set(name, pool);
     await this.reshare(pool);

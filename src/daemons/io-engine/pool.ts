@@ -18,6 +18,7 @@ import { promisify } from 'node:util';
 import { FileBackend } from '../../lib/nbd/file-backend.js';
 import { alreadyExists, exhausted, invalid, notFound, precondition } from './errors.js';
 import { MetadataLog, readJournal } from './metadata-log.js';
+import { claimPoolDir } from './pool-claim.js';
 import { PoolSpace } from './pool-space.js';
 import { Replica, type ReplicaMeta } from './replica.js';
 
@@ -103,6 +104,8 @@ export class Pool {
   private statsCache: { at: number; value: Promise<PoolStats> } | null = null;
   /** Thin replicas' writes stay within the capacity. */
   readonly space: PoolSpace;
+  /** Gives up this process's claim on the directory (pool-claim.ts), once the pool is unloaded. */
+  private releaseClaim: () => Promise<void> = async () => {};
 
   private constructor(
     private meta: PoolMeta,
@@ -169,9 +172,11 @@ export class Pool {
     );
   }
 
-  static async create(name: string, disk: string, capacity: number): Promise<Pool> {
+  /** `node`: the io-engine's node id, named in its claim on the directory. */
+  static async create(name: string, disk: string, capacity: number, node = ''): Promise<Pool> {
     await mkdir(join(disk, 'replicas'), { recursive: true, mode: 0o700 });
     await mkdir(join(disk, 'snapshots'), { recursive: true, mode: 0o700 });
+    const release = await claimPoolDir(disk, node);
     const meta: PoolMeta = {
       version: 1,
       name,
@@ -182,11 +187,17 @@ export class Pool {
       snapshots: {},
     };
     const pool = new Pool(meta, disk);
-    await pool.metaLog.save();
+    pool.releaseClaim = release;
+    try {
+      await pool.metaLog.save();
+    } catch (err) {
+      await release();
+      throw err;
+    }
     return pool;
   }
 
-  static async import(disk: string, expectedName?: string): Promise<Pool> {
+  static async import(disk: string, expectedName?: string, node = ''): Promise<Pool> {
     let raw: string;
     try {
       raw = await readFile(join(disk, POOL_META_FILE), 'utf8');
@@ -203,6 +214,17 @@ export class Pool {
       throw precondition(`directory ${disk} holds pool '${meta.name}', not '${expectedName}'`);
     }
     meta.snapshots ??= {};
+    // Before anything is changed (the import removes files the metadata does not name).
+    const release = await claimPoolDir(disk, node);
+    try {
+      return await Pool.load(meta, disk, release);
+    } catch (err) {
+      await release();
+      throw err;
+    }
+  }
+
+  private static async load(meta: PoolMeta, disk: string, release: () => Promise<void>): Promise<Pool> {
     let journal: { records: unknown[]; appendable: boolean };
     try {
       journal = await readJournal(join(disk, POOL_JOURNAL_FILE), meta.journalGen ?? 0);
@@ -213,6 +235,7 @@ export class Pool {
       );
     }
     const pool = new Pool(meta, disk, journal.appendable ? journal.records.length : 0);
+    pool.releaseClaim = release;
     await pool.removeOrphans();
     for (const r of Object.values(meta.replicas)) {
       try {
@@ -506,6 +529,7 @@ export class Pool {
     await rm(join(this.disk, POOL_JOURNAL_FILE), { force: true });
     await rmdir(join(this.disk, 'replicas')).catch(() => {});
     await rmdir(join(this.disk, 'snapshots')).catch(() => {});
+    await this.releaseClaim();
     await rmdir(this.disk).catch(() => {});
   }
 
@@ -514,6 +538,7 @@ export class Pool {
     await this.durable();
     await this.metaLog.close();
     for (const r of this.replicas.values()) await r.close();
+    await this.releaseClaim();
   }
 }
 
