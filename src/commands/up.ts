@@ -64,9 +64,10 @@ export default class Up extends StorctlCommand {
     const runs = (r: (typeof ROLE_NAMES)[number]) => !roles || roles.has(r);
     // From here on a signal stops the cluster in order (the roles run in process groups of their
     // own, so a terminal's Ctrl-C reaches only this process), also while it is still starting.
+    // SIGHUP too: a closed terminal would otherwise end this process alone and leave the roles
+    // running with nothing to supervise or stop them.
     const signalled = new Promise<'signal'>((resolve) => {
-      process.once('SIGINT', () => resolve('signal'));
-      process.once('SIGTERM', () => resolve('signal'));
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => resolve('signal'));
     });
     this.logToStderr(
       roles

@@ -1,6 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isSameProcessAlive } from '../../../src/lib/mount/processes.js';
 import { startEtcd } from '../../helpers/etcd.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { UpHome } from './up-fixture.js';
@@ -69,9 +70,13 @@ describe('storctl up --roles (built CLI)', () => {
       },
     );
     expect(listed.stdout.split('\n').slice(0, 2)).toEqual([`ID${' '.repeat(37)}REPLICAS`, `${uuid}   1`]);
+    // A closed terminal (SIGHUP) stops the cluster as Ctrl-C does: no role is left running.
     const stopped = up;
     up = undefined;
-    expect(await stopped.kill('SIGINT')).toBe(0);
+    expect(await stopped.kill('SIGHUP')).toBe(0);
+    expect(stopped.output).toContain('stopped');
+    for (const pid of Object.values(endpoints.roles as Record<string, number>))
+      expect(await isSameProcessAlive(pid), `role pid ${pid}`).toBe(false);
   }, 90_000);
 
   it('moved off the defaults by its flags (etcd, a cluster id), is found by commands given its data dir alone', async () => {
