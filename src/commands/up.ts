@@ -66,29 +66,44 @@ export default class Up extends StorctlCommand {
     // own, so a terminal's Ctrl-C reaches only this process), also while it is still starting.
     // SIGHUP too: a closed terminal would otherwise end this process alone and leave the roles
     // running with nothing to supervise or stop them.
+    const abort = new AbortController();
     const signalled = new Promise<'signal'>((resolve) => {
-      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => resolve('signal'));
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+        process.once(sig, () => {
+          abort.abort();
+          resolve('signal');
+        });
     });
     this.logToStderr(
       roles
         ? `starting ${[...roles].map((r) => (r === 'io-engine' ? `${flags.nodes} io-engine(s)` : r)).join(', ')} in ${dataDir} …`
         : `starting ${flags.nodes} io-engine(s) and core in ${dataDir} …`,
     );
-    const cluster = await up({
-      dataDir,
-      storeUrl,
-      clusterId: space.clusterId,
-      namespace: space.namespace,
-      bin: process.argv[1],
-      restAddress: flags.rest,
-      nodes: flags.nodes,
-      poolCapacity,
-      roles,
-      s3Endpoint: flags['s3-endpoint'],
-      leaseTtlSeconds: flags['lease-ttl'],
-      logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
-      say: (l) => this.logToStderr(l),
-    });
+    let cluster: Awaited<ReturnType<typeof up>>;
+    try {
+      cluster = await up({
+        dataDir,
+        storeUrl,
+        clusterId: space.clusterId,
+        namespace: space.namespace,
+        bin: process.argv[1],
+        restAddress: flags.rest,
+        nodes: flags.nodes,
+        poolCapacity,
+        roles,
+        s3Endpoint: flags['s3-endpoint'],
+        leaseTtlSeconds: flags['lease-ttl'],
+        logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
+        say: (l) => this.logToStderr(l),
+        abort: abort.signal,
+      });
+    } catch (err) {
+      // A signal while a role was still starting (core waiting for another core's lease, say):
+      // what had started is stopped already.
+      if (!abort.signal.aborted) throw err;
+      this.logToStderr(`${(err as Error).message}; stopped`);
+      return;
+    }
     if (roles) this.log(`roles     ${[...roles].join(',')} (--roles)`);
     const off = '<none> (not in --roles)';
     this.log(`REST      ${cluster.rest ?? off}`);

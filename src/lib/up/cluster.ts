@@ -87,6 +87,8 @@ export interface UpOptions {
   s3Endpoint?: string;
   /** Progress lines for the operator. */
   say: (line: string) => void;
+  /** Aborted (a signal): a start still waiting for a role gives up, and what started is stopped. */
+  abort?: AbortSignal;
 }
 
 export interface UpCluster {
@@ -225,6 +227,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
         logFile: join(logs, log),
         readyMsg,
         afterReady: publish,
+        abort: o.abort,
         // A role that cannot reach the store waits for it (restarted with backoff, never given up).
         waitingExitCodes: [ExitCode.storeUnavailable, ...alsoWaiting],
       },

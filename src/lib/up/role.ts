@@ -10,6 +10,8 @@ export interface RoleSpec {
   readyMsg: string;
   /** After the `onReady` listeners of each start (`up` republishes its endpoints). */
   afterReady?: () => Promise<void>;
+  /** Aborted: a start still waiting for the ready line gives up (the caller stops the process). */
+  abort?: AbortSignal;
   /**
    * Exit codes that say the role waits for something outside it (the store unreachable, core's
    * lease lost in a store outage): restarted with backoff for as long as it takes, never given up.
@@ -106,7 +108,11 @@ export class Role {
       this.spec.logFile,
       this.spec.readyMsg,
     );
-    const ready = await this.process.ready;
+    const ready = await untilAborted(
+      this.process.ready,
+      this.spec.abort,
+      `${this.spec.name} was not ready yet`,
+    );
     for (const fn of this.listeners) await fn(ready);
     await this.spec.afterReady?.();
     return ready;
@@ -155,4 +161,15 @@ export class Role {
     this.stopping = true;
     await this.process?.stop();
   }
+}
+
+/** `p`, or a rejection naming `what` as soon as `signal` aborts. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined, what: string): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(new Error(`stopped while starting: ${what}`));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Error(`stopped while starting: ${what}`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

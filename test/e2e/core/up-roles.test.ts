@@ -1,9 +1,10 @@
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isSameProcessAlive } from '../../../src/lib/mount/processes.js';
 import { startEtcd } from '../../helpers/etcd.js';
-import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
+import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
 import { UpHome } from './up-fixture.js';
 
 /** `storctl up --roles`: a subset of the roles, each name and dependency checked before anything starts. */
@@ -117,6 +118,45 @@ describe('storctl up --roles (built CLI)', () => {
     } finally {
       await etcd.stop();
       rmSync(other.home, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it('a signal while a role is still starting stops what started, at once', async () => {
+    // A second up on the first one's store: its core waits for the lease the first core holds.
+    const first = new UpHome();
+    const second = new UpHome();
+    let waiting: StorctlProcess | undefined;
+    try {
+      up = await first.start(['--roles', 'core', '--lease-ttl', '3600']);
+      const store = first.endpoints().store as string;
+      waiting = new StorctlProcess(
+        ['up', '--roles', 'core', '--rest', '127.0.0.1:0', '--store', store],
+        second.env,
+      );
+      const coreLog = join(second.home, 'storctl', 'logs', 'core.log');
+      await waitFor(
+        async () =>
+          (existsSync(coreLog) && readFileSync(coreLog, 'utf8').includes('another core holds the lease')) ||
+          (await waiting!.failIfExited('the second storctl up')),
+        { what: "the second up's core waiting for the lease", timeoutMs: 30_000 },
+      );
+      const corePid = Number(
+        /"pid":(\d+)[^\n]*another core holds the lease/.exec(readFileSync(coreLog, 'utf8'))![1],
+      );
+      // Stopped while its core still waits (before, up went on waiting for core, deaf to signals).
+      const exited = waiting.kill('SIGINT');
+      await waitFor(async () => !waiting!.running, { what: 'the second up stopped', timeoutMs: 20_000 });
+      expect(await exited).toBe(0);
+      expect(waiting.output).toContain('stopped while starting: core was not ready yet');
+      waiting = undefined;
+      expect(await isSameProcessAlive(corePid)).toBe(false);
+      const stopped = up;
+      up = undefined;
+      expect(await stopped.kill('SIGINT')).toBe(0);
+    } finally {
+      await waiting?.kill('SIGKILL');
+      rmSync(first.home, { recursive: true, force: true });
+      rmSync(second.home, { recursive: true, force: true });
     }
   }, 90_000);
 });
