@@ -68,6 +68,12 @@ export function parseRoles(text: string): Set<RoleName> {
   return roles;
 }
 
+/** What a role logs while it waits on something outside it, and what `up` tells the operator. */
+const WAITS: Readonly<Record<string, string>> = {
+  'another core holds the lease; waiting to take over':
+    'waiting for the store lease, which another core holds (another `storctl up` or `daemon core` on this store?); it takes over when that core stops, Ctrl-C gives up',
+};
+
 export interface UpOptions {
   dataDir: string;
   storeUrl: string;
@@ -228,6 +234,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
         readyMsg,
         afterReady: publish,
         abort: o.abort,
+        announce: WAITS,
         // A role that cannot reach the store waits for it (restarted with backoff, never given up).
         waitingExitCodes: [ExitCode.storeUnavailable, ...alsoWaiting],
       },

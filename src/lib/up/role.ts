@@ -12,6 +12,8 @@ export interface RoleSpec {
   afterReady?: () => Promise<void>;
   /** Aborted: a start still waiting for the ready line gives up (the caller stops the process). */
   abort?: AbortSignal;
+  /** Log messages that tell why a start takes long, and what `up` says to the operator for each. */
+  announce?: Readonly<Record<string, string>>;
   /**
    * Exit codes that say the role waits for something outside it (the store unreachable, core's
    * lease lost in a store outage): restarted with backoff for as long as it takes, never given up.
@@ -107,6 +109,7 @@ export class Role {
       this.spec.env,
       this.spec.logFile,
       this.spec.readyMsg,
+      { says: this.spec.announce ?? {}, say: this.say },
     );
     const ready = await untilAborted(
       this.process.ready,

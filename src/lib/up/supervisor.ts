@@ -21,6 +21,11 @@ export class RoleProcess {
     env: NodeJS.ProcessEnv,
     logFile: string,
     readyMsg: string,
+    /** Log messages that tell why a start takes long, and what to say to the operator for each. */
+    announce: { says: Readonly<Record<string, string>>; say: (line: string) => void } = {
+      says: {},
+      say: () => {},
+    },
   ) {
     this.log = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
     this.child = spawn(process.execPath, [bin, ...args], {
@@ -40,6 +45,8 @@ export class RoleProcess {
         while (nl >= 0) {
           const line = buffer.slice(0, nl);
           buffer = buffer.slice(nl + 1);
+          for (const [msg, words] of Object.entries(announce.says))
+            if (line.includes(msg)) announce.say(`${name}: ${words}`);
           if (line.includes('"metrics listening"')) {
             try {
               this.metricsUrl = String(JSON.parse(line).url);

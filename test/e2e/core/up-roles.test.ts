@@ -147,6 +147,8 @@ describe('storctl up --roles (built CLI)', () => {
       const exited = waiting.kill('SIGINT');
       await waitFor(async () => !waiting!.running, { what: 'the second up stopped', timeoutMs: 20_000 });
       expect(await exited).toBe(0);
+      // It said why it was waiting, and then that it stopped.
+      expect(waiting.output).toContain('core: waiting for the store lease, which another core holds');
       expect(waiting.output).toContain('stopped while starting: core was not ready yet');
       waiting = undefined;
       expect(await isSameProcessAlive(corePid)).toBe(false);
