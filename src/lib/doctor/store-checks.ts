@@ -17,6 +17,7 @@ import {
   specStatusName,
   switchOverStageName,
 } from '../specs/index.js';
+import { parseKey } from '../store/keys.js';
 import { ageOfRevision, type ScannedRecord, type StoreScan } from './store-scan.js';
 
 export const severities = ['error', 'warning'] as const;
@@ -146,6 +147,13 @@ export function checkStore(input: CheckInput): StoreFinding[] {
     }
   }
 
+  // A ReplicaSpec that does not decode names no owner we can read: it may belong to any volume.
+  const unreadableReplicas = snapshot.cluster.errors.filter(
+    (e) => parseKey(e.key)?.type === 'ReplicaSpec',
+  ).length;
+  const unreadable = unreadableReplicas
+    ? `; ${unreadableReplicas} ReplicaSpec(s) in the store do not decode, and may be its`
+    : '';
   const owned = new Map<string, number>();
   for (const r of replicas.values())
     if (r.owners.volume) owned.set(r.owners.volume, (owned.get(r.owners.volume) ?? 0) + 1);
@@ -167,8 +175,10 @@ export function checkStore(input: CheckInput): StoreFinding[] {
         severity: 'error',
         check: 'volume-without-replicas',
         subject: `VolumeSpec/${v.uuid}`,
-        problem: `no replica spec is owned by it (it wants ${v.num_replicas}): its data is gone from the store's view`,
-        fix: `restore the ReplicaSpecs from a dump (\`storctl store load\`), or delete the volume: \`storctl volume delete ${v.uuid}\``,
+        problem: `no replica spec is owned by it (it wants ${v.num_replicas}): its data is gone from the store's view${unreadable}`,
+        fix: unreadableReplicas
+          ? 'correct the undecodable ReplicaSpecs first (their findings above): they may be its replicas'
+          : `restore the ReplicaSpecs from a dump (\`storctl store load\`), or delete the volume: \`storctl volume delete ${v.uuid}\``,
         fixable: false,
       });
     else if (have < v.num_replicas)
@@ -176,10 +186,12 @@ export function checkStore(input: CheckInput): StoreFinding[] {
         severity: 'warning',
         check: 'under-replicated',
         subject: `VolumeSpec/${v.uuid}`,
-        problem: `${have} of ${v.num_replicas} replicas`,
-        fix: v.policy.self_heal
-          ? `core adds the missing replicas while it runs (self-heal); if not, check \`storctl describe volume ${v.uuid}\``
-          : `self-heal is off: \`storctl volume scale ${v.uuid} ${v.num_replicas}\` after freeing pool space, or lower the count`,
+        problem: `${have} of ${v.num_replicas} replicas${unreadable}`,
+        fix: unreadableReplicas
+          ? 'correct the undecodable ReplicaSpecs first (their findings above): they may be its replicas'
+          : v.policy.self_heal
+            ? `core adds the missing replicas while it runs (self-heal); if not, check \`storctl describe volume ${v.uuid}\``
+            : `self-heal is off: \`storctl volume scale ${v.uuid} ${v.num_replicas}\` after freeing pool space, or lower the count`,
         fixable: false,
       });
   }

@@ -22,6 +22,7 @@ const VOLUME = '11111111-1111-4111-8111-111111111111';
 const REPLICA = '22222222-2222-4222-8222-222222222222';
 const NEXUS = '33333333-3333-4333-8333-333333333333';
 const HELD = '44444444-4444-4444-8444-444444444444';
+const WHOLE = '66666666-6666-4666-8666-666666666666';
 
 /**
  * A record that does not decode is unreadable, not missing. Here the VolumeSpec of a volume does
@@ -59,6 +60,25 @@ describe('orphans and doctor store with undecodable records', () => {
       }),
     );
     await store.put(objectKey(space, 'ReplicaSpec', HELD), '{"uuid":"not a replica spec"}');
+    // A volume whose one replica spec is (for all the doctor can tell) the undecodable one.
+    await store.put(
+      objectKey(space, 'VolumeSpec', WHOLE),
+      JSON.stringify({
+        uuid: WHOLE,
+        size: 1048576,
+        labels: null,
+        num_replicas: 1,
+        status: { Created: 'Online' },
+        policy: { self_heal: true },
+        topology: null,
+        last_nexus_id: null,
+        operation: null,
+        thin: false,
+        target: null,
+        publish_context: null,
+        affinity_group: null,
+      }),
+    );
   });
   afterAll(async () => {
     await store.close();
@@ -83,7 +103,14 @@ describe('orphans and doctor store with undecodable records', () => {
       ['undecodable', objectKey(space, 'ReplicaSpec', HELD)],
       ['undecodable', objectKey(space, 'VolumeSpec', VOLUME)],
       ['missing-pool', `ReplicaSpec/${REPLICA}`],
+      ['volume-without-replicas', `VolumeSpec/${WHOLE}`],
     ]);
+    // Its replica may be the one that does not decode: the fix is to correct that, not to delete.
+    const whole = report.findings.find((f) => f.subject === `VolumeSpec/${WHOLE}`)!;
+    expect(whole.problem).toContain('1 ReplicaSpec(s) in the store do not decode, and may be its');
+    expect(whole.fix).toBe(
+      'correct the undecodable ReplicaSpecs first (their findings above): they may be its replicas',
+    );
   });
 
   it('leaves a csi-node volume alone when its volume came to exist after it was listed', async () => {
