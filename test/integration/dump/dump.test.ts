@@ -6,6 +6,7 @@ import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { CsiClient, publishRequest } from '../../helpers/csi-client.js';
 import { S3RVER_KEYS } from '../../helpers/s3.js';
+import { createdVolumeSpec } from '../../helpers/specs.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { BUCKET, cleanupRoot, type Env, makeEnv, mounterProcess, targetPath } from '../mounter/fixture.js';
@@ -99,21 +100,7 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
     const store = await openStore(storeUrl);
     await store.put(
       objectKey(space, 'VolumeSpec', volume),
-      JSON.stringify({
-        uuid: volume,
-        size: 1048576,
-        labels: null,
-        num_replicas: 1,
-        status: { Created: 'Online' },
-        policy: { self_heal: true },
-        topology: null,
-        last_nexus_id: null,
-        operation: null,
-        thin: false,
-        target: null,
-        publish_context: { secret_access_key: volumeSecret },
-        affinity_group: null,
-      }),
+      JSON.stringify(createdVolumeSpec(volume, { publish_context: { secret_access_key: volumeSecret } })),
     );
     // The NexusInfo of a volume long deleted: an orphan, which the bundle's orphans report names.
     await store.put(

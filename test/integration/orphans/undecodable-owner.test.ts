@@ -15,7 +15,7 @@ import { nexusInfo, replicaSpec, switchOver } from '../../../src/lib/specs/index
 import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
-import { managedReplicaSpec } from '../../helpers/specs.js';
+import { createdVolumeSpec, managedReplicaSpec } from '../../helpers/specs.js';
 
 const space = { clusterId: 'undecodable-owner', namespace: 'default' };
 const VOLUME = '11111111-1111-4111-8111-111111111111';
@@ -61,24 +61,7 @@ describe('orphans and doctor store with undecodable records', () => {
     );
     await store.put(objectKey(space, 'ReplicaSpec', HELD), '{"uuid":"not a replica spec"}');
     // A volume whose one replica spec is (for all the doctor can tell) the undecodable one.
-    await store.put(
-      objectKey(space, 'VolumeSpec', WHOLE),
-      JSON.stringify({
-        uuid: WHOLE,
-        size: 1048576,
-        labels: null,
-        num_replicas: 1,
-        status: { Created: 'Online' },
-        policy: { self_heal: true },
-        topology: null,
-        last_nexus_id: null,
-        operation: null,
-        thin: false,
-        target: null,
-        publish_context: null,
-        affinity_group: null,
-      }),
-    );
+    await store.put(objectKey(space, 'VolumeSpec', WHOLE), JSON.stringify(createdVolumeSpec(WHOLE)));
   });
   afterAll(async () => {
     await store.close();
