@@ -12,6 +12,7 @@ import {
   type VolumeSnapshot,
   type VolumeSpec,
 } from '../../../src/lib/specs/index.js';
+import { createdVolumeSpec } from '../../helpers/specs.js';
 
 /**
  * The recovery decision table (docs/mayastor-compat.md §1.5 handle_incomplete_ops): result true → the operation's
@@ -19,22 +20,12 @@ import {
  */
 const X1 = '00000000-0000-4000-8000-000000000001';
 const X2 = '00000000-0000-4000-8000-000000000002';
-const volume = (over: Partial<VolumeSpec>): VolumeSpec => ({
-  uuid: 'v1',
-  size: 100,
-  labels: null,
-  num_replicas: 1,
-  status: { Created: 'Online' },
-  policy: { self_heal: true },
-  topology: null,
-  last_nexus_id: null,
-  operation: null,
-  thin: false,
-  target: newTargetConfig({ node: 'n1', nexus: X1, protocol: 'nbd', previous: null }),
-  publish_context: null,
-  affinity_group: null,
-  ...over,
-});
+const volume = (over: Partial<VolumeSpec>): VolumeSpec =>
+  createdVolumeSpec('v1', {
+    size: 100,
+    target: newTargetConfig({ node: 'n1', nexus: X1, protocol: 'nbd', previous: null }),
+    ...over,
+  });
 
 describe('recovery decision table', () => {
   it('volume SetReplica: true commits the replica count, false and null roll it back', () => {
