@@ -1,4 +1,5 @@
 import { TOPOLOGY_SELECTOR_KEY, TOPOLOGY_SELECTOR_VALUE } from '../../lib/csi/plugin.js';
+import { snapshotSize } from '../../lib/rest/snapshot-size.js';
 import type { Volume, VolumeSnapshot } from '../../lib/rest/types.js';
 
 /** Core REST bodies → csi.v1 messages (plain objects for proto-loader). */
@@ -7,10 +8,7 @@ import type { Volume, VolumeSnapshot } from '../../lib/rest/types.js';
 export const ACCESSIBLE_TOPOLOGY = [{ segments: { [TOPOLOGY_SELECTOR_KEY]: TOPOLOGY_SELECTOR_VALUE } }];
 
 /** The snapshot fields of REST VolumeSnapshot this driver reads beyond lib/rest/types. */
-type SnapshotBody = VolumeSnapshot & {
-  definition: { metadata: { spec_size?: number } };
-  state: { timestamp?: string };
-};
+type SnapshotBody = VolumeSnapshot & { state: { timestamp?: string } };
 
 type VolumeBody = Volume & { spec: { content_source?: { snapshot?: { snapshot: string; volume: string } } } };
 
@@ -34,11 +32,6 @@ export function timestamp(iso: string | undefined): { seconds: string; nanos: nu
   const ms = iso ? Date.parse(iso) : Number.NaN;
   const t = Number.isNaN(ms) ? 0 : ms;
   return { seconds: String(Math.floor(t / 1000)), nanos: (t % 1000) * 1_000_000 };
-}
-
-export function snapshotSize(s: VolumeSnapshot): number {
-  const m = (s as SnapshotBody).definition.metadata;
-  return m.spec_size ?? m.size;
 }
 
 export function csiSnapshot(s: VolumeSnapshot) {

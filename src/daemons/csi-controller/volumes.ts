@@ -5,6 +5,7 @@ import { TOPOLOGY_NODE_KEY, TOPOLOGY_SELECTOR_KEY, TOPOLOGY_SELECTOR_VALUE } fro
 import type { VolumeCapability } from '../../lib/csi/types.js';
 import { invalid, requireString, validateMapSize } from '../../lib/csi/validate.js';
 import { GrpcError } from '../../lib/grpc/status.js';
+import { snapshotSize } from '../../lib/rest/snapshot-size.js';
 import type { CreateVolumeRequest as RestCreateBody, Volume } from '../../lib/rest/types.js';
 import { checkPage, type Deps, notFound, orNotFound, parseMaxEntries, parseToken, rpc } from './context.js';
 import { volumeKey } from './guard.js';
@@ -21,7 +22,7 @@ import {
   sortedMap,
   volumeIdOfName,
 } from './params.js';
-import { csiVolume, publishedNodes, snapshotSize } from './present.js';
+import { csiVolume, publishedNodes } from './present.js';
 
 /** Label of a CSI-made volume: the digest of its request, so a repeat is compared exactly. */
 export const REQUEST_LABEL = 'csi.storctl.io/request';

@@ -119,7 +119,14 @@ export interface OnlineReplicaSnapshot {
 export interface VolumeSnapshot {
   definition: {
     spec: { uuid: string; source_volume: string };
-    metadata: { status: string; timestamp?: string; size: number; total_allocated_size: number };
+    /** `spec_size`: the source volume's size when the snapshot was taken (absent from older cores). */
+    metadata: {
+      status: string;
+      timestamp?: string;
+      size: number;
+      spec_size?: number;
+      total_allocated_size: number;
+    };
   };
   state: {
     uuid: string;

@@ -66,6 +66,8 @@ describe('durations, labels and --rest through the built CLI', () => {
     ],
     [['volume', 'create', '--size', '1 Gi'], "--size '1 Gi' is not a size"],
     [['volume', 'create', '--size', '0'], "--size '0' must be more than 0 bytes (e.g. 1Gi)"],
+    [['volume', 'create'], '--size is required (or --from-snapshot, to restore a snapshot)'],
+    [['volume', 'create', '--from-snapshot', 'snap-1'], "snapshot id 'snap-1' is not a uuid"],
     [['volume', 'create', '--size', '0Gi'], "--size '0Gi' must be more than 0 bytes"],
     [['pool', 'create', 'node-1', 'p', '--capacity', '64m'], "--capacity '64m' is not a size"],
   ])('%j: exit 2, one line naming the value', async (args, message) => {

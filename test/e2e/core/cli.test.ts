@@ -170,6 +170,24 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(snaps).toHaveLength(1);
     expect(snaps[0].definition).toEqual(snapshot.definition);
     expect(snaps[0].state).toMatchObject({ uuid: snapId, source_volume: id, ready_as_source: true });
+    // Restored: a volume made from the snapshot, of its size, holding what was written before it.
+    const restored = await cli(
+      'volume',
+      'create',
+      '--from-snapshot',
+      snapId,
+      '--replicas',
+      '1',
+      '-o',
+      'json',
+    );
+    expect(restored.code, restored.stderr).toBe(0);
+    const clone = JSON.parse(restored.stdout).spec;
+    expect(clone.size).toBe(32 * 1024 * 1024);
+    const cloneUri = (await cli('volume', 'publish', clone.uuid)).stdout.trim();
+    await qemuIo(cloneUri, 'read -P 0x42 0 2M');
+    expect((await cli('volume', 'unpublish', clone.uuid)).code).toBe(0);
+    expect((await cli('volume', 'delete', clone.uuid)).code).toBe(0);
     expect((await cli('snapshot', 'delete', snapId)).code).toBe(0);
 
     expect((await cli('volume', 'unpublish', id)).code).toBe(0);
