@@ -246,6 +246,10 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
         x.definition.metadata.status,
       ]),
     ).toEqual([[named![1], 'Creating']]);
+    // The wide table says so too.
+    const wide = (await cli('get', 'snapshots', '--volume', id, '-o', 'wide')).stdout.trim().split('\n');
+    expect(wide[0]).toMatch(/ STATUS +OPERATION$/);
+    expect(wide[1]).toMatch(new RegExp(`^ ?${named![1]} .* Creating +\\S+$`));
     const deleted = await cli('snapshot', 'delete', named![1]);
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(JSON.parse((await cli('get', 'snapshots', '--volume', id, '-o', 'json')).stdout)).toEqual([]);

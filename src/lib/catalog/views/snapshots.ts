@@ -5,6 +5,7 @@ import {
   currentReplicaSnapshots,
   snapshotAllocated,
   snapshotOperationName,
+  specStatusName,
   type VolumeSnapshot,
   volumeContentSource,
 } from '../../specs/index.js';
@@ -37,6 +38,8 @@ export function snapshotListing(state: ClusterState, volumeId?: string): Listing
       { header: 'SOURCE-VOL', get: (r) => r.spec.spec.source_id },
       { header: 'RESTORES', get: (r) => r.restores },
       { header: 'SNAPSHOT_REPLICAS', get: (r) => currentReplicaSnapshots(r.spec).length },
+      // Creating: taken only in part (a failed create left it, to retry or delete); Deleting: going.
+      { header: 'STATUS', get: (r) => specStatusName(r.spec.status), wide: true },
       { header: 'OPERATION', get: (r) => snapshotOperationName(r.spec), wide: true },
     ],
     // REST's snapshot: core's own when it answers, else the stored definition in its shape.
