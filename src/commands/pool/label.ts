@@ -1,4 +1,5 @@
 import { Args, Flags } from '@oclif/core';
+import { labelsText } from '../../lib/catalog/views/volumes.js';
 import { parseLabelEdit } from '../../lib/cli-args.js';
 import { poolListing } from '../../lib/rest/cli.js';
 import type { Pool } from '../../lib/rest/types.js';
@@ -37,13 +38,7 @@ export default class PoolLabel extends RestCommand {
           })
         : await this.client.call<Pool>('DELETE', path);
     const listing = poolListing([out]);
-    listing.columns.push({
-      header: 'LABELS',
-      get: (p) =>
-        Object.entries(p.spec?.labels ?? {})
-          .map(([k, v]) => `${k}=${v}`)
-          .join(','),
-    });
+    listing.columns.push({ header: 'LABELS', get: (p) => labelsText(p.spec?.labels) });
     this.print(listing);
   }
 }

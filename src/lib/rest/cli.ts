@@ -70,12 +70,16 @@ export function poolListing(rows: Pool[]): Listing<Pool> {
     single: true,
     columns: [
       { header: 'ID', get: (p) => p.id },
-      { header: 'DISKS', get: (p) => p.spec?.disks.join(',') },
+      { header: 'DISKS', get: (p) => p.spec?.disks.join(', ') },
       { header: 'MANAGED', get: (p) => Boolean(p.spec) },
       { header: 'NODE', get: (p) => p.spec?.node ?? p.state?.node },
       { header: 'STATUS', get: (p) => p.state?.status ?? 'Unknown' },
       { header: 'CAPACITY', get: (p) => (p.state ? humanizeBytes(p.state.capacity) : undefined) },
       { header: 'ALLOCATED', get: (p) => (p.state ? humanizeBytes(p.state.used) : undefined) },
+      {
+        header: 'AVAILABLE',
+        get: (p) => (p.state ? humanizeBytes(Math.max(0, p.state.capacity - p.state.used)) : undefined),
+      },
       { header: 'COMMITTED', get: (p) => (p.state ? humanizeBytes(p.state.committed) : undefined) },
     ],
   };

@@ -139,6 +139,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
         const table = await cli('pool', 'label', 'pool-node-3', 'tier=silver', '--overwrite');
         expect(table.code, table.stderr).toBe(0);
         expect(table.stdout).toMatch(/LABELS[\s\S]*tier=silver/);
+        // The columns of \`get pools\`, which reads the same pool from the store.
+        expect(table.stdout).toMatch(/ALLOCATED +AVAILABLE +COMMITTED +LABELS/);
         const removed = await cli('pool', 'label', 'pool-node-3', 'tier-', '-o', 'yaml');
         expect(removed.code, removed.stderr).toBe(0);
         expect(removed.stdout).not.toContain('tier');
