@@ -105,8 +105,13 @@ function decodeOrCollect(state: ClusterState, key: string, value: string) {
   }
 }
 
-/** `<type>/<id>` of every undecodable record of a state, built on first use (again if errors grew). */
-const undecodableIds = new WeakMap<ClusterState, { count: number; ids: Set<string> }>();
+/** The decode error of the record of this type and id, when the store holds it undecodable. */
+function undecodableRecord(state: ClusterState, type: SpecType, id: string): DecodeError | undefined {
+  return state.errors.find((e) => {
+    const k = parseKey(e.key);
+    return k?.type === type && k.id === id;
+  });
+}
 
 /**
  * Whether the store holds a record of this type and id: decoded, or there but undecodable. An
@@ -114,18 +119,10 @@ const undecodableIds = new WeakMap<ClusterState, { count: number; ids: Set<strin
  * spec that does not decode still stands for what an io-engine holds.
  */
 export function hasRecord(state: ClusterState, type: SpecType, id: string): boolean {
-  if ((state.specs[type] as Map<string, unknown> | undefined)?.has(id)) return true;
-  if (!state.errors.length) return false;
-  let known = undecodableIds.get(state);
-  if (known?.count !== state.errors.length) {
-    const keys = state.errors.map((e) => parseKey(e.key));
-    known = {
-      count: state.errors.length,
-      ids: new Set(keys.flatMap((k) => (k ? [`${k.type}/${k.id}`] : []))),
-    };
-    undecodableIds.set(state, known);
-  }
-  return known.ids.has(`${type}/${id}`);
+  return (
+    Boolean((state.specs[type] as Map<string, unknown> | undefined)?.has(id)) ||
+    undecodableRecord(state, type, id) !== undefined
+  );
 }
 
 /**
@@ -139,10 +136,7 @@ export function missingRecord(
   resource: string,
   id: string,
 ): StorctlError {
-  const err = state.errors.find((e) => {
-    const k = parseKey(e.key);
-    return k?.type === type && k.id === id;
-  });
+  const err = undecodableRecord(state, type, id);
   if (err)
     return new DecodeError(err.key, err.field, err.detail, {
       suggestions: [`inspect it: storctl store dump | grep '${err.key}'`, 'storctl doctor store'],
