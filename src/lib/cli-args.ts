@@ -70,11 +70,31 @@ export function durationFlag(
   })();
 }
 
+// ---- positional or flag -----------------------------------------------------------------------
+
+/**
+ * A value a command takes as kubectl-mayastor does (a positional argument) or as `--<flag>`:
+ * either, or both when they agree; undefined when neither. `show` writes a value into the refusal.
+ */
+export function positionalOrFlag<T>(
+  what: string,
+  flag: string,
+  positional: T | undefined,
+  fromFlag: T | undefined,
+  show: (v: T) => string = String,
+): T | undefined {
+  if (positional !== undefined && fromFlag !== undefined && positional !== fromFlag)
+    throw new UsageError(
+      `${what} given twice, as ${show(positional)} and as --${flag} ${show(fromFlag)}: give it once`,
+    );
+  return positional ?? fromFlag;
+}
+
 // ---- labels -----------------------------------------------------------------------------------
 
 /**
  * A cordon or drain label given as kubectl-mayastor takes it (`cordon node ID LABEL`) or as
- * `--label`: either, or both when they agree; `fallback` when neither.
+ * `--label` (positionalOrFlag); `fallback` when neither.
  */
 export function cordonLabel(
   positional: string | undefined,
@@ -83,9 +103,7 @@ export function cordonLabel(
 ): string;
 export function cordonLabel(positional: string | undefined, flag: string | undefined): string | undefined;
 export function cordonLabel(positional: string | undefined, flag: string | undefined, fallback?: string) {
-  if (positional !== undefined && flag !== undefined && positional !== flag)
-    throw new UsageError(`label given twice, as '${positional}' and as --label '${flag}': give it once`);
-  const label = positional ?? flag ?? fallback;
+  const label = positionalOrFlag('label', 'label', positional, flag, (v) => `'${v}'`) ?? fallback;
   if (label === '') throw new UsageError('the label must not be empty');
   return label;
 }

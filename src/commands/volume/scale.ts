@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
-import { durationFlag, formatDuration } from '../../lib/cli-args.js';
+import { durationFlag, formatDuration, positionalOrFlag } from '../../lib/cli-args.js';
 import { TimeoutError, UsageError } from '../../lib/errors.js';
 import { rebuildProgress, uuidArg, volumeListing } from '../../lib/rest/cli.js';
 import { RestError } from '../../lib/rest/errors.js';
@@ -36,15 +36,11 @@ export default class VolumeScale extends RestCommand {
   async run(): Promise<void> {
     const { args, flags } = await this.parse(VolumeScale);
     const id = uuidArg('volume id', args.id);
-    const replicas = args.replicas ?? flags.replicas;
+    const replicas = positionalOrFlag('replica count', 'replicas', args.replicas, flags.replicas);
     if (replicas === undefined)
       throw new UsageError('give the new replica count', {
         suggestions: [`storctl volume scale ${id} --replicas N`],
       });
-    if (args.replicas !== undefined && flags.replicas !== undefined && args.replicas !== flags.replicas)
-      throw new UsageError(
-        `replica count given twice, as ${args.replicas} and as --replicas ${flags.replicas}: give it once`,
-      );
     // Already at that count: nothing to do (core answers ReplicaCountAchieved, as upstream does).
     let v = await this.client
       .scaleVolume(id, replicas)
