@@ -10,6 +10,8 @@ import type { KeySpace } from '../lib/store/keys.js';
 import { parseRoles, ROLE_NAMES, up } from '../lib/up/cluster.js';
 
 export default class Up extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     'run a whole single-machine cluster, each role its own process: core, three io-engines, the block CSI driver (csi-controller, csi-node), HA agents (ha-cluster, ha-node) and the S3 mounter on the embedded store; --roles runs a subset; a role that dies is restarted; Ctrl-C stops everything in order';
   static override examples = [

@@ -112,6 +112,19 @@ export abstract class StorctlCommand extends Command {
   /** The command prints through `print` (a listing), so `-o jsonpath=…|custom-columns=…` apply. */
   static templateOutput = false;
 
+  /**
+   * Stdout carries the command's output, so a reader that goes away ends the command. False for
+   * daemons and `up`: their stdout is a log, and losing its reader must not stop a data path.
+   */
+  static stdoutIsOutput = true;
+
+  protected override async init(): Promise<void> {
+    await super.init();
+    const own = this.constructor as typeof StorctlCommand;
+    if (own.stdoutIsOutput && !process.stdout.listeners('error').includes(endOnClosedOutput))
+      process.stdout.on('error', endOnClosedOutput);
+  }
+
   /** Ask a yes/no question on the terminal (stderr); anything but y/yes, or a closed stdin, is no. */
   protected async confirm(question: string): Promise<boolean> {
     const rl = createInterface({ input: process.stdin, output: process.stderr });
@@ -197,6 +210,15 @@ export abstract class StorctlCommand extends Command {
     if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
     this.exit(err.exitCode);
   }
+}
+
+/**
+ * `storctl get volumes -o json | head`: once the reader has gone, stop at once and quietly, as a
+ * Unix tool that SIGPIPE ends does. Without this a write waiting for 'drain' waits forever.
+ */
+function endOnClosedOutput(err: NodeJS.ErrnoException): void {
+  if (err.code === 'EPIPE') process.exit(ExitCode.outputClosed);
+  throw err;
 }
 
 /**

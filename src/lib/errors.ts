@@ -27,6 +27,11 @@ export const ExitCode = {
   doctorWarnings: 10,
   /** `doctor store`: it found at least one error. */
   doctorErrors: 11,
+  /**
+   * The reader of stdout went away (`storctl get volumes | head`): what a shell reports for a tool
+   * that SIGPIPE ended, as it does for etcdctl and kubectl there.
+   */
+  outputClosed: 141,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -10,6 +10,8 @@ import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 const EXIT_LEASE_LOST = 128;
 
 export default class DaemonCore extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     'Run the core agent: REST API v0, single-writer store lease, scheduler, crash-safe volume operations and reconcilers';
 

@@ -11,6 +11,8 @@ import { sizeArg } from '../../lib/rest/cli.js';
 import { resolveRestUrl } from '../../lib/rest/endpoint.js';
 
 export default class DaemonCsiController extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     `CSI controller of replicated block volumes: serves CSI Identity + Controller on a unix socket and turns every call into core REST requests
 

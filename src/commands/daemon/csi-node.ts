@@ -13,6 +13,8 @@ import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 import { KUBELET_DIR, targetRoots } from '../../lib/mount/confine.js';
 
 export default class DaemonCsiNode extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     `Block CSI node plugin: serves CSI Identity + Node on a unix socket and attaches volumes (nbd://) as filesystems or raw block devices
 

@@ -12,6 +12,8 @@ import { openStore } from '../../lib/store/open.js';
 const EXIT_LEASE_LOST = 128;
 
 export default class DaemonHaCluster extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     `HA cluster agent: takes failed-path reports from the ha-node agents and operator switchover requests, and moves each affected volume's target to a healthy node
 

@@ -6,6 +6,8 @@ import { UsageError } from '../../lib/errors.js';
 import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 
 export default class DaemonHaNode extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     `HA node agent: probes the path of every volume the csi-node staged on this node, reports failed ones to ha-cluster, and re-points a path to the new target when ha-cluster asks (ReplacePath)
 

@@ -9,6 +9,8 @@ import { meterStore } from '../../lib/metrics/store.js';
 import { openStore } from '../../lib/store/open.js';
 
 export default class DaemonIoEngine extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     'Run one io-engine (storage node): pools, replicas, nexuses and NBD targets, controlled over gRPC';
 

@@ -9,6 +9,8 @@ import { KUBELET_DIR, targetRoots } from '../../lib/mount/confine.js';
 import { defaultMounterStateDir } from '../../lib/mount/state-dir.js';
 
 export default class DaemonMounter extends StorctlCommand {
+  static override stdoutIsOutput = false;
+
   static override description =
     'S3 CSI node plugin: serves CSI Identity + Node on a unix socket and mounts buckets with FUSE daemons run as transient systemd units (or supervised processes where no systemd manager answers)';
 
