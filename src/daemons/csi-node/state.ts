@@ -59,6 +59,8 @@ export class NodeState {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
         throw new Error(`cannot read csi-node state file ${file}: ${(err as Error).message}`);
+      // Written at once, empty: `storctl orphans` tells "staged nothing" from "no csi-node here".
+      await s.update(() => {});
     }
     return s;
   }

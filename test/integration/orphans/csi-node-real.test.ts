@@ -22,6 +22,23 @@ describe('storctl orphans and a real csi-node left behind', () => {
     cluster = undefined;
   });
 
+  it('checks a csi-node that has staged nothing yet (its state file exists from its start)', {
+    timeout: 60_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1, coreFlags: FAST_CORE_FLAGS });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const listed = await runStorctl(
+      ['orphans', '--csi-node-state', node.stateDir, '--csi-node-root', node.root],
+      {
+        env: cluster.env,
+      },
+    );
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('No orphans found.');
+    expect(listed.stderr).not.toContain('csi-node');
+  });
+
   it('finds the staged and published volume of a deleted volume and undoes mounts, loop device, FUSE and proxy', {
     timeout: 120_000,
   }, async () => {
