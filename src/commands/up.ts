@@ -106,41 +106,47 @@ export default class Up extends StorctlCommand {
       this.logToStderr(`${(err as Error).message}; stopped`);
       return;
     }
-    if (roles) this.log(`roles     ${[...roles].join(',')} (--roles)`);
+    // One column for every value, wide enough for the longest label (csi-controller).
+    const line = (label: string, value: string) => this.log(`${label.padEnd(15)}${value}`);
+    if (roles) line('roles', `${[...roles].join(',')} (--roles)`);
     const off = '<none> (not in --roles)';
-    this.log(`REST      ${cluster.rest ?? off}`);
-    this.log(`store     ${storeUrl}`);
-    this.log(
-      `mounter   ${cluster.mounterSocket ? `unix://${cluster.mounterSocket}` : runs('mounter') ? '<none> (no S3 FUSE binary)' : off}`,
+    line('REST', cluster.rest ?? off);
+    line('store', storeUrl);
+    line(
+      'mounter',
+      cluster.mounterSocket
+        ? `unix://${cluster.mounterSocket}`
+        : runs('mounter')
+          ? '<none> (no S3 FUSE binary)'
+          : off,
     );
-    this.log(`csi-controller ${cluster.csiControllerSocket ? `unix://${cluster.csiControllerSocket}` : off}`);
-    this.log(
+    line('csi-controller', cluster.csiControllerSocket ? `unix://${cluster.csiControllerSocket}` : off);
+    line(
+      'csi-node',
       cluster.csiNodeSocket
-        ? `csi-node  unix://${cluster.csiNodeSocket} (staging and target paths under ${cluster.csiNodeRoot})`
-        : `csi-node  ${runs('csi-node') ? '<none> (needs root)' : off}`,
+        ? `unix://${cluster.csiNodeSocket} (staging and target paths under ${cluster.csiNodeRoot})`
+        : runs('csi-node')
+          ? '<none> (needs root)'
+          : off,
     );
-    this.log(
-      cluster.haCluster
-        ? `ha-cluster ${cluster.haCluster} (storctl switchover --volume ID moves a target)`
-        : `ha-cluster ${off}`,
+    line(
+      'ha-cluster',
+      cluster.haCluster ? `${cluster.haCluster} (storctl switchover --volume ID moves a target)` : off,
     );
-    if (cluster.rest && runs('io-engine'))
-      this.log(`pools     ${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
-    this.log(`logs      ${dataDir}/logs`);
-    for (const r of cluster.roles)
-      if (r.metricsUrl) this.log(`metrics   ${r.metricsUrl.padEnd(36)} ${r.name}`);
-    this.log(`endpoints ${endpointsFile(dataDir)}`);
-    if (cluster.rest) for (const line of await volumesLoaded(cluster.rest)) this.log(line);
-    this.log(
+    if (cluster.rest && runs('io-engine')) line('pools', `${flags.nodes} × ${humanizeBytes(poolCapacity)}`);
+    line('logs', `${dataDir}/logs`);
+    for (const r of cluster.roles) if (r.metricsUrl) line('metrics', `${r.metricsUrl.padEnd(36)} ${r.name}`);
+    line('endpoints', endpointsFile(dataDir));
+    if (cluster.rest) for (const [label, value] of await volumesLoaded(cluster.rest)) line(label, value);
+    line(
+      'ready:',
       cluster.rest && runs('io-engine')
-        ? 'ready: try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster'
-        : 'ready: try `storctl get nodes`; Ctrl-C stops the cluster',
+        ? 'try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster'
+        : 'try `storctl get nodes`; Ctrl-C stops the cluster',
     );
-    this.log(
-      '         (`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)',
-    );
+    line('', '(`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)');
     const env = commandEnv(dataDir, storeUrl, space);
-    if (env) this.log(`         commands find this cluster with: export ${env}`);
+    if (env) line('', `commands find this cluster with: export ${env}`);
     const outcome = await Promise.race([signalled, cluster.failed]);
     if (outcome !== 'signal')
       this.logToStderr(`${outcome.name} cannot be started again (see ${dataDir}/logs); stopping the cluster`);
@@ -152,17 +158,19 @@ export default class Up extends StorctlCommand {
 }
 
 /** What a restarted cluster brought back: how many volumes, and where the published ones are served. */
-async function volumesLoaded(rest: string): Promise<string[]> {
+async function volumesLoaded(rest: string): Promise<[label: string, value: string][]> {
   const client = new RestClient(rest);
   try {
     const volumes = await client.listVolumes();
     const published = volumes.filter((v) => v.state.target?.deviceUri);
-    const lines = [`volumes   ${volumes.length} loaded, ${published.length} published`];
+    const lines: [string, string][] = [
+      ['volumes', `${volumes.length} loaded, ${published.length} published`],
+    ];
     const SHOWN = 10;
     for (const v of published.slice(0, SHOWN))
-      lines.push(`          ${v.spec.uuid} ${v.state.status} ${v.state.target?.deviceUri}`);
+      lines.push(['', `${v.spec.uuid} ${v.state.status} ${v.state.target?.deviceUri}`]);
     if (published.length > SHOWN)
-      lines.push(`          … ${published.length - SHOWN} more: storctl get volumes -o wide`);
+      lines.push(['', `… ${published.length - SHOWN} more: storctl get volumes -o wide`]);
     return lines;
   } finally {
     await client.close();

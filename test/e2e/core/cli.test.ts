@@ -62,7 +62,7 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
 
   it('starts the S3 mounter and prints its CSI socket, which answers', async () => {
     const socket = join(home, 'storctl', 'mounter', 'csi.sock');
-    expect(upProc.output).toContain(`mounter   unix://${socket}`);
+    expect(upProc.output).toMatch(new RegExp(`^mounter +unix://${socket}$`, 'm'));
     // Transient units where systemd is the init system (sd_booted: /run/systemd/system exists, so a
     // manager answers on the system bus), else supervised processes: the one this machine calls for.
     const kind = existsSync('/run/systemd/system') ? 'systemd units' : 'supervised processes';

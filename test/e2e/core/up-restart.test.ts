@@ -64,7 +64,7 @@ describe('storctl up: a clean stop and a restart rebuild nothing (built CLI)', (
 
     up = await start();
     // The banner says what came back, and where.
-    expect(up.output).toContain(`volumes   ${VOLUMES} loaded, ${VOLUMES} published`);
+    expect(up.output).toContain(`volumes        ${VOLUMES} loaded, ${VOLUMES} published`);
     for (const uri of uris.values()) expect(up.output).toContain(uri);
     rest = new RestClient(endpoints().rest);
     try {

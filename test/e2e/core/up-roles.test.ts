@@ -40,10 +40,10 @@ describe('storctl up --roles (built CLI)', () => {
 
   it('runs only core and one io-engine, says which, and commands find it', async () => {
     up = await cluster.start(['--roles', 'core,io-engine', '--nodes', '1']);
-    expect(up.output).toContain('roles     core,io-engine (--roles)');
-    expect(up.output).toContain('csi-controller <none> (not in --roles)');
-    expect(up.output).toContain('ha-cluster <none> (not in --roles)');
-    expect(up.output).toContain('mounter   <none> (not in --roles)');
+    expect(up.output).toMatch(/^roles {10}core,io-engine \(--roles\)$/m);
+    expect(up.output).toMatch(/^csi-controller <none> \(not in --roles\)$/m);
+    expect(up.output).toMatch(/^ha-cluster {5}<none> \(not in --roles\)$/m);
+    expect(up.output).toMatch(/^mounter {8}<none> \(not in --roles\)$/m);
     // The defaults lead commands to this cluster: no environment to export.
     expect(up.output).not.toContain('commands find this cluster');
     const endpoints = cluster.endpoints();
