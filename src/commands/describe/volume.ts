@@ -3,6 +3,7 @@ import { aboutVolume, missingRecord } from '../../lib/catalog/cluster.js';
 import { VOLUME_PAGE_TYPES, volumePage } from '../../lib/describe/volume.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
 import { ServiceUnavailableError, TimeoutError } from '../../lib/errors.js';
+import { uuidArg } from '../../lib/rest/cli.js';
 import { RestClient } from '../../lib/rest/client.js';
 import type { Volume } from '../../lib/rest/types.js';
 
@@ -17,18 +18,19 @@ export default class DescribeVolume extends DescribeCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(DescribeVolume);
+    const id = uuidArg('volume id', args.id);
     // No listing from core: the page needs this one volume's fresh state only (asked below).
     const { state, events, restUrl } = await this.gather(VOLUME_PAGE_TYPES, [], {
-      mentioning: aboutVolume(args.id),
+      mentioning: aboutVolume(id),
     });
-    const v = state.specs.VolumeSpec?.get(args.id);
-    if (!v) throw missingRecord(state, 'VolumeSpec', 'volume', args.id);
+    const v = state.specs.VolumeSpec?.get(id);
+    if (!v) throw missingRecord(state, 'VolumeSpec', 'volume', id);
     // The volume's fresh state (children and rebuild progress) when core answers.
     let volume: Volume | null = null;
     if (restUrl) {
       const client = new RestClient(restUrl, { timeoutMs: 5_000 });
       volume = await client
-        .getVolume(args.id)
+        .getVolume(id)
         .catch((err) =>
           err instanceof ServiceUnavailableError || err instanceof TimeoutError ? null : Promise.reject(err),
         )

@@ -1,6 +1,7 @@
 import { Flags } from '@oclif/core';
 import { SNAPSHOT_TYPES, snapshotListing } from '../../lib/catalog/views/snapshots.js';
 import { GetCommand } from '../../lib/get-command.js';
+import { uuidArg } from '../../lib/rest/cli.js';
 
 export default class GetSnapshots extends GetCommand {
   static override description = 'list volume snapshots with their sizes, source volume and restores';
@@ -12,7 +13,8 @@ export default class GetSnapshots extends GetCommand {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(GetSnapshots);
-    await this.show(SNAPSHOT_TYPES, (state) => snapshotListing(state, flags.volume), {
+    const volume = flags.volume === undefined ? undefined : uuidArg('--volume', flags.volume);
+    await this.show(SNAPSHOT_TYPES, (state) => snapshotListing(state, volume), {
       live: ['snapshots'],
       liveInTables: false,
     });

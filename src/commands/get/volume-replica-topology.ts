@@ -2,6 +2,7 @@ import { Args } from '@oclif/core';
 import { missingRecord } from '../../lib/catalog/cluster.js';
 import { REPLICA_TYPES, replicaTopologyListing } from '../../lib/catalog/views/replicas.js';
 import { GetCommand } from '../../lib/get-command.js';
+import { uuidArg } from '../../lib/rest/cli.js';
 
 export default class GetVolumeReplicaTopology extends GetCommand {
   static override description =
@@ -11,14 +12,14 @@ export default class GetVolumeReplicaTopology extends GetCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GetVolumeReplicaTopology);
+    const id = uuidArg('volume id', args.id);
     await this.show(
       REPLICA_TYPES,
       (state) => {
-        if (!state.specs.VolumeSpec?.has(args.id))
-          throw missingRecord(state, 'VolumeSpec', 'volume', args.id);
-        return replicaTopologyListing(state, args.id);
+        if (!state.specs.VolumeSpec?.has(id)) throw missingRecord(state, 'VolumeSpec', 'volume', id);
+        return replicaTopologyListing(state, id);
       },
-      { live: ['volumes'], volume: args.id },
+      { live: ['volumes'], volume: id },
     );
   }
 }

@@ -2,6 +2,7 @@ import { Args } from '@oclif/core';
 import { missingRecord } from '../../lib/catalog/cluster.js';
 import { VOLUME_TYPES, volumeListing } from '../../lib/catalog/views/volumes.js';
 import { GetCommand } from '../../lib/get-command.js';
+import { uuidArg } from '../../lib/rest/cli.js';
 
 export default class GetVolume extends GetCommand {
   static override description = 'show one volume';
@@ -12,14 +13,15 @@ export default class GetVolume extends GetCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(GetVolume);
+    const id = uuidArg('volume id', args.id);
     await this.show(
       VOLUME_TYPES,
       (state) => {
-        const listing = volumeListing(state, (v) => v.uuid === args.id);
-        if (!listing.rows.length) throw missingRecord(state, 'VolumeSpec', 'volume', args.id);
+        const listing = volumeListing(state, (v) => v.uuid === id);
+        if (!listing.rows.length) throw missingRecord(state, 'VolumeSpec', 'volume', id);
         return { ...listing, single: true };
       },
-      { live: ['volumes'], volume: args.id },
+      { live: ['volumes'], volume: id },
     );
   }
 }

@@ -1,6 +1,7 @@
 import { Args } from '@oclif/core';
 import { VOLUME_TYPES, volumeListing } from '../../lib/catalog/views/volumes.js';
 import { GetCommand } from '../../lib/get-command.js';
+import { uuidArg } from '../../lib/rest/cli.js';
 
 export default class GetVolumes extends GetCommand {
   static override description = 'list volumes with their replicas, target, status and size';
@@ -17,7 +18,7 @@ export default class GetVolumes extends GetCommand {
   async run(): Promise<void> {
     const { args } = await this.parse(GetVolumes);
     if (args.id) {
-      const id = args.id;
+      const id = uuidArg('volume id', args.id);
       return this.showOne('volume', id, VOLUME_TYPES, (s) => volumeListing(s, (v) => v.uuid === id), {
         live: ['volumes'],
         volume: id,

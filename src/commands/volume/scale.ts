@@ -52,12 +52,16 @@ export default class VolumeScale extends RestCommand {
     if (flags.wait && v.state.target) {
       const deadline = Date.now() + flags.timeout;
       let last = -1;
+      let rebuilt = false;
       for (;;) {
         v = await this.client.getVolume(id);
         const { rebuilding, percent } = rebuildProgress(v);
         if (rebuilding === 0 && v.state.status === 'Online') break;
-        if (percent !== last) this.logToStderr(`rebuilding ${rebuilding} replica(s): ${percent}%`);
-        last = percent;
+        if (rebuilding > 0 && percent !== last) {
+          this.logToStderr(`rebuilding ${rebuilding} replica(s): ${percent}%`);
+          rebuilt = true;
+          last = percent;
+        }
         if (Date.now() > deadline)
           throw new TimeoutError(`volume ${id} still rebuilding after ${formatDuration(flags.timeout)}`, {
             suggestions: [
@@ -66,7 +70,7 @@ export default class VolumeScale extends RestCommand {
           });
         await sleep(500);
       }
-      this.logToStderr('rebuild complete');
+      if (rebuilt) this.logToStderr('rebuild complete');
     }
     this.print(volumeListing([v]));
   }

@@ -94,6 +94,8 @@ export function nextStep(kind: string): string[] {
       return ['unpublish it first (`storctl volume unpublish <id>`) or republish to move it'];
     case 'NotPublished':
       return ['publish it first (`storctl volume publish <id>`)'];
+    case 'NotAcceptable':
+      return []; // the message says what is acceptable (a volume resize that shrinks)
     case 'InUse':
     case 'Deleting':
       return ['wait for the resource to be released or deleted, then retry'];

@@ -68,6 +68,12 @@ describe('durations, labels and --rest through the built CLI', () => {
     [['volume', 'create', '--size', '0'], "--size '0' must be more than 0 bytes (e.g. 1Gi)"],
     [['volume', 'create'], '--size is required (or --from-snapshot, to restore a snapshot)'],
     [['volume', 'create', '--from-snapshot', 'snap-1'], "snapshot id 'snap-1' is not a uuid"],
+    // A volume id that cannot be one is refused as such, not looked up (nor sent to core).
+    [['get', 'volume', 'vol-1'], "volume id 'vol-1' is not a uuid"],
+    [['get', 'volumes', 'vol-1'], "volume id 'vol-1' is not a uuid"],
+    [['get', 'volume-replica-topology', 'vol-1'], "volume id 'vol-1' is not a uuid"],
+    [['describe', 'volume', 'vol-1'], "volume id 'vol-1' is not a uuid"],
+    [['get', 'snapshots', '--volume', 'vol-1'], "--volume 'vol-1' is not a uuid"],
     [['volume', 'create', '--size', '0Gi'], "--size '0Gi' must be more than 0 bytes"],
     [['pool', 'create', 'node-1', 'p', '--capacity', '64m'], "--capacity '64m' is not a size"],
   ])('%j: exit 2, one line naming the value', async (args, message) => {

@@ -62,6 +62,17 @@ function suite(name: string, setup: () => Promise<{ url: string; cleanup: () => 
       expect(lines.length).toBe(3);
     });
 
+    it('takes a volume id in capitals, as core does', async () => {
+      for (const cmd of [
+        ['get', 'volume'],
+        ['describe', 'volume'],
+      ]) {
+        const r = await storctl(...cmd, ids.vol1.toUpperCase());
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toContain(ids.vol1);
+      }
+    });
+
     it('prints each object as REST shows it with -o json, from the store alone while core is down', async () => {
       type Vol = { spec: { uuid: string; num_replicas: number; num_snapshots: number }; state?: unknown };
       const r = await storctl('get', 'volume', ids.vol1, '-o', 'json');

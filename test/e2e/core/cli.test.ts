@@ -150,6 +150,7 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     const scaled = await cli('volume', 'scale', id, '--replicas', '2', '-o', 'json');
     expect(scaled.code, scaled.stderr).toBe(0);
     expect(JSON.parse(scaled.stdout).spec.num_replicas).toBe(2);
+    expect(scaled.stderr).not.toContain('rebuild'); // removing a replica rebuilds nothing
     await qemuIo(uri, 'read -P 0x42 0 2M');
 
     const grown = await cli('volume', 'scale', id, '3'); // kubectl-mayastor's form

@@ -1,3 +1,4 @@
+import { humanizeBytes } from '../../../lib/output/humanize.js';
 import {
   cloneSpec,
   type NexusSpec,
@@ -325,7 +326,7 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
     if (size <= volume.size)
       throw new SvcError(
         'NotAcceptable',
-        `new size ${size} must be larger than the current ${volume.size}`,
+        `new size ${size} (${humanizeBytes(size)}) must be larger than the current ${volume.size} (${humanizeBytes(volume.size)}): a volume only grows`,
         'VolumeResizeSize',
       );
     const replicas = registry.volumeReplicas(uuid).map((r) => cloneSpec(r));
