@@ -86,6 +86,7 @@ export default class Up extends StorctlCommand {
       cluster = await up({
         dataDir,
         storeUrl,
+        storeTls: this.globals.tls,
         clusterId: space.clusterId,
         namespace: space.namespace,
         bin: process.argv[1],

@@ -1,8 +1,8 @@
-import { hostname } from 'node:os';
 import { Flags } from '@oclif/core';
 import { CORE_DEFAULTS, start } from '../../daemons/core/index.js';
 import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
 import { StorctlCommand } from '../../lib/command.js';
+import { defaultCoreInstanceName } from '../../lib/core-lease.js';
 import { createLogger } from '../../lib/logger.js';
 import { metricsAddressFlag, serveMetrics } from '../../lib/metrics/flag.js';
 
@@ -110,7 +110,7 @@ export default class DaemonCore extends StorctlCommand {
         restHost: rest.host,
         restPort: rest.port,
         leaseTtlSeconds: flags['lease-ttl'],
-        instanceName: flags['instance-name'] ?? `${hostname()}-${process.pid}`,
+        instanceName: flags['instance-name'] ?? defaultCoreInstanceName(process.pid),
         reconcilePeriodMs: flags['reconcile-period'],
         reconcileIdlePeriodMs: flags['reconcile-idle-period'],
         cachePeriodMs: flags['cache-period'],

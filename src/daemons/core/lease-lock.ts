@@ -1,6 +1,7 @@
+import { CORE_SERVICE_KIND, coreLockPrefix, coreOwnerKey } from '../../lib/core-lease.js';
 import type { Logger } from '../../lib/logger.js';
 import { storeLeaseOwner } from '../../lib/specs/index.js';
-import { type KeySpace, typePrefix } from '../../lib/store/keys.js';
+import type { KeySpace } from '../../lib/store/keys.js';
 import type { Lease, Store } from '../../lib/store/types.js';
 
 /**
@@ -18,15 +19,13 @@ export interface LeaseLock {
   release(): Promise<void>;
 }
 
-export const SERVICE_KIND = 'CoreAgent';
-
 export async function acquireLeaseLock(
   store: Store,
   space: KeySpace,
   opts: { ttlSeconds: number; instanceName: string; log: Logger; signal?: AbortSignal },
 ): Promise<LeaseLock> {
   const lease = await store.grantLease(opts.ttlSeconds);
-  const lockPrefix = `${typePrefix(space, 'StoreLeaseLock')}${SERVICE_KIND}/`;
+  const lockPrefix = coreLockPrefix(space);
   const lockKey = `${lockPrefix}${lease.id}`;
   await store.txn({
     compare: [{ key: lockKey, target: 'create', op: '==', value: 0 }],
@@ -54,8 +53,8 @@ export async function acquireLeaseLock(
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }
-  const ownerKey = `${typePrefix(space, 'StoreLeaseOwner')}${SERVICE_KIND}`;
-  const owner = { kind: SERVICE_KIND, lease_id: lease.id, instance_name: opts.instanceName };
+  const ownerKey = coreOwnerKey(space);
+  const owner = { kind: CORE_SERVICE_KIND, lease_id: lease.id, instance_name: opts.instanceName };
   const res = await store.txn({
     compare: [{ key: lockKey, target: 'lease', op: '==', value: lease.id }],
     success: [{ type: 'put', key: ownerKey, value: storeLeaseOwner.encode(owner) }],

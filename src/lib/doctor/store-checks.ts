@@ -1,5 +1,6 @@
 import { hasRecord } from '../catalog/cluster.js';
 import { formatDuration } from '../cli-args.js';
+import { CORE_SERVICE_KIND } from '../core-lease.js';
 import { findNexusInfoOrphans } from '../orphans/nexus-info.js';
 import { findNexusOrphans } from '../orphans/nexuses.js';
 import { findReplicaOrphans } from '../orphans/replicas.js';
@@ -87,7 +88,7 @@ export function checkStore(input: CheckInput): StoreFinding[] {
       key: err.key,
     });
 
-  const coreAlive = input.leaseOwners.some((o) => o.value.kind === 'CoreAgent' && o.alive);
+  const coreAlive = input.leaseOwners.some((o) => o.value.kind === CORE_SERVICE_KIND && o.alive);
   for (const rec of scan.records) {
     const op = pendingOperation(rec.record);
     if (!op) continue;

@@ -1,12 +1,14 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { defaultCoreInstanceName, releaseExitedCoreLease } from '../core-lease.js';
 import { closest } from '../did-you-mean.js';
-import { ConflictError, ExitCode, UsageError } from '../errors.js';
+import { ConflictError, ExitCode, StoreUnavailableError, UsageError } from '../errors.js';
 import { IoEngineClient } from '../io-engine/client.js';
 import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { RestClient } from '../rest/client.js';
 import { type ClusterEndpoints, endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
+import { openStore, type StoreTlsFiles } from '../store/open.js';
 import { Role, type RoleSpec } from './role.js';
 import { flushStaged, stagedVolumes } from './staged.js';
 
@@ -77,6 +79,8 @@ const WAITS: Readonly<Record<string, string>> = {
 export interface UpOptions {
   dataDir: string;
   storeUrl: string;
+  /** TLS files of an etcd store (given to every role too). */
+  storeTls?: StoreTlsFiles;
   clusterId: string;
   namespace: string;
   /** `storctl` entry point the children run (bin/run.js). */
@@ -155,6 +159,9 @@ export async function up(o: UpOptions): Promise<UpCluster> {
   const env: NodeJS.ProcessEnv = {
     ...withoutAwsKeys(process.env),
     STORCTL_STORE: o.storeUrl,
+    STORCTL_ETCD_CA: o.storeTls?.ca ?? process.env.STORCTL_ETCD_CA,
+    STORCTL_ETCD_CERT: o.storeTls?.cert ?? process.env.STORCTL_ETCD_CERT,
+    STORCTL_ETCD_KEY: o.storeTls?.key ?? process.env.STORCTL_ETCD_KEY,
     STORCTL_CLUSTER_ID: o.clusterId,
     STORCTL_NAMESPACE: o.namespace,
     STORCTL_LOG_LEVEL: o.logLevel,
@@ -221,8 +228,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     args: RoleSpec['args'],
     log: string,
     readyMsg: string,
-    roleEnv = env,
-    alsoWaiting: number[] = [],
+    { env: roleEnv = env, alsoWaiting = [], afterExit }: RoleOptions = {},
   ) => {
     const r = new Role(
       {
@@ -237,6 +243,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
         announce: WAITS,
         // A role that cannot reach the store waits for it (restarted with backoff, never given up).
         waitingExitCodes: [ExitCode.storeUnavailable, ...alsoWaiting],
+        afterExit,
       },
       o.say,
     );
@@ -342,12 +349,38 @@ async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) =
     ],
     'core.log',
     'core ready',
+    {
+      // The lease of a core that died stays in the store for its TTL (30 s by default), and the core
+      // started in its place would wait that long: the exited core's lease is released first.
+      afterExit: (pid) => releaseLeaseOf(o, defaultCoreInstanceName(pid)),
+    },
   );
   // A restarted core on port 0 listens elsewhere: flagless commands follow it through endpoints.json.
   core.onReady((ready) => {
     onUrl(String(ready.url));
   });
   await core.start();
+}
+
+/** releaseExitedCoreLease on up's store; what to tell the operator. */
+async function releaseLeaseOf(o: UpOptions, instanceName: string): Promise<string | null> {
+  try {
+    const store = await openStore(o.storeUrl, { tls: o.storeTls });
+    try {
+      const space = { clusterId: o.clusterId, namespace: o.namespace };
+      const lease = await releaseExitedCoreLease(store, space, instanceName);
+      return (
+        lease &&
+        `core: released the store lease ${lease} of the core that exited, so the next one takes over at once`
+      );
+    } finally {
+      await store.close();
+    }
+  } catch (err) {
+    // The store is down: core waits for it anyway, and its lease expires meanwhile.
+    if (err instanceof StoreUnavailableError) return null;
+    return `core: could not release the store lease of the core that exited (${(err as Error).message}); the next one takes over once it expires`;
+  }
 }
 
 /** One pool per io-engine (`pool-<node>`), unless a previous run created it already. */
@@ -447,9 +480,8 @@ async function startHa(
     () => ['daemon', 'ha-cluster', '--rest', rest(), '--grpc', haCluster, '--retry-delay', '2s'],
     'ha-cluster.log',
     'ha-cluster active',
-    undefined,
     // Its leadership lease goes in a store outage, as core's does: it comes back with the store.
-    [EXIT_LEASE_LOST],
+    { alsoWaiting: [EXIT_LEASE_LOST] },
   ).start();
   if (csiNodeFs === undefined) return haCluster;
   if (!csiNodeFs) {
@@ -493,10 +525,16 @@ type RoleFactory = (
   args: RoleSpec['args'],
   log: string,
   readyMsg: string,
-  roleEnv?: NodeJS.ProcessEnv,
-  /** More exit codes that mean "waiting for the store" (see RoleSpec.waitingExitCodes). */
-  alsoWaiting?: number[],
+  options?: RoleOptions,
 ) => Role;
+
+interface RoleOptions {
+  /** The role's environment (default: the one every role gets). */
+  env?: NodeJS.ProcessEnv;
+  /** More exit codes that mean "waiting for the store" (see RoleSpec.waitingExitCodes). */
+  alsoWaiting?: number[];
+  afterExit?: RoleSpec['afterExit'];
+}
 
 /**
  * The S3 CSI node plugin. `--mounter auto` runs FUSE daemons as systemd units when a systemd manager
@@ -518,8 +556,7 @@ async function startMounter(o: UpOptions, env: NodeJS.ProcessEnv, role: RoleFact
   args.push('--mounter', 'auto', '--state-dir', stateDir, '--root', join(o.dataDir, 'kubelet'));
   if (o.s3Endpoint) args.push('--s3-endpoint', o.s3Endpoint);
   const mounter = role('mounter', () => args, 'mounter.log', 'mounter listening', {
-    ...env,
-    ...awsKeys(process.env),
+    env: { ...env, ...awsKeys(process.env) },
   });
   const ready = await mounter.start();
   o.say(

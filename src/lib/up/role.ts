@@ -19,6 +19,11 @@ export interface RoleSpec {
    * lease lost in a store outage): restarted with backoff for as long as it takes, never given up.
    */
   waitingExitCodes?: number[];
+  /**
+   * Run once the process has exited (its PID given), before it is started again; what it answers
+   * is said to the operator.
+   */
+  afterExit?: (pid: number) => Promise<string | null>;
 }
 
 /** What a role's exit code says (storctl's exit codes, and core's when its lease is lost). */
@@ -126,13 +131,17 @@ export class Role {
     let failedStarts = 0;
     for (;;) {
       const started = Date.now();
-      const code = await this.process!.wait();
+      const exited = this.process!;
+      const code = await exited.wait();
       if (this.stopping) return;
       if (Date.now() - started > HEALTHY_RUN_MS) delay = 1_000;
       const why = code === null ? undefined : EXIT_REASONS[code];
       this.say(
         `${this.name} exited (code ${code}${why ? `: ${why}` : ''}); restarting in ${delay / 1000}s (log: ${this.spec.logFile})`,
       );
+      const pid = exited.child.pid;
+      const said = pid === undefined ? null : await this.spec.afterExit?.(pid);
+      if (said) this.say(said);
       await new Promise((r) => setTimeout(r, delay).unref());
       if (this.stopping) return;
       delay = Math.min(delay * 2, 30_000);

@@ -9,7 +9,8 @@ import { UpHome } from './up-fixture.js';
 /**
  * `storctl up` keeps its roles running: a core killed with SIGKILL is started again (the io-engines
  * and their targets serve on meanwhile), and so is a killed io-engine, on the ports it had, so the
- * volume's target comes back at its URI.
+ * volume's target comes back at its URI. The store lease of the killed core is released at once, so
+ * the new core does not wait out its TTL.
  */
 describe('storctl up restarts a role that dies (built CLI)', () => {
   const cluster = new UpHome();
@@ -17,7 +18,8 @@ describe('storctl up restarts a role that dies (built CLI)', () => {
   const endpoints = () => cluster.endpoints();
 
   beforeAll(async () => {
-    up = await cluster.start();
+    // A lease TTL far beyond the waits below: a restarted core must not wait out the dead one's.
+    up = await cluster.start(['--lease-ttl', '600']);
   }, 90_000);
   afterAll(async () => {
     await up?.kill('SIGINT');
@@ -42,6 +44,8 @@ describe('storctl up restarts a role that dies (built CLI)', () => {
       timeoutMs: 30_000,
     });
     expect(up.output).toMatch(/core exited \(code null\); restarting in 1s/);
+    expect(up.output).toMatch(/core: released the store lease [0-9a-f]+ of the core that exited/);
+    expect(up.output).not.toContain('waiting for the store lease');
     rest = new RestClient(endpoints().rest);
     try {
       expect((await rest.getVolume(id)).state.status).toBe('Online');
