@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../../src/lib/errors.js';
 import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
@@ -42,6 +42,11 @@ describe('a command whose output reader goes away', () => {
     }
     await store.close();
   });
+  // A command that hangs (the defect this guards against) is stopped when its test gives up.
+  const started: ChildProcess[] = [];
+  afterEach(() => {
+    for (const c of started.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  });
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -53,6 +58,7 @@ describe('a command whose output reader goes away', () => {
       [STORCTL_BIN, ...args, '--store', url, '--cluster-id', space.clusterId],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    started.push(child);
     let stderr = '';
     child.stderr.on('data', (d) => {
       stderr += d;
