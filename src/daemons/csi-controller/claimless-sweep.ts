@@ -82,7 +82,7 @@ export class ClaimlessSweep {
         'volume has no PersistentVolume and no PersistentVolumeClaim',
       );
       if (this.o.mode === 'delete') {
-        await this.o.rest.deleteVolume(id);
+        await this.o.rest.deleteVolume(id, { ifUnpublished: true });
         this.unclaimedSince.delete(id);
         this.o.log.warn({ volume: id }, 'orphaned volume deleted');
       }

@@ -179,7 +179,8 @@ export function volumeService(deps: Deps) {
     const id = requireString(req.volume_id, 'volume_id');
     if (!isUuid(id)) return {}; // no volume can have that id: already gone
     return guard.run([volumeKey(id)], async () => {
-      await orNotFound(rest.deleteVolume(id));
+      // A volume still published is in use (spec: FAILED_PRECONDITION), refused by core atomically.
+      await orNotFound(rest.deleteVolume(id, { ifUnpublished: true }));
       return {};
     });
   });

@@ -68,7 +68,13 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
           if (!deps.kube) throw new Error('no Kubernetes API configured');
           claimsRechecked ??= await readClaims(deps.kube);
           if (isClaimed(claimsRechecked, orphan.id)) done('skipped', 'a PV or PVC refers to it now');
-          else await viaCore(() => deps.rest().deleteVolume(orphan.id), done, stored('VolumeSpec'));
+          // Published, it is in use after all: core refuses (409) and it is skipped.
+          else
+            await viaCore(
+              () => deps.rest().deleteVolume(orphan.id, { ifUnpublished: true }),
+              done,
+              stored('VolumeSpec'),
+            );
           break;
         }
         case 'engine-replica':

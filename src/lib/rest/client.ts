@@ -150,7 +150,7 @@ export class RestClient {
         res.statusCode,
         parsed.message ?? (text || `HTTP ${res.statusCode}`),
         parsed.details ?? '',
-        nextStep(kind),
+        nextStep(kind, parsed.details),
       );
     }
     return (text ? JSON.parse(text) : undefined) as T;
@@ -176,8 +176,11 @@ export class RestClient {
   createVolume(id: string, body: CreateVolumeRequest) {
     return this.call<Volume>('PUT', `/volumes/${encodeURIComponent(id)}`, body);
   }
-  deleteVolume(id: string) {
-    return this.call<void>('DELETE', `/volumes/${encodeURIComponent(id)}`);
+  /** `ifUnpublished`: refused (409 InUse, details VolumePublished) while the volume is published. */
+  deleteVolume(id: string, { ifUnpublished = false } = {}) {
+    return this.call<void>('DELETE', `/volumes/${encodeURIComponent(id)}`, undefined, {
+      if_unpublished: ifUnpublished || undefined,
+    });
   }
   publishVolume(id: string, body: PublishRequest) {
     return this.call<Volume>('PUT', `/volumes/${encodeURIComponent(id)}/target`, body);

@@ -67,8 +67,12 @@ function exitCodeOf(kind: string): ExitCodeValue {
   }
 }
 
-/** The next step an operator can take for each kind of failure. */
-export function nextStep(kind: string): string[] {
+/** The next step an operator can take for each kind of failure (and, where it tells more, its details). */
+export function nextStep(kind: string, details?: string): string[] {
+  if (details === 'VolumePublished')
+    return [
+      'unpublish it first (`storctl volume unpublish <id>`), or delete it anyway: `storctl volume delete <id> --force`',
+    ];
   switch (kind) {
     case 'NotFound':
       return ['list what exists with `storctl get volumes` / `storctl get pools` / `storctl get nodes`'];

@@ -191,11 +191,24 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect((await cli('volume', 'delete', clone.uuid)).code).toBe(0);
     expect((await cli('snapshot', 'delete', snapId)).code).toBe(0);
 
+    // Published, it is refused: a host may be using it. Nothing is deleted.
+    const inUse = await cli('volume', 'delete', id);
+    expect(inUse.code).toBe(4);
+    expect(inUse.stderr).toContain(`InUse: volume '${id}' is published on node '${node}'`);
+    expect(inUse.stderr).toContain('Try: unpublish it first (`storctl volume unpublish <id>`)');
+    await qemuIo(uri, 'read -P 0x42 0 2M');
     expect((await cli('volume', 'unpublish', id)).code).toBe(0);
     expect((await cli('volume', 'delete', id)).code).toBe(0);
     const gone = await cli('volume', 'delete', id);
     expect(gone.code).toBe(3);
     expect(gone.stderr).toContain('NotFound');
+    // --force deletes one that is published.
+    const forced = JSON.parse((await cli('volume', 'create', '--size', '4Mi', '-o', 'json')).stdout).spec
+      .uuid;
+    expect((await cli('volume', 'publish', forced)).code).toBe(0);
+    const deletedAnyway = await cli('volume', 'delete', forced, '--force');
+    expect(deletedAnyway.code, deletedAnyway.stderr).toBe(0);
+    expect((await cli('get', 'volume', forced)).code).toBe(3);
 
     const events = await cli('events', '--resource', 'volume', '-o', 'json');
     const actions = (JSON.parse(events.stdout) as { id: string; action: string }[])

@@ -511,6 +511,13 @@ describe('ControllerPublishVolume / ControllerUnpublishVolume', () => {
     const local = await pub('node-3');
     expect((await fx.cluster.rest.getVolume(id)).spec.target?.node).toBe('node-3');
     expect(local.publish_context.uri).toMatch(/^nbd:\/\//);
+    // Published, the volume is in use: DeleteVolume is FAILED_PRECONDITION and deletes nothing.
+    await refused(
+      fx.csi.controller('DeleteVolume', { volume_id: id }),
+      status.FAILED_PRECONDITION,
+      /is published on node 'node-3'/,
+    );
+    expect((await fx.cluster.rest.getVolume(id)).state.target?.deviceUri).toBe(local.publish_context.uri);
     await fx.csi.controller('ControllerUnpublishVolume', { volume_id: id, node_id: 'node-3' });
     await fx.csi.controller('DeleteVolume', { volume_id: id });
     await fx.cluster.rest.deregisterAppNode('csi-node-a');

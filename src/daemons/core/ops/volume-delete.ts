@@ -14,7 +14,11 @@ import { destroyReplicasQuietly } from './volume-create.js';
  * remove every spec in one transaction. What cannot be destroyed now (node offline) stays as a
  * disowned Deleting spec that the garbage collectors finish later; the volume itself is gone.
  */
-export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void> {
+export async function deleteVolume(
+  ctx: CoreContext,
+  uuid: string,
+  { ifUnpublished = false }: { ifUnpublished?: boolean } = {},
+): Promise<void> {
   return ctx.registry.exclusive('volume', uuid, async () => {
     // A retry of a delete answered 507: the pending Destroy (or whatever the failed write left) is
     // written now if the store is back; a delete that in fact finished answers 404 like Mayastor.
@@ -27,6 +31,13 @@ export async function deleteVolume(ctx: CoreContext, uuid: string): Promise<void
         'NotFound',
         `volume '${uuid}' not found: it was deleted already, or never created`,
         `The volume '${uuid}' was not found`,
+      );
+    // Checked under the volume's lock, so a publish cannot slip in between the check and the delete.
+    if (ifUnpublished && volume.target && volume.target.active !== false)
+      throw new SvcError(
+        'InUse',
+        `volume '${uuid}' is published on node '${volume.target.node}': a host may be using it; unpublish it first`,
+        'VolumePublished',
       );
     const snapshots = ctx.registry
       .volumeSnapshots(uuid)

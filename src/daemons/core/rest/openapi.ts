@@ -248,7 +248,8 @@ const paths: Obj = {
       body: 'CreateVolumeBody',
       ok: json(ref('Volume')),
     }),
-    delete: op('Volumes', 'del_volume', { params: [volumeId] }),
+    // if_unpublished (storctl's): refuse (409 InUse) while the volume is published, atomically.
+    delete: op('Volumes', 'del_volume', { params: [volumeId, query('if_unpublished', bool)] }),
   },
   '/volumes/{volume_id}/rebuild-history': {
     get: op('Volumes', 'get_rebuild_history', { params: [volumeId], ok: json(ref('RebuildHistory')) }),

@@ -93,7 +93,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
       return { status: 200, body: volumeOut(reg, v) };
     })
     .add('DELETE', '/volumes/:volume_id', async (req) => {
-      await deleteVolume(ctx, vid(req));
+      await deleteVolume(ctx, vid(req), { ifUnpublished: req.query.get('if_unpublished') === 'true' });
       return { status: 204 };
     })
     .add('PUT', '/volumes/:volume_id/target', async (req) => {
