@@ -127,6 +127,17 @@ describe('REST refuses hostile input at the boundary (embedded store)', () => {
     expect((await c.rest.listPools()).length).toBe(0);
   });
 
+  it('a boolean query flag that is neither true nor false is refused (400), not read as false', async () => {
+    for (const [method, path] of [
+      ['DELETE', `/volumes/${crypto.randomUUID()}?if_unpublished=yes`],
+      ['DELETE', `/volumes/${crypto.randomUUID()}/target?force=1`],
+    ]) {
+      const r = await call(c.restUrl, method, path);
+      expect(r.status, `${method} ${path}`).toBe(400);
+      expect(r.body.message).toMatch(/must be true or false/);
+    }
+  });
+
   it('a 500,000-character frontend_node is refused (400) before the volume is looked up', async () => {
     const r = await call(c.restUrl, 'PUT', `/volumes/${crypto.randomUUID()}/target`, {
       protocol: 'nbd',

@@ -37,8 +37,6 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
     if (!p || (nodeId && p.node !== nodeId)) throw notFound('pool', id, 'Pool');
     return p;
   };
-  const overwrite = (q: URLSearchParams) => q.get('overwrite') === 'true';
-
   router
     .add('GET', '/nodes', async (req) => {
       const only = req.query.get('node_id');
@@ -72,7 +70,7 @@ export function resourceRoutes(router: Router, ctx: CoreContext): void {
         nameParam(req.params.node_id, 'node_id'),
         labelParam(req.params.key, 'key', { key: true }),
         labelParam(req.params.value, 'value'),
-        overwrite(req.query),
+        boolQuery(req.query, 'overwrite'),
       );
       return { status: 200, body: node(req.params.node_id) };
     })

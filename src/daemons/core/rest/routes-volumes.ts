@@ -22,6 +22,7 @@ import {
   reqInt,
   uuidParam,
 } from './validate.js';
+import { boolQuery } from './validate-resources.js';
 
 /**
  * Offset pagination over the insertion-ordered spec map (docs/mayastor-compat.md §2.1). Takes any
@@ -93,7 +94,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
       return { status: 200, body: volumeOut(reg, v) };
     })
     .add('DELETE', '/volumes/:volume_id', async (req) => {
-      await deleteVolume(ctx, vid(req), { ifUnpublished: req.query.get('if_unpublished') === 'true' });
+      await deleteVolume(ctx, vid(req), { ifUnpublished: boolQuery(req.query, 'if_unpublished') });
       return { status: 204 };
     })
     .add('PUT', '/volumes/:volume_id/target', async (req) => {
@@ -101,7 +102,7 @@ export function volumeRoutes(router: Router, ctx: CoreContext, rebuilds?: Rebuil
       return { status: 200, body: volumeOut(reg, v) };
     })
     .add('DELETE', '/volumes/:volume_id/target', async (req) => {
-      const v = await unpublishVolume(ctx, vid(req), req.query.get('force') === 'true');
+      const v = await unpublishVolume(ctx, vid(req), boolQuery(req.query, 'force'));
       return { status: 200, body: volumeOut(reg, v) };
     })
     .add('PUT', '/volumes/:volume_id/replica_count/:replica_count', async (req) => {
