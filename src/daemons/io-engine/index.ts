@@ -1,6 +1,6 @@
-import { ConflictError } from '../../lib/errors.js';
 import { bindTcp } from '../../lib/grpc/listen.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
+import { listenError } from '../../lib/listen-error.js';
 import { createLogger, type Logger } from '../../lib/logger.js';
 import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { registerNbdMetrics, unregisterNbdMetrics } from '../../lib/metrics/nbd.js';
@@ -40,18 +40,6 @@ export interface IoEngineHandle {
 }
 
 export const IO_ENGINE_SERVICE = 'storctl.io_engine.v1.IoEngine';
-
-function listenError(what: string, address: string, flag: string, err: unknown): Error {
-  const detail = err instanceof Error ? err.message : String(err);
-  const inUse = /EADDRINUSE/.test(detail);
-  return new ConflictError(
-    inUse ? 'ADDRESS_IN_USE' : 'LISTEN_FAILED',
-    `cannot serve ${what} on ${address}: ${inUse ? 'address already in use' : detail}`,
-    {
-      suggestions: [`pass another ${flag} HOST:PORT (port 0 picks a free one)`],
-    },
-  );
-}
 
 /** Start one storage node: NBD server, gRPC control API, node registration and liveness. */
 export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {

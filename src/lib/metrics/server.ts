@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConflictError } from '../errors.js';
+import { listenError } from '../listen-error.js';
 import { registry } from './registry.js';
 
 export interface MetricsAddress {
@@ -35,12 +35,9 @@ export async function startMetricsServer(address: MetricsAddress, component: str
     server.once('error', reject);
     server.listen(address.port, address.host, () => resolve());
   }).catch((err: Error) => {
-    const inUse = /EADDRINUSE/.test(err.message);
-    throw new ConflictError(
-      inUse ? 'ADDRESS_IN_USE' : 'LISTEN_FAILED',
-      `cannot serve metrics on ${address.host}:${address.port}: ${inUse ? 'address already in use' : err.message}`,
-      { suggestions: ['pass another --metrics-address HOST:PORT (port 0 picks a free one), or off'] },
-    );
+    throw listenError('metrics', `${address.host}:${address.port}`, '--metrics-address', err, {
+      orOff: true,
+    });
   });
   const a = server.address() as AddressInfo;
   const url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`;

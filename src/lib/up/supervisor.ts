@@ -107,8 +107,22 @@ export class RoleProcess {
     if (this.tail.length > 5) this.tail.splice(0, this.tail.length - 5);
   }
 
-  /** What the role's last line said: a JSON log line's `err` (or `msg`), else the line itself. */
+  /**
+   * Why the role ended: storctl's `Error: …` line and its `Try: …` hints when it printed them (not the
+   * "Re-run with --log-level debug" trailer), else its last line: a JSON log line's `err` (or `msg`),
+   * or the line itself.
+   */
   private lastReason(): string | undefined {
+    const error = this.tail.findLastIndex((l) => l.startsWith('Error: '));
+    if (error >= 0) {
+      const hints = this.tail.slice(error + 1).filter((l) => l.startsWith('Try: '));
+      return [
+        this.tail[error].slice('Error: '.length),
+        ...hints.map((h) => `try: ${h.slice('Try: '.length)}`),
+      ]
+        .join('; ')
+        .slice(0, 500);
+    }
     const line = this.tail.at(-1);
     if (!line) return undefined;
     try {

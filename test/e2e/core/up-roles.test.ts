@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isSameProcessAlive } from '../../../src/lib/mount/processes.js';
@@ -36,6 +37,29 @@ describe('storctl up --roles (built CLI)', () => {
     expect(empty.stderr).toContain('--roles names no role');
     // Nothing was started: no data dir, no endpoints file.
     expect(existsSync(join(cluster.home, 'storctl', 'endpoints.json'))).toBe(false);
+  });
+
+  it('a REST address in use: up says so and which flag moves it, and leaves nothing running', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const port = (busy.address() as AddressInfo).port;
+    const other = new UpHome();
+    try {
+      const r = await runStorctl(
+        ['up', '--roles', 'core,io-engine', '--nodes', '1', '--rest', `127.0.0.1:${port}`],
+        {
+          env: other.env,
+        },
+      );
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain(
+        `core exited (code 4) before it was ready (cannot serve the REST API on 127.0.0.1:${port}: address already in use; try: pass another --rest HOST:PORT (port 0 picks a free one))`,
+      );
+      expect(existsSync(join(other.home, 'storctl', 'endpoints.json'))).toBe(false);
+    } finally {
+      busy.close();
+      rmSync(other.home, { recursive: true, force: true });
+    }
   });
 
   it('runs only core and one io-engine, says which, and commands find it', async () => {

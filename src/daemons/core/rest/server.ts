@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listenError } from '../../../lib/listen-error.js';
 import type { Logger } from '../../../lib/logger.js';
 import { restDuration, restRequests } from '../../../lib/metrics/catalog.js';
 import { CLUSTER_HEADER } from '../../../lib/rest/endpoint.js';
@@ -122,6 +123,8 @@ export async function startRestServer(
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());
+  }).catch((err) => {
+    throw listenError('the REST API', `${host}:${port}`, '--rest', err);
   });
   const addr = server.address() as AddressInfo;
   const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
