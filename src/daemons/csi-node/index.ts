@@ -38,7 +38,7 @@ export async function start(config: CsiNodeConfig): Promise<CsiNodeDaemon> {
   const socketPath = socketPathOf(config.endpoint);
   await mkdir(config.stateDir, { recursive: true, mode: 0o700 });
   await chmod(config.stateDir, 0o700);
-  const state = await NodeState.load(join(config.stateDir, 'state.json'));
+  const state = await NodeState.load(join(config.stateDir, 'state.json'), config.endpoint);
   const attacher = selectAttacher(config.attacher);
   const volumes = new BlockVolumes({
     stateDir: config.stateDir,

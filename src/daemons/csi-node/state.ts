@@ -1,6 +1,9 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../../lib/atomic-file.js';
+import { ConflictError } from '../../lib/errors.js';
+import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
+import type { CsiNodeStateOwner as StateOwner } from '../../lib/orphans/csi-node-state.js';
 import type { AttachedDevice } from './attacher.js';
 import type { ProxyRef } from './proxy.js';
 
@@ -36,6 +39,7 @@ export interface StagedVolume {
 
 interface StateFile {
   version: 1;
+  owner?: StateOwner;
   volumes: Record<string, StagedVolume>;
 }
 
@@ -47,21 +51,40 @@ export class NodeState {
   private volumes = new Map<string, StagedVolume>();
   private chain: Promise<void> = Promise.resolve();
 
-  private constructor(readonly file: string) {}
+  private constructor(
+    readonly file: string,
+    private readonly owner: StateOwner,
+  ) {}
 
-  static async load(file: string): Promise<NodeState> {
-    const s = new NodeState(file);
+  /**
+   * Read the file and record this process as its owner (written at once, even with nothing staged:
+   * `storctl orphans` tells "staged nothing" from "no csi-node here"). A file another live csi-node
+   * keeps is refused: two would each undo what the other attached.
+   */
+  static async load(file: string, endpoint: string): Promise<NodeState> {
+    const s = new NodeState(file, {
+      pid: process.pid,
+      pidStartTime: (await procStat(process.pid))?.startTime,
+      endpoint,
+    });
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    let parsed: StateFile | undefined;
     try {
-      const parsed = JSON.parse(await readFile(file, 'utf8')) as StateFile;
+      parsed = JSON.parse(await readFile(file, 'utf8')) as StateFile;
       if (parsed.version !== 1) throw new Error(`unknown version ${String(parsed.version)}`);
-      s.volumes = new Map(Object.entries(parsed.volumes ?? {}));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
         throw new Error(`cannot read csi-node state file ${file}: ${(err as Error).message}`);
-      // Written at once, empty: `storctl orphans` tells "staged nothing" from "no csi-node here".
-      await s.update(() => {});
     }
+    const other = parsed?.owner;
+    if (other && other.pid !== process.pid && (await isSameProcessAlive(other.pid, other.pidStartTime)))
+      throw new ConflictError(
+        'STATE_DIR_IN_USE',
+        `csi-node pid ${other.pid} (${other.endpoint}) already keeps ${file}: two csi-nodes on one state directory would undo each other's mounts`,
+        { suggestions: ['stop that csi-node first, or give this one another --state-dir'] },
+      );
+    s.volumes = new Map(Object.entries(parsed?.volumes ?? {}));
+    await s.update(() => {});
     return s;
   }
 
@@ -85,7 +108,7 @@ export class NodeState {
   private update(change: (m: Map<string, StagedVolume>) => void): Promise<void> {
     const next = this.chain.then(async () => {
       change(this.volumes);
-      const body: StateFile = { version: 1, volumes: Object.fromEntries(this.volumes) };
+      const body: StateFile = { version: 1, owner: this.owner, volumes: Object.fromEntries(this.volumes) };
       await writeFileAtomic(this.file, `${JSON.stringify(body, null, 2)}\n`);
     });
     this.chain = next.catch(() => {});

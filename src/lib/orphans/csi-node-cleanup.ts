@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFile, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { UnaryClient } from '../grpc/client.js';
 import { loopsOf } from '../mount/loop-devices.js';
 import { readMountTable } from '../mount/mountinfo.js';
 import { isSameProcessAlive, type Termination, terminateProcess } from '../mount/processes.js';
@@ -21,6 +22,41 @@ export interface CleanupResult {
   done: string[];
   /** What was not touched, and why; the state entry is kept while anything is left. */
   left: string[];
+}
+
+/** How long csi-node may take to unpublish or unstage one path (an unmount flushes the page cache). */
+const CSI_NODE_CALL_MS = 120_000;
+
+/**
+ * Undo what a running csi-node staged for one volume through the csi-node itself (its CSI socket):
+ * NodeUnpublishVolume of each target, then NodeUnstageVolume. Done behind its back, the entry it
+ * still holds in memory would come back into the file at its next change.
+ */
+export async function unstageThroughCsiNode(entry: CsiNodeVolume, endpoint: string): Promise<CleanupResult> {
+  const out: CleanupResult = { done: [], left: [] };
+  // Its proxy first, as below: the volume is gone, and while the proxy waits for a target that will
+  // not come back, each write of the unmount (ext4 writes its superblock) waits out the path timeout.
+  if (entry.proxy) await stopProcess(entry.proxy.pid, entry.proxy.pidStartTime, 'proxy', out);
+  const node = new UnaryClient('csi.proto', 'csi.v1.Node', endpoint, CSI_NODE_CALL_MS);
+  const step = async (what: string, method: string, req: Record<string, unknown>) => {
+    try {
+      await node.call(method, { volume_id: entry.volumeId, ...req });
+      out.done.push(`${what} through csi-node`);
+    } catch (err) {
+      out.left.push(`${what}: csi-node answered ${(err as Error).message}`);
+    }
+  };
+  try {
+    for (const target of Object.keys(entry.publishes ?? {}))
+      await step(`unpublished ${target}`, 'NodeUnpublishVolume', { target_path: target });
+    if (entry.stagingPath && !out.left.some((l) => !l.startsWith('proxy')))
+      await step(`unstaged ${entry.stagingPath}`, 'NodeUnstageVolume', {
+        staging_target_path: entry.stagingPath,
+      });
+  } finally {
+    node.close();
+  }
+  return out;
 }
 
 /**

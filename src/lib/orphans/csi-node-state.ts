@@ -31,9 +31,21 @@ export interface CsiNodeVolume {
   [field: string]: unknown;
 }
 
+/**
+ * The csi-node process that keeps the file (recorded by each csi-node at its start): while it runs,
+ * what it staged is undone through it, never behind its back.
+ */
+export interface CsiNodeStateOwner {
+  pid: number;
+  pidStartTime?: string;
+  /** Its CSI socket, `unix:///…`. */
+  endpoint: string;
+}
+
 export interface CsiNodeState {
   file: string;
   stateDir: string;
+  owner?: CsiNodeStateOwner;
   volumes: CsiNodeVolume[];
 }
 
@@ -55,11 +67,14 @@ export async function readCsiNodeState(stateDir: string): Promise<CsiNodeState |
     throw new Error(`cannot read csi-node state file ${file}: ${(err as Error).message}`);
   }
   const parsed = parseState(file, text);
-  return { file, stateDir, volumes: Object.values(parsed.volumes) };
+  return { file, stateDir, owner: parsed.owner, volumes: Object.values(parsed.volumes) };
 }
 
-function parseState(file: string, text: string): { version: 1; volumes: Record<string, CsiNodeVolume> } {
-  let parsed: { version?: unknown; volumes?: unknown };
+function parseState(
+  file: string,
+  text: string,
+): { version: 1; owner?: CsiNodeStateOwner; volumes: Record<string, CsiNodeVolume> } {
+  let parsed: { version?: unknown; owner?: unknown; volumes?: unknown };
   try {
     parsed = JSON.parse(text);
   } catch (err) {
@@ -73,7 +88,10 @@ function parseState(file: string, text: string): { version: 1; volumes: Record<s
   for (const [id, v] of Object.entries(volumes))
     if (!v || typeof v !== 'object' || v.volumeId !== id)
       throw new Error(`csi-node state file ${file}: entry '${id}' does not name its volume`);
-  return { version: 1, volumes };
+  const o = parsed.owner as Partial<CsiNodeStateOwner> | undefined;
+  const owner =
+    o && Number.isSafeInteger(o.pid) && typeof o.endpoint === 'string' ? (o as CsiNodeStateOwner) : undefined;
+  return { ...parsed, version: 1, owner, volumes };
 }
 
 /**

@@ -1,11 +1,12 @@
 import { hasRecord } from '../catalog/cluster.js';
 import { isStorctlError } from '../errors.js';
 import { IoEngineClient, IoEngineError } from '../io-engine/client.js';
+import { isSameProcessAlive } from '../mount/processes.js';
 import type { RestClient } from '../rest/client.js';
 import { RestError } from '../rest/errors.js';
 import { type KeySpace, objectKey } from '../store/keys.js';
 import type { Store } from '../store/types.js';
-import { cleanCsiNodeEntry } from './csi-node-cleanup.js';
+import { cleanCsiNodeEntry, unstageThroughCsiNode } from './csi-node-cleanup.js';
 import type { Findings } from './find.js';
 import { readClaims } from './find.js';
 import type { KubeAccess } from './kube/config.js';
@@ -100,7 +101,11 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
             done('skipped', 'its volume exists now: left alone');
             break;
           }
-          const r = await cleanCsiNodeEntry(entry, findings.csiNode.stateDir, deps.csiNodeRoots);
+          const owner = findings.csiNode.owner;
+          const r =
+            owner && (await isSameProcessAlive(owner.pid, owner.pidStartTime))
+              ? await unstageThroughCsiNode(entry, owner.endpoint)
+              : await cleanCsiNodeEntry(entry, findings.csiNode.stateDir, deps.csiNodeRoots);
           if (r.left.length)
             done(
               r.done.length ? 'failed' : 'skipped',

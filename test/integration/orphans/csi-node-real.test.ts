@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { stageRequest } from '../../helpers/csi-client.js';
-import { runStorctl } from '../../helpers/storctl.js';
+import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
 import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from '../core/cluster.js';
 import { CsiNodeFixture } from '../csi-node/fixture.js';
 
@@ -37,6 +38,67 @@ describe('storctl orphans and a real csi-node left behind', () => {
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toContain('No orphans found.');
     expect(listed.stderr).not.toContain('csi-node');
+  });
+
+  it('while csi-node runs, undoes the leftovers through it, so they do not come back at its next change', {
+    timeout: 120_000,
+  }, async () => {
+    cluster = await TestCluster.start({ engines: 1, coreFlags: FAST_CORE_FLAGS });
+    node = new CsiNodeFixture(cluster.restUrl);
+    await node.start();
+    const stage = async (id: string) => {
+      const published = await cluster!.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
+      const staging = join(node!.root, 'plugins', id, 'globalmount');
+      await node!.csi!.node(
+        'NodeStageVolume',
+        stageRequest({ volumeId: id, staging, uri: published.state.target!.deviceUri }),
+      );
+      return staging;
+    };
+    const ghost = newVolumeId();
+    const staging = await stage(ghost);
+    // Deleted behind csi-node's back (an operator's --force): csi-node keeps it staged.
+    await cluster.rest.deleteVolume(ghost);
+
+    const args = ['orphans', '--csi-node-state', node.stateDir, '--csi-node-root', node.root, '-o', 'json'];
+    const deleted = await runStorctl([...args, '--delete', '-y'], { env: cluster.env });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    const outcome = (
+      JSON.parse(deleted.stdout) as { kind: string; outcome: { result: string; detail: string } }[]
+    ).find((r) => r.kind === 'csi-node-volume')?.outcome;
+    expect(outcome?.result, outcome?.detail).toBe('deleted');
+    expect(outcome?.detail).toMatch(
+      new RegExp(`^stopped proxy pid \\d+; unstaged ${staging} through csi-node$`),
+    );
+    expect(node.proc!.running).toBe(true);
+
+    // csi-node writes its state again (another volume staged): the entry stays gone.
+    await stage(newVolumeId());
+    const state = JSON.parse(readFileSync(join(node.stateDir, 'state.json'), 'utf8'));
+    expect(Object.keys(state.volumes)).not.toContain(ghost);
+    expect((await runStorctl(args, { env: cluster.env })).stdout.trim()).toBe('[]');
+  });
+
+  it('refuses a second csi-node on a state directory a live one keeps', { timeout: 60_000 }, async () => {
+    node = new CsiNodeFixture();
+    await node.start();
+    const second = new StorctlProcess([
+      'daemon',
+      'csi-node',
+      '--endpoint',
+      `unix://${join(node.dir, 'second.sock')}`,
+      '--node-id',
+      'csi-node-2',
+      '--root',
+      node.root,
+      '--state-dir',
+      node.stateDir,
+    ]);
+    expect(await second.wait()).toBe(4);
+    expect(second.output).toContain(
+      `csi-node pid ${node.proc!.child.pid} (unix://${node.socket}) already keeps`,
+    );
+    expect(node.proc!.running).toBe(true);
   });
 
   it('finds the staged and published volume of a deleted volume and undoes mounts, loop device, FUSE and proxy', {
