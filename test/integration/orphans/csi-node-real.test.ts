@@ -22,19 +22,28 @@ describe('storctl orphans and a real csi-node left behind', () => {
     node = undefined;
     cluster = undefined;
   });
+  /** A one-io-engine cluster and a csi-node that asks its core. */
+  async function startClusterAndNode(): Promise<{ c: TestCluster; n: CsiNodeFixture }> {
+    const c = await TestCluster.start({ engines: 1, coreFlags: FAST_CORE_FLAGS });
+    cluster = c;
+    const n = new CsiNodeFixture(c.restUrl);
+    node = n;
+    await n.start();
+    return { c, n };
+  }
+  const orphansOf = (n: CsiNodeFixture) => [
+    'orphans',
+    '--csi-node-state',
+    n.stateDir,
+    '--csi-node-root',
+    n.root,
+  ];
 
   it('checks a csi-node that has staged nothing yet (its state file exists from its start)', {
     timeout: 60_000,
   }, async () => {
-    cluster = await TestCluster.start({ engines: 1, coreFlags: FAST_CORE_FLAGS });
-    node = new CsiNodeFixture(cluster.restUrl);
-    await node.start();
-    const listed = await runStorctl(
-      ['orphans', '--csi-node-state', node.stateDir, '--csi-node-root', node.root],
-      {
-        env: cluster.env,
-      },
-    );
+    const { c, n } = await startClusterAndNode();
+    const listed = await runStorctl(orphansOf(n), { env: c.env });
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toContain('No orphans found.');
     expect(listed.stderr).not.toContain('csi-node');
@@ -43,13 +52,11 @@ describe('storctl orphans and a real csi-node left behind', () => {
   it('while csi-node runs, undoes the leftovers through it, so they do not come back at its next change', {
     timeout: 120_000,
   }, async () => {
-    cluster = await TestCluster.start({ engines: 1, coreFlags: FAST_CORE_FLAGS });
-    node = new CsiNodeFixture(cluster.restUrl);
-    await node.start();
+    const { c, n } = await startClusterAndNode();
     const stage = async (id: string) => {
-      const published = await cluster!.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
-      const staging = join(node!.root, 'plugins', id, 'globalmount');
-      await node!.csi!.node(
+      const published = await c.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
+      const staging = join(n.root, 'plugins', id, 'globalmount');
+      await n.csi!.node(
         'NodeStageVolume',
         stageRequest({ volumeId: id, staging, uri: published.state.target!.deviceUri }),
       );
@@ -58,10 +65,10 @@ describe('storctl orphans and a real csi-node left behind', () => {
     const ghost = newVolumeId();
     const staging = await stage(ghost);
     // Deleted behind csi-node's back (an operator's --force): csi-node keeps it staged.
-    await cluster.rest.deleteVolume(ghost);
+    await c.rest.deleteVolume(ghost);
 
-    const args = ['orphans', '--csi-node-state', node.stateDir, '--csi-node-root', node.root, '-o', 'json'];
-    const deleted = await runStorctl([...args, '--delete', '-y'], { env: cluster.env });
+    const args = [...orphansOf(n), '-o', 'json'];
+    const deleted = await runStorctl([...args, '--delete', '-y'], { env: c.env });
     expect(deleted.code, deleted.stderr).toBe(0);
     const outcome = (
       JSON.parse(deleted.stdout) as { kind: string; outcome: { result: string; detail: string } }[]
@@ -70,13 +77,13 @@ describe('storctl orphans and a real csi-node left behind', () => {
     expect(outcome?.detail).toMatch(
       new RegExp(`^stopped proxy pid \\d+; unstaged ${staging} through csi-node$`),
     );
-    expect(node.proc!.running).toBe(true);
+    expect(n.proc!.running).toBe(true);
 
     // csi-node writes its state again (another volume staged): the entry stays gone.
     await stage(newVolumeId());
-    const state = JSON.parse(readFileSync(join(node.stateDir, 'state.json'), 'utf8'));
+    const state = JSON.parse(readFileSync(join(n.stateDir, 'state.json'), 'utf8'));
     expect(Object.keys(state.volumes)).not.toContain(ghost);
-    expect((await runStorctl(args, { env: cluster.env })).stdout.trim()).toBe('[]');
+    expect((await runStorctl(args, { env: c.env })).stdout.trim()).toBe('[]');
   });
 
   it('refuses a second csi-node on a state directory a live one keeps', { timeout: 60_000 }, async () => {
@@ -104,18 +111,16 @@ describe('storctl orphans and a real csi-node left behind', () => {
   it('finds the staged and published volume of a deleted volume and undoes mounts, loop device, FUSE and proxy', {
     timeout: 120_000,
   }, async () => {
-    cluster = await TestCluster.start({ engines: 1, coreFlags: FAST_CORE_FLAGS });
-    node = new CsiNodeFixture(cluster.restUrl);
-    await node.start();
+    const { c, n } = await startClusterAndNode();
     const id = newVolumeId();
-    const published = await cluster.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
-    const staging = join(node.root, 'plugins', id, 'globalmount');
-    const target = join(node.root, 'pods', 'pod-1', 'volumes', id, 'mount');
-    await node.csi!.node(
+    const published = await c.createPublished(id, { size: 32 * MiB, replicas: 1, node: 'node-1' });
+    const staging = join(n.root, 'plugins', id, 'globalmount');
+    const target = join(n.root, 'pods', 'pod-1', 'volumes', id, 'mount');
+    await n.csi!.node(
       'NodeStageVolume',
       stageRequest({ volumeId: id, staging, uri: published.state.target!.deviceUri }),
     );
-    await node.csi!.node('NodePublishVolume', {
+    await n.csi!.node('NodePublishVolume', {
       volume_id: id,
       staging_target_path: staging,
       target_path: target,
@@ -128,13 +133,13 @@ describe('storctl orphans and a real csi-node left behind', () => {
       volume_context: {},
       secrets: {},
     });
-    await node.crash();
-    await cluster.rest.unpublishVolume(id, true);
-    await cluster.rest.deleteVolume(id);
-    expect((await node.leftovers()).length).toBeGreaterThan(0);
+    await n.crash();
+    await c.rest.unpublishVolume(id, true);
+    await c.rest.deleteVolume(id);
+    expect((await n.leftovers()).length).toBeGreaterThan(0);
 
-    const args = ['orphans', '--csi-node-state', node.stateDir, '--csi-node-root', node.root, '-o', 'json'];
-    const listed = await runStorctl(args, { env: cluster.env });
+    const args = [...orphansOf(n), '-o', 'json'];
+    const listed = await runStorctl(args, { env: c.env });
     expect(listed.code, listed.stderr).toBe(0);
     const rows = JSON.parse(listed.stdout) as { kind: string; id: string; reason: string; paths: string[] }[];
     const row = rows.find((r) => r.kind === 'csi-node-volume');
@@ -142,12 +147,12 @@ describe('storctl orphans and a real csi-node left behind', () => {
     expect(row?.reason).toContain(`still has volume ${id}, which does not exist`);
     expect(row?.paths).toEqual(expect.arrayContaining([`published at ${target}`, `staged at ${staging}`]));
 
-    const deleted = await runStorctl([...args, '--delete', '-y'], { env: cluster.env });
+    const deleted = await runStorctl([...args, '--delete', '-y'], { env: c.env });
     expect(deleted.code, deleted.stderr).toBe(0);
     const outcome = (
       JSON.parse(deleted.stdout) as { kind: string; outcome: { result: string; detail: string } }[]
     ).find((r) => r.kind === 'csi-node-volume')?.outcome;
     expect(outcome?.result, outcome?.detail).toBe('deleted');
-    expect(await node.leftovers()).toEqual([]);
+    expect(await n.leftovers()).toEqual([]);
   });
 });

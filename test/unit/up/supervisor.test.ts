@@ -30,9 +30,19 @@ describe("up's role supervisor", () => {
   });
 
   it('a plain stderr line is the reason when nothing else was said', async () => {
-    const r = role('plain', `process.stderr.write('Error: cannot bind 127.0.0.1:1\\n'); process.exit(3);`);
+    const r = role('plain', `process.stderr.write('cannot bind 127.0.0.1:1\\n'); process.exit(3);`);
     await expect(r.ready).rejects.toThrow(
-      /code 3\) before it was ready \(Error: cannot bind 127\.0\.0\.1:1\); see /,
+      /code 3\) before it was ready \(cannot bind 127\.0\.0\.1:1\); see /,
+    );
+  });
+
+  it("storctl's Error: line and its Try: hints are the reason, not the trailer after them", async () => {
+    const r = role(
+      'cli',
+      `process.stderr.write('Error: cannot serve the REST API on 127.0.0.1:1: address already in use\\nTry: pass another --rest HOST:PORT\\nRe-run with --log-level debug for details.\\n'); process.exit(4);`,
+    );
+    await expect(r.ready).rejects.toThrow(
+      /code 4\) before it was ready \(cannot serve the REST API on 127\.0\.0\.1:1: address already in use; try: pass another --rest HOST:PORT\); see /,
     );
   });
 
