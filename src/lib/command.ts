@@ -90,7 +90,9 @@ export abstract class StorctlCommand extends Command {
     options?: Input<F, B, A>,
     argv?: string[],
   ): Promise<ParserOutput<F, B, A>> {
-    const parsed = await super.parse(options, argv);
+    const parsed = await super.parse(options, argv).catch((err: Error) => {
+      throw valueError(err, this.id);
+    });
     const f = parsed.flags as unknown as Interfaces.InferredFlags<typeof StorctlCommand.baseFlags>;
     const { storeUrl, clusterId } = commandCluster({ store: f.store, clusterId: f['cluster-id'] });
     this.globals = {
@@ -210,6 +212,19 @@ export abstract class StorctlCommand extends Command {
     if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
     this.exit(err.exitCode);
   }
+}
+
+/**
+ * A value oclif's own flag or argument parser refused (`--replicas 0`, `volume scale ID 0`) as a
+ * usage error naming the flag (exit 2, one line), not oclif's indented block or an exit 1. Our own
+ * parsers' errors and oclif's parse errors (unknown flag, missing argument) are answered in `catch`.
+ */
+function valueError(err: Error, id: string | undefined): Error {
+  if (isStorctlError(err) || 'parse' in err) return err;
+  const flag = /^Parsing --(\S+) \n\t([\s\S]*)\nSee more help with --help$/.exec(err.message);
+  return new UsageError(flag ? `--${flag[1]}: ${flag[2]}` : err.message, {
+    suggestions: [`storctl ${id?.replaceAll(':', ' ') ?? ''} --help`],
+  });
 }
 
 /**

@@ -54,6 +54,12 @@ describe('durations, labels and --rest through the built CLI', () => {
       'replica count given twice, as 2 and as --replicas 3: give it once',
     ],
     [['volume', 'scale', VOLUME], 'give the new replica count'],
+    // oclif's own integer parsing, said the same way (one line, exit 2), naming the flag.
+    [
+      ['volume', 'create', '--size', '1Gi', '--replicas', '0'],
+      '--replicas: Expected an integer greater than or equal to 1 but received: 0',
+    ],
+    [['volume', 'scale', VOLUME, '0'], 'Expected an integer greater than or equal to 1 but received: 0'],
     [['volume', 'create', '--size', '1GiB', '--label', 'zone-'], "--label 'zone-' is not KEY=VALUE"],
     [
       ['pool', 'create', 'node-1', 'p', '--capacity', '1GiB', '--label', 'ssd'],
