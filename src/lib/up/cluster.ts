@@ -128,6 +128,17 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** One `up` per data dir: another live one there is a conflict (exit 4), said before anything starts. */
+export function refuseRunningCluster(dataDir: string): void {
+  const existing = readEndpoints(dataDir);
+  if (existing?.pid && existing.pid !== process.pid && pidAlive(existing.pid))
+    throw new ConflictError(
+      'CLUSTER_RUNNING',
+      `a cluster started by \`storctl up\` (pid ${existing.pid}) already runs in ${dataDir} (REST ${existing.rest})`,
+      { suggestions: ['stop it with Ctrl-C (or kill that pid), or pass another --data-dir'] },
+    );
+}
+
 /**
  * `storctl up`: three io-engines and core on one store, each its own `storctl daemon <role>`
  * process as on separate machines; one pool per node; endpoints published for flagless commands.
@@ -143,16 +154,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
       { suggestions: ['run `storctl up` as root, or leave csi-node and ha-node out of --roles'] },
     );
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
-  const existing = readEndpoints(o.dataDir);
-  if (existing?.pid && existing.pid !== process.pid && pidAlive(existing.pid)) {
-    throw new ConflictError(
-      'CLUSTER_RUNNING',
-      `a cluster started by \`storctl up\` (pid ${existing.pid}) already runs in ${o.dataDir} (REST ${existing.rest})`,
-      {
-        suggestions: ['stop it with Ctrl-C (or kill that pid), or pass another --data-dir'],
-      },
-    );
-  }
+  refuseRunningCluster(o.dataDir);
   const logs = join(o.dataDir, 'logs');
   mkdirSync(logs, { recursive: true, mode: 0o700 });
   // S3 keys in the operator's environment are for the mounter alone (startMounter adds them back).

@@ -70,6 +70,13 @@ describe('storctl up --roles (built CLI)', () => {
     expect(up.output).toMatch(/^mounter {8}<none> \(not in --roles\)$/m);
     // The defaults lead commands to this cluster: no environment to export.
     expect(up.output).not.toContain('commands find this cluster');
+    // A second `up` on the data dir is refused before it starts (or says it starts) anything.
+    const second = await runStorctl(['up', '--roles', 'core,io-engine', '--nodes', '1'], {
+      env: cluster.env,
+    });
+    expect(second.code).toBe(4);
+    expect(second.stderr).toMatch(/^Error: a cluster started by `storctl up` \(pid \d+\) already runs in /);
+    expect(second.stderr).not.toContain('starting');
     const endpoints = cluster.endpoints();
     expect(Object.keys(endpoints.roles).sort()).toEqual(['core', 'io-engine node-1']);
     expect(endpoints.csiControllerSocket).toBeNull();
