@@ -248,8 +248,17 @@ const paths: Obj = {
       body: 'CreateVolumeBody',
       ok: json(ref('Volume')),
     }),
-    // if_unpublished (storctl's): refuse (409 InUse) while the volume is published, atomically.
-    delete: op('Volumes', 'del_volume', { params: [volumeId, query('if_unpublished', bool)] }),
+    delete: op('Volumes', 'del_volume', {
+      params: [
+        volumeId,
+        {
+          ...query('if_unpublished', bool),
+          ...ext(
+            'true: refuse (409 InUse, details VolumePublished) while the volume is published, checked atomically',
+          ),
+        },
+      ],
+    }),
   },
   '/volumes/{volume_id}/rebuild-history': {
     get: op('Volumes', 'get_rebuild_history', { params: [volumeId], ok: json(ref('RebuildHistory')) }),
