@@ -8,6 +8,7 @@ import { prettyJson } from './output/render.js';
 import { toYaml } from './output/yaml.js';
 import { clusterHeaderValue } from './rest/endpoint.js';
 import type { SpecType } from './specs/index.js';
+import type { Store } from './store/types.js';
 
 /** Events read for a page: enough history for one object's recent ones. */
 const EVENTS_READ = 2000;
@@ -21,8 +22,11 @@ export abstract class DescribeCommand extends StorctlCommand {
     types: readonly (SpecType | 'NodeLiveness')[],
     liveKinds: readonly LiveKind[],
     scope: {
-      /** Of the related types, only what mentions the object is read (readCluster). */
-      mentioning?: Mentioning;
+      /**
+       * Of the related types, only what mentions the object is read (readCluster); as a function, it
+       * is worked out from the open store first (a node's replicas are those on its pools).
+       */
+      mentioning?: Mentioning | ((store: Store) => Promise<Mentioning>);
       /** The volumes core is asked for (default: all of them, when liveKinds has 'volumes'). */
       volumesOf?: (state: ClusterState) => string[];
     } = {},
@@ -32,10 +36,14 @@ export abstract class DescribeCommand extends StorctlCommand {
     live: LiveState | null;
     restUrl: string | null;
   }> {
-    const { state, events } = await withStore(this.globals, async (store) => ({
-      state: await readCluster(store, this.globals.keySpace, types, scope.mentioning),
-      events: (await listEvents(store, this.globals.keySpace, { limit: EVENTS_READ })).events,
-    }));
+    const { state, events } = await withStore(this.globals, async (store) => {
+      const mentioning =
+        typeof scope.mentioning === 'function' ? await scope.mentioning(store) : scope.mentioning;
+      return {
+        state: await readCluster(store, this.globals.keySpace, types, mentioning),
+        events: (await listEvents(store, this.globals.keySpace, { limit: EVENTS_READ })).events,
+      };
+    });
     const restUrl = liveRestUrl(this.globals.storeUrl);
     const answer =
       restUrl && liveKinds.length

@@ -1,6 +1,5 @@
 import { Args } from '@oclif/core';
 import { missingRecord, readCluster } from '../../lib/catalog/cluster.js';
-import { withStore } from '../../lib/catalog/with-store.js';
 import { NODE_PAGE_TYPES, nodePage, nodeTargets } from '../../lib/describe/node.js';
 import { DescribeCommand } from '../../lib/describe-command.js';
 
@@ -15,15 +14,15 @@ export default class DescribeNode extends DescribeCommand {
 
   async run(): Promise<void> {
     const { args } = await this.parse(DescribeNode);
-    // Its pools first: its replicas are the ones that name one of them.
-    const pools = await withStore(this.globals, (store) =>
-      readCluster(store, this.globals.keySpace, ['PoolSpec']),
-    );
-    const poolIds = [...(pools.specs.PoolSpec?.values() ?? [])]
-      .filter((p) => p.node === args.id)
-      .map((p) => p.id);
     const { state, events, live } = await this.gather(NODE_PAGE_TYPES, ['pools', 'volumes'], {
-      mentioning: { ids: [args.id, ...poolIds], types: ['ReplicaSpec', 'VolumeSpec'] },
+      // Its pools first: its replicas are the ones that name one of them.
+      mentioning: async (store) => {
+        const pools = await readCluster(store, this.globals.keySpace, ['PoolSpec']);
+        const poolIds = [...(pools.specs.PoolSpec?.values() ?? [])]
+          .filter((p) => p.node === args.id)
+          .map((p) => p.id);
+        return { ids: [args.id, ...poolIds], types: ['ReplicaSpec', 'VolumeSpec'] };
+      },
       volumesOf: (s) => nodeTargets(s, args.id).map((v) => v.uuid),
     });
     const n = state.specs.NodeSpec?.get(args.id);
