@@ -2,6 +2,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { KubeClient } from '../../lib/orphans/kube/client.js';
 import { indexClaims, isClaimed } from '../../lib/orphans/volumes-without-claims.js';
 import type { RestClient } from '../../lib/rest/client.js';
+import { RestError } from '../../lib/rest/errors.js';
 
 export type OrphanGc = 'off' | 'report' | 'delete';
 
@@ -82,7 +83,14 @@ export class ClaimlessSweep {
         'volume has no PersistentVolume and no PersistentVolumeClaim',
       );
       if (this.o.mode === 'delete') {
-        await this.o.rest.deleteVolume(id, { ifUnpublished: true });
+        try {
+          await this.o.rest.deleteVolume(id, { ifUnpublished: true });
+        } catch (err) {
+          // Published, it is in use all the same: left alone, and the others are still swept.
+          if (!(err instanceof RestError && err.details === 'VolumePublished')) throw err;
+          this.o.log.warn({ volume: id }, 'volume without claims is published (in use): not deleted');
+          continue;
+        }
         this.unclaimedSince.delete(id);
         this.o.log.warn({ volume: id }, 'orphaned volume deleted');
       }

@@ -42,14 +42,19 @@ export function findVolumesWithoutClaims(index: ClaimIndex | null, snap: StoreSn
   for (const v of specsOf(snap.cluster, 'VolumeSpec')) {
     if (typeof v.status !== 'object' || v.operation) continue;
     if (isClaimed(index, v.uuid)) continue;
+    const publishedOn = v.target && v.target.active !== false ? v.target.node : null;
+    const reason = `no PersistentVolume and no PersistentVolumeClaim in ${index.source} refer to it`;
     out.push({
       kind: 'volume-without-claim',
       id: v.uuid,
       volume: v.uuid,
-      node: v.target?.active ? v.target.node : null,
+      node: publishedOn,
       pool: null,
-      reason: `no PersistentVolume and no PersistentVolumeClaim in ${index.source} refer to it`,
-      action: `DELETE /volumes/${v.uuid} through core (after checking the API again)`,
+      // Published, something uses it all the same (core refuses the delete, if_unpublished).
+      reason: publishedOn ? `${reason}, yet it is published on node ${publishedOn}: in use` : reason,
+      action: publishedOn
+        ? 'none while it is published: --delete leaves it; unpublish it first if it is truly unused'
+        : `DELETE /volumes/${v.uuid} through core (after checking the API again)`,
     });
   }
   return out;

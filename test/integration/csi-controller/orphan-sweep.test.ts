@@ -79,10 +79,13 @@ describe('csi-controller --orphan-gc (recorded Kubernetes API fixture)', () => {
     for (const id of [claimed, pending, unclaimed]) await cluster.rest.deleteVolume(id);
   });
 
-  it('delete: only the unclaimed volume is deleted, through core', async () => {
+  it('delete: only the unclaimed volume is deleted, through core; a published one is left in use', async () => {
     const claimed = crypto.randomUUID();
-    const unclaimed = crypto.randomUUID();
-    for (const id of [claimed, unclaimed]) await volume(cluster, id);
+    // Listed (and swept) before the other: its refusal must not stop the sweep.
+    const inUse = `00000000${crypto.randomUUID().slice(8)}`;
+    const unclaimed = `ffffffff${crypto.randomUUID().slice(8)}`;
+    for (const id of [claimed, inUse, unclaimed]) await volume(cluster, id);
+    await cluster.rest.publishVolume(inUse, { protocol: 'nbd', publish_context: {}, node: 'node-1' });
     kube.pvs = [recordedPv(claimed, { namespace: 'default', name: 'kept', uid: crypto.randomUUID() })];
     kube.pvcs = [];
     const proc = await controller('delete', 'delete');
@@ -91,9 +94,15 @@ describe('csi-controller --orphan-gc (recorded Kubernetes API fixture)', () => {
     });
     // Core answers the delete before the daemon logs it: wait for the line, don't race it.
     await waitFor(() => proc.output.includes('orphaned volume deleted'), { what: 'the deletion logged' });
-    expect((await cluster.rest.listVolumes()).map((v) => v.spec.uuid)).toEqual([claimed]);
+    await waitFor(() => proc.output.includes('volume without claims is published (in use): not deleted'), {
+      what: 'the published one left alone',
+    });
+    expect((await cluster.rest.listVolumes()).map((v) => v.spec.uuid).sort()).toEqual(
+      [claimed, inUse].sort(),
+    );
     await proc.kill('SIGTERM');
-    await cluster.rest.deleteVolume(claimed);
+    await cluster.rest.unpublishVolume(inUse);
+    for (const id of [claimed, inUse]) await cluster.rest.deleteVolume(id);
   });
 
   it('without a Kubernetes API the sweep is a usage error (exit 2)', async () => {

@@ -90,6 +90,18 @@ describe('volumes without claims', () => {
     expect(found.map((o) => o.id)).toEqual([c]);
     expect(findVolumesWithoutClaims(null, snapshot([c]))).toEqual([]);
   });
+
+  it('one that is published is in use all the same: said so, and --delete leaves it', () => {
+    const snap = snapshot([VOL]);
+    const v = snap.cluster.specs.VolumeSpec!.get(VOL)!;
+    v.target = { node: 'node-2', active: true } as VolumeSpec['target'];
+    const [found] = findVolumesWithoutClaims(indexClaims([], [], 'fixture'), snap);
+    expect(found.node).toBe('node-2');
+    expect(found.reason).toBe(
+      'no PersistentVolume and no PersistentVolumeClaim in fixture refer to it, yet it is published on node node-2: in use',
+    );
+    expect(found.action).toMatch(/^none while it is published: --delete leaves it/);
+  });
 });
 
 describe("csi-node's state file", () => {
