@@ -31,6 +31,16 @@ describe('storctl orphans and a real csi-node left behind', () => {
     await n.start();
     return { c, n };
   }
+  /** `orphans --delete -y`: its outcome for the csi-node-volume, which must be deleted. */
+  async function deleteCsiNodeOrphan(args: string[], c: TestCluster) {
+    const deleted = await runStorctl([...args, '--delete', '-y'], { env: c.env });
+    expect(deleted.code, deleted.stderr).toBe(0);
+    const outcome = (
+      JSON.parse(deleted.stdout) as { kind: string; outcome: { result: string; detail: string } }[]
+    ).find((r) => r.kind === 'csi-node-volume')?.outcome;
+    expect(outcome?.result, outcome?.detail).toBe('deleted');
+    return outcome;
+  }
   const orphansOf = (n: CsiNodeFixture) => [
     'orphans',
     '--csi-node-state',
@@ -68,12 +78,7 @@ describe('storctl orphans and a real csi-node left behind', () => {
     await c.rest.deleteVolume(ghost);
 
     const args = [...orphansOf(n), '-o', 'json'];
-    const deleted = await runStorctl([...args, '--delete', '-y'], { env: c.env });
-    expect(deleted.code, deleted.stderr).toBe(0);
-    const outcome = (
-      JSON.parse(deleted.stdout) as { kind: string; outcome: { result: string; detail: string } }[]
-    ).find((r) => r.kind === 'csi-node-volume')?.outcome;
-    expect(outcome?.result, outcome?.detail).toBe('deleted');
+    const outcome = await deleteCsiNodeOrphan(args, c);
     expect(outcome?.detail).toMatch(
       // A proxy with requests for the deleted target in flight may need SIGKILL.
       new RegExp(`^(stopped|killed) proxy pid \\d+[^;]*; unstaged ${staging} through csi-node$`),
@@ -148,12 +153,7 @@ describe('storctl orphans and a real csi-node left behind', () => {
     expect(row?.reason).toContain(`still has volume ${id}, which does not exist`);
     expect(row?.paths).toEqual(expect.arrayContaining([`published at ${target}`, `staged at ${staging}`]));
 
-    const deleted = await runStorctl([...args, '--delete', '-y'], { env: c.env });
-    expect(deleted.code, deleted.stderr).toBe(0);
-    const outcome = (
-      JSON.parse(deleted.stdout) as { kind: string; outcome: { result: string; detail: string } }[]
-    ).find((r) => r.kind === 'csi-node-volume')?.outcome;
-    expect(outcome?.result, outcome?.detail).toBe('deleted');
+    await deleteCsiNodeOrphan(args, c);
     expect(await n.leftovers()).toEqual([]);
   });
 });
