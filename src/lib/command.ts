@@ -182,14 +182,15 @@ export abstract class StorctlCommand extends Command {
       // oclif's parse errors (unknown flag, bad option value, missing arg) are usage errors: exit 2,
       // one line naming the problem (and the closest flag for a typo), not the whole usage block.
       if ('parse' in err && err.oclif) {
-        this.logToStderr(`Error: ${err.message.split('\n')[0]}`);
+        this.logToStderr(`Error: ${firstLineOf(err)}`);
         const typo = (err as { flags?: string[] }).flags?.[0];
         const own = this.constructor as typeof Command;
         const flags = Object.keys({ ...own.baseFlags, ...own.flags }).map((f) => `--${f}`);
         const near = typo ? closest(typo.split('=')[0], flags) : null;
         if (near) this.logToStderr(`Did you mean ${near}?`);
         // `volume resize ID 20GiB`: a value given as an argument where the one required flag takes it.
-        const extra = (err as { args?: unknown[] }).args;
+        // (Unexpected arguments only: a missing-arguments error's `args` are their definitions.)
+        const extra = err.message.startsWith('Unexpected argument') ? (err as { args?: unknown[] }).args : [];
         const required = Object.entries(own.flags ?? {}).filter(([, f]) => f.required);
         if (extra?.length === 1 && required.length === 1)
           this.logToStderr(`Did you mean --${required[0][0]} ${String(extra[0])}?`);
@@ -212,6 +213,20 @@ export abstract class StorctlCommand extends Command {
     if (this.globals?.logLevel === 'debug') this.logToStderr(err.stack ?? '');
     this.exit(err.exitCode);
   }
+}
+
+/**
+ * The first line of an oclif parse error; for missing arguments with the arguments named, as the
+ * usage line names them ("Missing 1 required arg: ID (snapshot uuid)"), which oclif puts below.
+ */
+function firstLineOf(err: Error): string {
+  const first = err.message.split('\n')[0];
+  const args = (err as { args?: { name?: string; description?: string }[] }).args;
+  if (!/^Missing \d+ required args?:$/.test(first) || !Array.isArray(args)) return first;
+  const named = args.flatMap((a) =>
+    a.name ? [`${a.name.toUpperCase()}${a.description ? ` (${a.description})` : ''}`] : [],
+  );
+  return `${first} ${named.join(', ')}`;
 }
 
 /**

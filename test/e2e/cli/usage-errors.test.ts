@@ -49,6 +49,19 @@ describe('typos through the built CLI', () => {
     },
   );
 
+  it.each([
+    [['snapshot', 'delete'], 'Missing 1 required arg: ID (snapshot uuid)'],
+    // pool create has one required flag too: no "Did you mean --capacity …" built from the missing arg.
+    [['pool', 'create', 'node-1'], 'Missing 1 required arg: ID (pool id)'],
+  ])('%j misses an argument: exit 2, the argument named', async (args, missing) => {
+    const r = await runStorctl(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n').filter(Boolean)).toEqual([
+      `Error: ${missing}`,
+      `Try: storctl ${args.slice(0, 2).join(' ')} --help`,
+    ]);
+  });
+
   it('with -o json an error is one JSON object on stderr, with the exit code of its kind', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'storctl-json-error-'));
     try {
