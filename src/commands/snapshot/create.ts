@@ -13,6 +13,7 @@ export default class SnapshotCreate extends RestCommand {
     '<%= config.bin %> snapshot create 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b',
     '<%= config.bin %> snapshot create 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b 9b2c7d1e-0f3a-4b5c-8d6e-7f8091a2b3c4 -o json',
   ];
+  static override templateOutput = true;
   static override args = {
     volume: Args.string({ description: 'volume uuid', required: true }),
     id: Args.string({ description: 'snapshot uuid (default: a new one)' }),

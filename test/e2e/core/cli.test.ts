@@ -171,6 +171,12 @@ describe('storctl up + operator commands (built CLI, flagless)', () => {
     expect(snaps).toHaveLength(1);
     expect(snaps[0].definition).toEqual(snapshot.definition);
     expect(snaps[0].state).toMatchObject({ uuid: snapId, source_volume: id, ready_as_source: true });
+    // It prints through -o jsonpath too, as the commands that print one volume do.
+    const second = crypto.randomUUID();
+    const byPath = await cli('snapshot', 'create', id, second, '-o', 'jsonpath={.definition.spec.uuid}');
+    expect(byPath.code, byPath.stderr).toBe(0);
+    expect(byPath.stdout.trim()).toBe(second);
+    expect((await cli('snapshot', 'delete', second)).code).toBe(0);
     // Restored: a volume made from the snapshot, of its size, holding what was written before it.
     const restored = await cli(
       'volume',
