@@ -41,3 +41,8 @@ export function parseBytes(text: string): number | null {
   const value = Number(num) * (binary ? BINARY[binary] : DECIMAL[decimal ?? '']);
   return Number.isSafeInteger(value) ? value : null;
 }
+
+/** Ids for a message, the first `shown` of them and `…` for the rest: "a, b, c, d, e, …". */
+export function someIds(ids: string[], shown = 5): string {
+  return ids.slice(0, shown).join(', ') + (ids.length > shown ? ', …' : '');
+}

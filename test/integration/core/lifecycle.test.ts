@@ -240,6 +240,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       // The snapshot is in use by the clone.
       const inUse = await cluster.rest.deleteSnapshot(snapId).catch((e: RestError) => e);
       expect((inUse as RestError).kind).toBe('InUse');
+      expect((inUse as RestError).message).toContain(`source of 1 volume(s) restored from it (${cloneId})`);
       await cluster.rest.unpublishVolume(cloneId);
       await cluster.rest.deleteVolume(cloneId);
       // The volume cannot go while a snapshot of it exists: the refusal names it.

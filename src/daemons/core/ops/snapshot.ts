@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { someIds } from '../../../lib/output/humanize.js';
 import {
   cloneSpec,
   poolRefName,
@@ -173,8 +174,15 @@ export async function deleteSnapshot(
   const { registry, engines } = ctx;
   const snap = registry.snapshots.get(snapId);
   if (!snap || (volumeId && snap.spec.source_id !== volumeId)) throw notFound('snapshot', snapId);
-  if ([...registry.volumes.values()].some((v) => v.content_source?.Snapshot[0] === snapId)) {
-    throw new SvcError('InUse', `snapshot '${snapId}' is the source of a volume; delete the clone first`);
+  const clones = [...registry.volumes.values()]
+    .filter((v) => v.content_source?.Snapshot[0] === snapId)
+    .map((v) => v.uuid)
+    .sort();
+  if (clones.length) {
+    throw new SvcError(
+      'InUse',
+      `snapshot '${snapId}' is the source of ${clones.length} volume(s) restored from it (${someIds(clones)}); delete them first: storctl volume delete ID`,
+    );
   }
   await registry.exclusive('snapshot', snapId, async () => {
     const copy = cloneSpec(snap);

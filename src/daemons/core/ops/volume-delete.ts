@@ -1,3 +1,4 @@
+import { someIds } from '../../../lib/output/humanize.js';
 import { cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
@@ -45,10 +46,9 @@ export async function deleteVolume(
       .sort();
     if (snapshots.length) {
       // Mayastor keeps snapshots of a deleted volume; storctl keeps it simple and refuses instead.
-      const named = snapshots.slice(0, 5).join(', ') + (snapshots.length > 5 ? ', …' : '');
       throw new SvcError(
         'InUse',
-        `volume '${uuid}' has snapshots (${snapshots.length}: ${named}); delete them first: storctl snapshot delete ID`,
+        `volume '${uuid}' has snapshots (${snapshots.length}: ${someIds(snapshots)}); delete them first: storctl snapshot delete ID`,
       );
     }
     await finishVolumeDelete(ctx, cloneSpec(volume));
