@@ -7,7 +7,7 @@ import { sizeArg } from '../lib/rest/cli.js';
 import { RestClient } from '../lib/rest/client.js';
 import { commandCluster, endpointsFile } from '../lib/rest/endpoint.js';
 import type { KeySpace } from '../lib/store/keys.js';
-import { parseRoles, ROLE_NAMES, refuseRunningCluster, up } from '../lib/up/cluster.js';
+import { parseRoles, ROLE_NAMES, up } from '../lib/up/cluster.js';
 
 export default class Up extends StorctlCommand {
   static override stdoutIsOutput = false;
@@ -76,12 +76,6 @@ export default class Up extends StorctlCommand {
           resolve('signal');
         });
     });
-    refuseRunningCluster(dataDir);
-    this.logToStderr(
-      roles
-        ? `starting ${[...roles].map((r) => (r === 'io-engine' ? `${flags.nodes} io-engine(s)` : r)).join(', ')} in ${dataDir} …`
-        : `starting ${flags.nodes} io-engine(s) and core in ${dataDir} …`,
-    );
     let cluster: Awaited<ReturnType<typeof up>>;
     try {
       cluster = await up({

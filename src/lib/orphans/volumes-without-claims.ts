@@ -1,4 +1,5 @@
 import { specsOf } from '../catalog/cluster.js';
+import { volumeTargetNode } from '../specs/index.js';
 import type { PersistentVolume, PersistentVolumeClaim } from './kube/client.js';
 import type { StoreSnapshot } from './snapshot.js';
 import type { Orphan } from './types.js';
@@ -42,7 +43,7 @@ export function findVolumesWithoutClaims(index: ClaimIndex | null, snap: StoreSn
   for (const v of specsOf(snap.cluster, 'VolumeSpec')) {
     if (typeof v.status !== 'object' || v.operation) continue;
     if (isClaimed(index, v.uuid)) continue;
-    const publishedOn = v.target && v.target.active !== false ? v.target.node : null;
+    const publishedOn = volumeTargetNode(v);
     const reason = `no PersistentVolume and no PersistentVolumeClaim in ${index.source} refer to it`;
     out.push({
       kind: 'volume-without-claim',

@@ -129,7 +129,7 @@ function pidAlive(pid: number): boolean {
 }
 
 /** One `up` per data dir: another live one there is a conflict (exit 4), said before anything starts. */
-export function refuseRunningCluster(dataDir: string): void {
+function refuseRunningCluster(dataDir: string): void {
   const existing = readEndpoints(dataDir);
   if (existing?.pid && existing.pid !== process.pid && pidAlive(existing.pid))
     throw new ConflictError(
@@ -155,6 +155,12 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     );
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
   refuseRunningCluster(o.dataDir);
+  const nodes = `${o.nodes} io-engine(s)`;
+  o.say(
+    o.roles
+      ? `starting ${[...o.roles].map((r) => (r === 'io-engine' ? nodes : r)).join(', ')} in ${o.dataDir} …`
+      : `starting ${nodes} and core in ${o.dataDir} …`,
+  );
   const logs = join(o.dataDir, 'logs');
   mkdirSync(logs, { recursive: true, mode: 0o700 });
   // S3 keys in the operator's environment are for the mounter alone (startMounter adds them back).

@@ -1,5 +1,5 @@
 import { someIds } from '../../../lib/output/humanize.js';
-import { cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
+import { activeTarget, cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
@@ -34,10 +34,11 @@ export async function deleteVolume(
         `The volume '${uuid}' was not found`,
       );
     // Checked under the volume's lock, so a publish cannot slip in between the check and the delete.
-    if (ifUnpublished && volume.target && volume.target.active !== false)
+    const target = activeTarget(volume);
+    if (ifUnpublished && target)
       throw new SvcError(
         'InUse',
-        `volume '${uuid}' is published on node '${volume.target.node}': a host may be using it; unpublish it first`,
+        `volume '${uuid}' is published on node '${target.node}': a host may be using it; unpublish it first`,
         'VolumePublished',
       );
     const snapshots = ctx.registry
