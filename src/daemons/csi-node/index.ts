@@ -129,6 +129,7 @@ export async function start(config: CsiNodeConfig): Promise<CsiNodeDaemon> {
       ]);
       await rest?.close();
       volumes.close();
+      await state.close();
       await rm(socketPath, { force: true });
     },
   };

@@ -2,8 +2,8 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../../lib/atomic-file.js';
 import { ConflictError } from '../../lib/errors.js';
-import { isSameProcessAlive, procStat } from '../../lib/mount/processes.js';
-import type { CsiNodeStateOwner as StateOwner } from '../../lib/orphans/csi-node-state.js';
+import { CSI_NODE_CLAIM } from '../../lib/orphans/csi-node-state.js';
+import { claimDirectory, type HeldClaim } from '../../lib/process-claim.js';
 import type { AttachedDevice } from './attacher.js';
 import type { ProxyRef } from './proxy.js';
 
@@ -39,7 +39,6 @@ export interface StagedVolume {
 
 interface StateFile {
   version: 1;
-  owner?: StateOwner;
   volumes: Record<string, StagedVolume>;
 }
 
@@ -53,39 +52,37 @@ export class NodeState {
 
   private constructor(
     readonly file: string,
-    private readonly owner: StateOwner,
+    /** This process's claim on the state directory, released by `close`. */
+    private readonly claim: HeldClaim,
   ) {}
 
   /**
-   * Read the file and record this process as its owner (written at once, even with nothing staged:
-   * `storctl orphans` tells "staged nothing" from "no csi-node here"). A file another live csi-node
-   * keeps is refused: two would each undo what the other attached.
+   * Claim the state directory for this process (refused while another live csi-node keeps it: two
+   * would each undo what the other attached), then read the file, and write it at once even with
+   * nothing staged (`storctl orphans` tells "staged nothing" from "no csi-node here").
    */
   static async load(file: string, endpoint: string): Promise<NodeState> {
-    const s = new NodeState(file, {
-      pid: process.pid,
-      pidStartTime: (await procStat(process.pid))?.startTime,
-      endpoint,
-    });
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    let parsed: StateFile | undefined;
+    const claim = await claimDirectory(
+      dirname(file),
+      CSI_NODE_CLAIM,
+      { endpoint },
+      (other) =>
+        new ConflictError(
+          'STATE_DIR_IN_USE',
+          `csi-node pid ${other.pid} (${other.endpoint}) already keeps ${file}: two csi-nodes on one state directory would undo each other's mounts`,
+          { suggestions: ['stop that csi-node first, or give this one another --state-dir'] },
+        ),
+    );
     try {
-      parsed = JSON.parse(await readFile(file, 'utf8')) as StateFile;
-      if (parsed.version !== 1) throw new Error(`unknown version ${String(parsed.version)}`);
+      const s = new NodeState(file, claim);
+      s.volumes = new Map(Object.entries((await readStateFile(file))?.volumes ?? {}));
+      await s.update(() => {});
+      return s;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-        throw new Error(`cannot read csi-node state file ${file}: ${(err as Error).message}`);
+      await claim.release();
+      throw err;
     }
-    const other = parsed?.owner;
-    if (other && other.pid !== process.pid && (await isSameProcessAlive(other.pid, other.pidStartTime)))
-      throw new ConflictError(
-        'STATE_DIR_IN_USE',
-        `csi-node pid ${other.pid} (${other.endpoint}) already keeps ${file}: two csi-nodes on one state directory would undo each other's mounts`,
-        { suggestions: ['stop that csi-node first, or give this one another --state-dir'] },
-      );
-    s.volumes = new Map(Object.entries(parsed?.volumes ?? {}));
-    await s.update(() => {});
-    return s;
   }
 
   get(volumeId: string): StagedVolume | undefined {
@@ -105,13 +102,30 @@ export class NodeState {
     return this.update((m) => m.delete(volumeId));
   }
 
+  /** Let the state directory go (after the last change): another csi-node may keep it now. */
+  async close(): Promise<void> {
+    await this.chain;
+    await this.claim.release();
+  }
+
   private update(change: (m: Map<string, StagedVolume>) => void): Promise<void> {
     const next = this.chain.then(async () => {
       change(this.volumes);
-      const body: StateFile = { version: 1, owner: this.owner, volumes: Object.fromEntries(this.volumes) };
+      const body: StateFile = { version: 1, volumes: Object.fromEntries(this.volumes) };
       await writeFileAtomic(this.file, `${JSON.stringify(body, null, 2)}\n`);
     });
     this.chain = next.catch(() => {});
     return next;
+  }
+}
+
+async function readStateFile(file: string): Promise<StateFile | undefined> {
+  try {
+    const parsed = JSON.parse(await readFile(file, 'utf8')) as StateFile;
+    if (parsed.version !== 1) throw new Error(`unknown version ${String(parsed.version)}`);
+    return parsed;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`cannot read csi-node state file ${file}: ${(err as Error).message}`);
   }
 }

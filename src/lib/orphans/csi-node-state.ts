@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../atomic-file.js';
 import { defaultDataDir } from '../paths.js';
+import { type Claimant, liveClaimant } from '../process-claim.js';
 
 /**
  * The parts of csi-node's state file (`<state-dir>/state.json`, version 1) that `storctl orphans`
@@ -32,15 +33,17 @@ export interface CsiNodeVolume {
 }
 
 /**
- * The csi-node process that keeps the file (recorded by each csi-node at its start): while it runs,
- * what it staged is undone through it, never behind its back.
+ * In the state directory: the claim files (`csi-node.claim.N`, lib/process-claim.ts) naming the
+ * csi-node that keeps it. While that process runs, what it staged is undone through it, never
+ * behind its back.
  */
-export interface CsiNodeStateOwner {
-  pid: number;
-  pidStartTime?: string;
+export const CSI_NODE_CLAIM = 'csi-node.claim';
+
+/** The csi-node that keeps a state directory. */
+export type CsiNodeStateOwner = Claimant<{
   /** Its CSI socket, `unix:///…`. */
   endpoint: string;
-}
+}>;
 
 export interface CsiNodeState {
   file: string;
@@ -67,14 +70,14 @@ export async function readCsiNodeState(stateDir: string): Promise<CsiNodeState |
     throw new Error(`cannot read csi-node state file ${file}: ${(err as Error).message}`);
   }
   const parsed = parseState(file, text);
-  return { file, stateDir, owner: parsed.owner, volumes: Object.values(parsed.volumes) };
+  const claimant = await liveClaimant<{ endpoint: unknown }>(stateDir, CSI_NODE_CLAIM);
+  const owner =
+    typeof claimant?.endpoint === 'string' ? { ...claimant, endpoint: claimant.endpoint } : undefined;
+  return { file, stateDir, owner, volumes: Object.values(parsed.volumes) };
 }
 
-function parseState(
-  file: string,
-  text: string,
-): { version: 1; owner?: CsiNodeStateOwner; volumes: Record<string, CsiNodeVolume> } {
-  let parsed: { version?: unknown; owner?: unknown; volumes?: unknown };
+function parseState(file: string, text: string): { version: 1; volumes: Record<string, CsiNodeVolume> } {
+  let parsed: { version?: unknown; volumes?: unknown };
   try {
     parsed = JSON.parse(text);
   } catch (err) {
@@ -88,10 +91,7 @@ function parseState(
   for (const [id, v] of Object.entries(volumes))
     if (!v || typeof v !== 'object' || v.volumeId !== id)
       throw new Error(`csi-node state file ${file}: entry '${id}' does not name its volume`);
-  const o = parsed.owner as Partial<CsiNodeStateOwner> | undefined;
-  const owner =
-    o && Number.isSafeInteger(o.pid) && typeof o.endpoint === 'string' ? (o as CsiNodeStateOwner) : undefined;
-  return { ...parsed, version: 1, owner, volumes };
+  return { ...parsed, version: 1, volumes };
 }
 
 /**

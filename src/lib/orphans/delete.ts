@@ -103,7 +103,7 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
           }
           const owner = findings.csiNode.owner;
           const r =
-            owner && (await isSameProcessAlive(owner.pid, owner.pidStartTime))
+            owner && (await isSameProcessAlive(owner.pid, owner.startTime))
               ? await unstageThroughCsiNode(entry, owner.endpoint)
               : await cleanCsiNodeEntry(entry, findings.csiNode.stateDir, deps.csiNodeRoots);
           if (r.left.length)

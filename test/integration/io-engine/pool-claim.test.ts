@@ -1,9 +1,8 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POOL_CLAIM_FILE } from '../../../src/daemons/io-engine/pool-claim.js';
+import { liveClaimant } from '../../../src/lib/process-claim.js';
 import { code, type RunningEngine, startEngine } from './engines.js';
 
 const MiB = 1 << 20;
@@ -32,11 +31,9 @@ describe('io-engine: a pool directory is claimed by one io-engine at a time', ()
     second = await startEngine(dir, 'node-1', { storeUrl: `sqlite:${join(dir, 'b.db')}` });
     expect(second.poolDir).toBe(first.poolDir);
     await first.client.createPool({ name: 'p1', capacity: 64 * MiB });
-    const claim = join(first.poolDir, 'p1', POOL_CLAIM_FILE);
-    expect(JSON.parse(await readFile(claim, 'utf8'))).toMatchObject({
-      pid: first.proc.child.pid,
-      node: 'node-1',
-    });
+    const poolDir = join(first.poolDir, 'p1');
+    const claimant = () => liveClaimant(poolDir, 'io-engine.claim');
+    expect(await claimant()).toMatchObject({ pid: first.proc.child.pid, node: 'node-1' });
 
     expect(await code(second.client.importPool({ name: 'p1' }))).toMatch(
       new RegExp(
@@ -49,15 +46,17 @@ describe('io-engine: a pool directory is claimed by one io-engine at a time', ()
 
     // Exported, the pool is free again; imported back, it is claimed again.
     await first.client.exportPool('p1');
-    expect(existsSync(claim)).toBe(false);
+    expect((await readdir(poolDir)).filter((f) => f.startsWith('io-engine.claim'))).toEqual([]);
     await first.client.importPool({ name: 'p1' });
-    expect(existsSync(claim)).toBe(true);
+    expect(await claimant()).toMatchObject({ pid: first.proc.child.pid });
 
     // kill -9 leaves the claim behind, naming a process that is gone: the pool is taken over.
     await first.stop('SIGKILL');
     first = undefined;
     const pool = await second.client.importPool({ name: 'p1' });
     expect(pool.name).toBe('p1');
-    expect(JSON.parse(await readFile(claim, 'utf8'))).toMatchObject({ pid: second.proc.child.pid });
+    expect(await claimant()).toMatchObject({ pid: second.proc.child.pid });
+    // The dead engine's claim is gone with it: one claim file, the live engine's.
+    expect((await readdir(poolDir)).filter((f) => f.startsWith('io-engine.claim'))).toHaveLength(1);
   });
 });
