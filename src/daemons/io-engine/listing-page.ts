@@ -1,6 +1,8 @@
 import * as grpc from '@grpc/grpc-js';
 import { GrpcError } from '../../lib/grpc/status.js';
 import { invalid } from './errors.js';
+import type { Pool } from './pool.js';
+import type { Replica } from './replica.js';
 
 /**
  * One page of a listing in the io-engine's own order (pools in turn, each pool's items in creation
@@ -34,4 +36,26 @@ function resumeAt<T extends { uuid: string }>(items: T[], token: string): number
       `the listing changed: '${uuid}', where the page before ended, is gone; list again from the start`,
     );
   return at + 1;
+}
+
+/**
+ * The replicas of some pools in listing order, built again only when one of those pools gained or
+ * lost a replica since: paging through 100k replicas rebuilt the whole list for every page
+ * (~8 ms each, on the thread that also serves I/O).
+ */
+export class ReplicaList {
+  private last: { pools: Pool[]; changes: number[]; items: Replica[] } | undefined;
+
+  of(pools: Pool[]): Replica[] {
+    const l = this.last;
+    const same =
+      l?.pools.length === pools.length &&
+      pools.every((p, i) => p === l.pools[i] && p.replicaChanges === l.changes[i]);
+    if (!same || !l) {
+      const items = pools.flatMap((p) => [...p.replicas.values()]);
+      this.last = { pools, changes: pools.map((p) => p.replicaChanges), items };
+      return items;
+    }
+    return l.items;
+  }
 }

@@ -94,6 +94,8 @@ async function cloneFile(src: string, dst: string): Promise<boolean> {
  */
 export class Pool {
   readonly replicas = new Map<string, Replica>();
+  /** Bumped whenever `replicas` gains or loses one: a paged listing reuses its list while this holds. */
+  replicaChanges = 0;
   /** Files removed by the last import: created or destroyed around a crash, not in the metadata. */
   readonly removedOrphans: string[] = [];
   private readonly metaLog: MetadataLog;
@@ -427,6 +429,7 @@ export class Pool {
   private async addReplica(meta: ReplicaMeta, opened?: Replica): Promise<Replica> {
     const replica = opened ?? (await Replica.open(meta, this.name, this.replicaPath(meta.uuid), this.space));
     this.replicas.set(meta.uuid, replica);
+    this.replicaChanges++;
     this.meta.replicas[meta.uuid] = meta;
     void this.saveReplica(meta.uuid);
     return replica;
@@ -436,6 +439,7 @@ export class Pool {
     const r = this.replicas.get(uuid);
     if (!r) throw notFound('replica', uuid);
     this.replicas.delete(uuid);
+    this.replicaChanges++;
     delete this.meta.replicas[uuid];
     // The file goes only once no durable metadata names it.
     await this.saveReplica(uuid);

@@ -5,7 +5,7 @@ import { TimeSlice } from '../../lib/time-slice.js';
 import { listBlockDevices } from './block-devices.js';
 import type { Engine } from './engine.js';
 import { alreadyExists, checkName, checkSize, invalid, notFound } from './errors.js';
-import { listingPage } from './listing-page.js';
+import { listingPage, ReplicaList } from './listing-page.js';
 import type { Nexus } from './nexus.js';
 import { NexusIoHolds } from './nexus-holds.js';
 import type { Pool } from './pool.js';
@@ -116,6 +116,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
   };
   const s = <T>(fn: () => Promise<T>) => engine.serial(fn);
   const holds = new NexusIoHolds(engine.ctx.log);
+  const replicaList = new ReplicaList();
   const createReplica = (r: Req) =>
     s(async () => {
       const replica = await engine.createReplica({
@@ -197,7 +198,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     GetReplica: unary(async (r: Req) => replicaMsg(engine.replica(str(r.uuid)).replica)),
     ListReplicas: unary(async (r: Req) => {
       const pools = r.pool ? [engine.pool(str(r.pool))] : [...engine.pools.values()];
-      const all = pools.flatMap((p) => [...p.replicas.values()]);
+      const all = replicaList.of(pools);
       const { page, nextToken } = listingPage(all, str(r.starting_token), Number(r.max_entries) || 0);
       // Stats on this thread (100k through the thread pool held core's first reconcile pass for
       // seconds), in slices that leave the event loop to the data path in between.
