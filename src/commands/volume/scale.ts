@@ -13,6 +13,7 @@ export default class VolumeScale extends RestCommand {
     '<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --replicas 3',
     '<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b --replicas 2 --no-wait',
     "<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b 3   # kubectl-mayastor's form",
+    '# move its replica off node-3 (to empty that pool): a scale-down removes replicas on cordoned nodes first\n<%= config.bin %> node cordon node-3\n<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b 4\n<%= config.bin %> volume scale 4e01a5bc-1e2f-4c3d-9a8b-7c6d5e4f3a2b 3',
   ];
   static override args = {
     id: Args.string({ description: 'volume uuid', required: true }),

@@ -73,6 +73,7 @@ export function nextStep(kind: string, details?: string): string[] {
     return [
       'unpublish it first (`storctl volume unpublish <id>`), or delete it anyway: `storctl volume delete <id> --force`',
     ];
+  if (details === 'PoolNotEmpty') return []; // the message names what the pool holds and how to empty it
   switch (kind) {
     case 'NotFound':
       return ['list what exists with `storctl get volumes` / `storctl get pools` / `storctl get nodes`'];

@@ -1,4 +1,5 @@
-import type { CordonDrainState, NodeSpec, PoolSpec } from '../../../lib/specs/index.js';
+import { someIds } from '../../../lib/output/humanize.js';
+import type { CordonDrainState, NodeSpec, PoolSpec, ReplicaSpec } from '../../../lib/specs/index.js';
 import { cloneSpec, poolRefName } from '../../../lib/specs/index.js';
 import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
@@ -65,11 +66,7 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
     const spec = registry.pools.get(id);
     if (!spec || (node && spec.node !== node)) throw notFound('pool', id, 'Pool');
     const users = [...registry.replicas.values()].filter((r) => poolRefName(r.pool) === id);
-    if (users.length)
-      throw new SvcError(
-        'InUse',
-        `pool '${id}' still holds ${users.length} replica(s); delete or move their volumes first`,
-      );
+    if (users.length) throw poolInUse(id, spec.node, users);
     try {
       await engines.get(spec.node).destroyPool(id);
     } catch (err) {
@@ -319,5 +316,29 @@ export function unlabelNode(ctx: CoreContext, id: string, key: string) {
       delete n.labels[key];
     },
     `Unlabelled ${key}`,
+  );
+}
+
+/**
+ * What keeps a pool from being deleted, and how to empty it: a volume's replica moves off a
+ * cordoned node by a scale up and back down (scale-down removes replicas on cordoned nodes first).
+ */
+function poolInUse(id: string, node: string, users: ReplicaSpec[]): SvcError {
+  const volumes = [...new Set(users.flatMap((r) => (r.owners.volume ? [r.owners.volume] : [])))];
+  const unowned = users.filter((r) => !r.owners.volume).length;
+  const held = [
+    volumes.length ? `replicas of ${volumes.length} volume(s) (${someIds(volumes, 3)})` : '',
+    unowned ? `${unowned} replica(s) no volume owns` : '',
+  ].filter(Boolean);
+  const steps = [
+    volumes.length
+      ? `move each volume's replica off it: \`storctl node cordon ${node}\`, then \`storctl volume scale ID <replicas+1>\` and back to <replicas> (a scale-down removes replicas on cordoned nodes first), or delete the volumes`
+      : '',
+    unowned ? 'delete the unowned replicas with `storctl orphans --delete`' : '',
+  ].filter(Boolean);
+  return new SvcError(
+    'InUse',
+    `pool '${id}' still holds ${held.join(' and ')}; ${steps.join('; ')}`,
+    'PoolNotEmpty',
   );
 }

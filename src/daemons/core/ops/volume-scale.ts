@@ -1,6 +1,7 @@
 import { humanizeBytes } from '../../../lib/output/humanize.js';
 import {
   cloneSpec,
+  isCordoned,
   type NexusSpec,
   type ReplicaSpec,
   replicaPoolName,
@@ -161,9 +162,16 @@ export async function scaleDownVictims(
   const { registry } = ctx;
   const current = await upToDateReplicas(ctx, volume);
   const targetNode = volume.target?.active !== false ? volume.target?.node : undefined;
+  // After health: replicas on cordoned nodes go first, so `node cordon N`, a scale up and a scale
+  // down move a volume's replica off N (how a pool is emptied before `pool delete`).
+  const onCordoned = (r: ReplicaSpec) => {
+    const node = registry.nodes.get(registry.replicaNode(r) ?? '');
+    return node !== undefined && isCordoned(node);
+  };
   const rank = (r: ReplicaSpec) =>
-    (current.has(r.uuid) ? 4 : 0) +
-    (replicaOnline(registry, r) ? 2 : 0) +
+    (current.has(r.uuid) ? 8 : 0) +
+    (replicaOnline(registry, r) ? 4 : 0) +
+    (onCordoned(r) ? 0 : 2) +
     (registry.replicaNode(r) === targetNode ? 1 : 0);
   const ranked = registry
     .volumeReplicas(volume.uuid)

@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { RestError } from '../../../src/lib/rest/errors.js';
+import { runStorctl } from '../../helpers/storctl.js';
+import { newVolumeId, TestCluster } from './cluster.js';
+import { qemuIo } from './qemu.js';
+
+const MiB = 1 << 20;
+
+/**
+ * Emptying a pool to delete it: the refusal names the volumes whose replicas it holds and how to
+ * move them; cordoning the node makes a scale-down remove the replica there first, even when the
+ * volume's target is on that node (its local replica would otherwise be kept).
+ */
+describe('core: a pool is emptied before it is deleted', () => {
+  let cluster: TestCluster | undefined;
+  afterEach(async () => {
+    await cluster?.stop();
+    cluster = undefined;
+  });
+
+  it('pool delete names the volumes it holds; node cordon + scale-down moves them off; then the pool goes', async () => {
+    cluster = await TestCluster.start({ engines: 3 });
+    const c = cluster;
+    const id = newVolumeId();
+    await c.rest.createVolume(id, { size: 16 * MiB, replicas: 3, thin: true, policy: { self_heal: false } });
+    const v = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-3' });
+    await qemuIo(v.state.target!.deviceUri, 'write -P 0x5c 0 4M');
+
+    const refused = await c.rest.deletePool('pool-node-3').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(RestError);
+    expect((refused as RestError).kind).toBe('InUse');
+    expect((refused as RestError).details).toBe('PoolNotEmpty');
+    expect((refused as RestError).message).toContain(
+      `pool 'pool-node-3' still holds replicas of 1 volume(s) (${id})`,
+    );
+    // The CLI prints the way out from the message, not a generic "wait and retry".
+    const cli = await runStorctl(['pool', 'delete', 'pool-node-3'], { env: c.env });
+    expect(cli.code).toBe(4);
+    expect(cli.stderr).toContain('`storctl node cordon node-3`, then `storctl volume scale ID <replicas+1>`');
+    expect(cli.stderr).not.toContain('wait for the resource');
+
+    await c.rest.cordonNode('node-3', 'empty-pool');
+    await c.rest.scaleVolume(id, 2);
+    const left = (await c.rest.listReplicas()).filter((r) => r.owner === id);
+    expect(left.map((r) => r.node).sort()).toEqual(['node-1', 'node-2']);
+    // The target stayed on node-3, now with remote children only, and serves the data.
+    const after = await c.rest.getVolume(id);
+    expect(after.state.target?.node).toBe('node-3');
+    await qemuIo(after.state.target!.deviceUri, 'read -P 0x5c 0 4M');
+
+    await c.rest.deletePool('pool-node-3');
+    expect((await c.rest.listPools()).map((p) => p.id)).not.toContain('pool-node-3');
+  }, 120_000);
+});
