@@ -102,8 +102,10 @@ export default class Up extends StorctlCommand {
       this.logToStderr(`${(err as Error).message}; stopped`);
       return;
     }
-    // One column for every value, wide enough for the longest label (csi-controller).
-    const line = (label: string, value: string) => this.log(`${label.padEnd(15)}${value}`);
+    // One column for every value, wide enough for the longest label (csi-controller). Printed in
+    // one write: whoever reads up's output (a log, a script waiting for `ready:`) gets it whole.
+    const banner: string[] = [];
+    const line = (label: string, value: string) => banner.push(`${label.padEnd(15)}${value}`);
     if (roles) line('roles', `${[...roles].join(',')} (--roles)`);
     const off = '<none> (not in --roles)';
     line('REST', cluster.rest ?? off);
@@ -143,6 +145,7 @@ export default class Up extends StorctlCommand {
     line('', '(`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)');
     const env = commandEnv(dataDir, storeUrl, space);
     if (env) line('', `commands find this cluster with: export ${env}`);
+    this.log(banner.join('\n'));
     const outcome = await Promise.race([signalled, cluster.failed]);
     if (outcome !== 'signal')
       this.logToStderr(`${outcome.name} cannot be started again (see ${dataDir}/logs); stopping the cluster`);

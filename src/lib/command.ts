@@ -123,8 +123,20 @@ export abstract class StorctlCommand extends Command {
   protected override async init(): Promise<void> {
     await super.init();
     const own = this.constructor as typeof StorctlCommand;
-    if (own.stdoutIsOutput && !process.stdout.listeners('error').includes(endOnClosedOutput))
-      process.stdout.on('error', endOnClosedOutput);
+    if (own.stdoutIsOutput) {
+      if (!process.stdout.listeners('error').includes(endOnClosedOutput))
+        process.stdout.on('error', endOnClosedOutput);
+      return;
+    }
+    for (const stream of [process.stdout, process.stderr])
+      if (!stream.listeners('error').includes(keepOnClosedOutput)) stream.on('error', keepOnClosedOutput);
+    // Started by a supervisor over an IPC channel (`storctl up`): when the supervisor is gone (killed
+    // with SIGKILL, say), stop as on SIGTERM instead of running on unsupervised, holding pools,
+    // leases and sockets the next `up` needs.
+    if (process.channel && process.listenerCount('disconnect') === 0) {
+      process.channel.unref();
+      process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+    }
   }
 
   /** Ask a yes/no question on the terminal (stderr); anything but y/yes, or a closed stdin, is no. */
@@ -249,6 +261,11 @@ function valueError(err: Error, id: string | undefined): Error {
 function endOnClosedOutput(err: NodeJS.ErrnoException): void {
   if (err.code === 'EPIPE') process.exit(ExitCode.outputClosed);
   throw err;
+}
+
+/** A daemon's stdout and stderr are its log: when their reader goes away the lines are lost, not the daemon. */
+function keepOnClosedOutput(err: NodeJS.ErrnoException): void {
+  if (err.code !== 'EPIPE') throw err;
 }
 
 /**

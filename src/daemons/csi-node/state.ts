@@ -2,6 +2,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../../lib/atomic-file.js';
 import { ConflictError } from '../../lib/errors.js';
+import { isSameProcessAlive } from '../../lib/mount/processes.js';
 import { CSI_NODE_CLAIM } from '../../lib/orphans/csi-node-state.js';
 import { claimDirectory, type HeldClaim } from '../../lib/process-claim.js';
 import type { AttachedDevice } from './attacher.js';
@@ -39,6 +40,8 @@ export interface StagedVolume {
 
 interface StateFile {
   version: 1;
+  /** Written by csi-nodes of an earlier version, which kept no claim file: read, never written. */
+  owner?: { pid: number; pidStartTime?: string; endpoint: string };
   volumes: Record<string, StagedVolume>;
 }
 
@@ -63,20 +66,21 @@ export class NodeState {
    */
   static async load(file: string, endpoint: string): Promise<NodeState> {
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    const claim = await claimDirectory(
-      dirname(file),
-      CSI_NODE_CLAIM,
-      { endpoint },
-      (other) =>
-        new ConflictError(
-          'STATE_DIR_IN_USE',
-          `csi-node pid ${other.pid} (${other.endpoint}) already keeps ${file}: two csi-nodes on one state directory would undo each other's mounts`,
-          { suggestions: ['stop that csi-node first, or give this one another --state-dir'] },
-        ),
-    );
+    const inUse = (other: { pid: number; endpoint: string }) =>
+      new ConflictError(
+        'STATE_DIR_IN_USE',
+        `csi-node pid ${other.pid} (${other.endpoint}) already keeps ${file}: two csi-nodes on one state directory would undo each other's mounts`,
+        { suggestions: ['stop that csi-node first, or give this one another --state-dir'] },
+      );
+    const claim = await claimDirectory(dirname(file), CSI_NODE_CLAIM, { endpoint }, inUse);
     try {
       const s = new NodeState(file, claim);
-      s.volumes = new Map(Object.entries((await readStateFile(file))?.volumes ?? {}));
+      const stored = await readStateFile(file);
+      // A csi-node of an earlier version records itself in the file (no claim file): still running?
+      const old = stored?.owner;
+      if (old && old.pid !== process.pid && (await isSameProcessAlive(old.pid, old.pidStartTime)))
+        throw inUse({ pid: old.pid, endpoint: old.endpoint });
+      s.volumes = new Map(Object.entries(stored?.volumes ?? {}));
       await s.update(() => {});
       return s;
     } catch (err) {

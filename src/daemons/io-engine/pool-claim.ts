@@ -1,3 +1,6 @@
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isSameProcessAlive } from '../../lib/mount/processes.js';
 import { claimDirectory } from '../../lib/process-claim.js';
 import { precondition } from './errors.js';
 
@@ -12,10 +15,26 @@ export const POOL_CLAIM = 'io-engine.claim';
  * pool, a dead one's claim is taken over. Returns the release, to call when the pool is closed.
  */
 export async function claimPoolDir(disk: string, node: string): Promise<() => Promise<void>> {
-  const claim = await claimDirectory(disk, POOL_CLAIM, { node }, (held) =>
+  const inUse = (held: { pid: number; node?: unknown }) =>
     precondition(
-      `pool directory ${disk} is in use by another io-engine (pid ${held.pid}, node '${held.node}'); stop that process first (two io-engines on one pool would overwrite each other's data)`,
-    ),
+      `pool directory ${disk} is in use by another io-engine (pid ${held.pid}, node '${String(held.node ?? '')}'); stop that process first (two io-engines on one pool would overwrite each other's data)`,
+    );
+  const claim = await claimDirectory(disk, POOL_CLAIM, { node }, inUse);
+  // An io-engine of an earlier version claims with one file of its own, which it still holds.
+  const legacy = join(disk, LEGACY_POOL_CLAIM);
+  const held = await readFile(legacy, 'utf8').then(
+    (t) => JSON.parse(t) as { pid?: unknown; startTime?: unknown; node?: unknown },
+    () => null,
   );
+  if (held && Number.isSafeInteger(held.pid) && typeof held.startTime === 'string') {
+    if (await isSameProcessAlive(held.pid as number, held.startTime)) {
+      await claim.release();
+      throw inUse({ pid: held.pid as number, node: held.node });
+    }
+  }
+  if (held) await rm(legacy, { force: true });
   return claim.release;
 }
+
+/** The claim file of io-engines before claims had generations. */
+const LEGACY_POOL_CLAIM = 'io-engine.pid';

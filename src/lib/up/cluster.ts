@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { defaultCoreInstanceName, releaseExitedCoreLease } from '../core-lease.js';
@@ -6,6 +7,8 @@ import { closest } from '../did-you-mean.js';
 import { ConflictError, ExitCode, StoreUnavailableError, UsageError } from '../errors.js';
 import { IoEngineClient } from '../io-engine/client.js';
 import { resolveFuseAdapter } from '../mount/fuse-binary.js';
+import { isSameProcessAlive } from '../mount/processes.js';
+import { claimDirectory, type HeldClaim } from '../process-claim.js';
 import { RestClient } from '../rest/client.js';
 import { type ClusterEndpoints, endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
 import { openStore, type StoreTlsFiles } from '../store/open.js';
@@ -119,30 +122,65 @@ export interface UpCluster {
   stop(): Promise<void>;
 }
 
-function pidAlive(pid: number): boolean {
+/** The name of `up`'s claim on its data dir (lib/process-claim.ts). */
+const UP_CLAIM = 'up.claim';
+/** How long a new `up` waits for the roles of a killed one to stop by themselves. */
+const LEFTOVER_ROLES_WAIT_MS = 20_000;
+
+/**
+ * One `up` per data dir: claimed race-free, another live one there is a conflict (exit 4), said
+ * before anything starts. Then the roles a killed `up` left are waited for (they stop when their
+ * IPC channel to it closes), so the new ones find their pools, lease and sockets free.
+ */
+async function claimDataDir(o: UpOptions): Promise<HeldClaim> {
+  const running = (pid: number) =>
+    new ConflictError(
+      'CLUSTER_RUNNING',
+      `a cluster started by \`storctl up\` (pid ${pid}) already runs in ${o.dataDir} (REST ${readEndpoints(o.dataDir)?.rest ?? '<none>'})`,
+      { suggestions: ['stop it with Ctrl-C (or kill that pid), or pass another --data-dir'] },
+    );
+  const claim = await claimDirectory(o.dataDir, UP_CLAIM, {}, (holder) => running(holder.pid));
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+    const previous = readEndpoints(o.dataDir);
+    // An `up` of an earlier version claims nothing: its endpoints file names it.
+    if (previous?.pid && previous.pid !== process.pid && (await isSameProcessAlive(previous.pid)))
+      throw running(previous.pid);
+    const roles = Object.entries(previous?.roles ?? {});
+    let left = await liveRoles(roles);
+    if (left.length) {
+      o.say(
+        `the roles of the previous \`storctl up\` here (pid ${previous?.pid}, gone) still run: ${left.map(([n, p]) => `${n} (pid ${p})`).join(', ')}; waiting for them to stop …`,
+      );
+      const deadline = Date.now() + LEFTOVER_ROLES_WAIT_MS;
+      while (left.length && Date.now() < deadline && !o.abort?.aborted) {
+        await new Promise((r) => setTimeout(r, 200));
+        left = await liveRoles(left);
+      }
+    }
+    if (left.length)
+      throw new ConflictError(
+        'CLUSTER_RUNNING',
+        `the roles of a previous \`storctl up\` in ${o.dataDir} still run without it: ${left.map(([n, p]) => `${n} (pid ${p})`).join(', ')}`,
+        { suggestions: [`stop them first: kill ${left.map(([, p]) => p).join(' ')}`] },
+      );
+    return claim;
+  } catch (err) {
+    await claim.release();
+    throw err;
   }
 }
 
-/** One `up` per data dir: another live one there is a conflict (exit 4), said before anything starts. */
-function refuseRunningCluster(dataDir: string): void {
-  const existing = readEndpoints(dataDir);
-  if (existing?.pid && existing.pid !== process.pid && pidAlive(existing.pid))
-    throw new ConflictError(
-      'CLUSTER_RUNNING',
-      `a cluster started by \`storctl up\` (pid ${existing.pid}) already runs in ${dataDir} (REST ${existing.rest})`,
-      { suggestions: ['stop it with Ctrl-C (or kill that pid), or pass another --data-dir'] },
-    );
+/** Those of `roles` (name, pid) whose process still runs a storctl daemon. */
+async function liveRoles(roles: [string, number][]): Promise<[string, number][]> {
+  const live: [string, number][] = [];
+  for (const [name, pid] of roles) {
+    if (!Number.isSafeInteger(pid) || !(await isSameProcessAlive(pid))) continue;
+    const argv = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (argv.split('\0').includes('daemon')) live.push([name, pid]);
+  }
+  return live;
 }
 
-/**
- * `storctl up`: three io-engines and core on one store, each its own `storctl daemon <role>`
- * process as on separate machines; one pool per node; endpoints published for flagless commands.
- */
 export async function up(o: UpOptions): Promise<UpCluster> {
   const runs = (r: RoleName) => !o.roles || o.roles.has(r);
   const isRoot = process.getuid?.() === 0;
@@ -154,7 +192,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
       { suggestions: ['run `storctl up` as root, or leave csi-node and ha-node out of --roles'] },
     );
   mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
-  refuseRunningCluster(o.dataDir);
+  const claim = await claimDataDir(o);
   const nodes = `${o.nodes} io-engine(s)`;
   o.say(
     o.roles
@@ -210,6 +248,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     const file = endpointsFile(o.dataDir);
     if (existsSync(file) && JSON.parse(readFileSync(file, 'utf8')).pid === process.pid)
       rmSync(file, { force: true });
+    await claim.release();
   };
   /**
    * endpoints.json, rewritten whenever a role comes back with another address. One write at a

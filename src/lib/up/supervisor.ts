@@ -30,7 +30,8 @@ export class RoleProcess {
     this.log = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
     this.child = spawn(process.execPath, [bin, ...args], {
       env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // The IPC channel tells the role when `up` is gone, even by SIGKILL: it then stops (lib/command.ts).
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       // A process group of its own: a terminal's Ctrl-C reaches `up` alone, which stops the roles
       // in order (all at once, a nexus would see its remote children die first).
       detached: true,

@@ -24,10 +24,15 @@ export class UpHome {
       ['up', '--rest', '127.0.0.1:0', '--pool-capacity', '1GiB', ...extra],
       this.env,
     );
-    await waitFor(async () => /^ready: /m.test(up.output) || (await up.failIfExited('storctl up')), {
-      what: 'storctl up ready',
-      timeoutMs: 60_000,
-    });
+    try {
+      await waitFor(async () => /^ready: /m.test(up.output) || (await up.failIfExited('storctl up')), {
+        what: 'storctl up ready',
+        timeoutMs: 60_000,
+      });
+    } catch (err) {
+      await up.kill('SIGINT'); // it stops the roles it started; a test that fails here leaves none
+      throw err;
+    }
     return up;
   }
 

@@ -129,8 +129,14 @@ describe('storctl up --roles (built CLI)', () => {
         'c1',
       ]);
       // endpoints.json names the store and the cluster id: the data dir is all a command needs.
-      expect(up.output).toMatch(
-        new RegExp(`commands find this cluster with: export STORCTL_DATA_DIR=${dataDir}\n`),
+      // (That line comes after the ready line `start` waits for, maybe in a later chunk.)
+      const started = up;
+      await waitFor(
+        () =>
+          started.output.includes(`commands find this cluster with: export STORCTL_DATA_DIR=${dataDir}\n`),
+        {
+          what: 'the line naming the data dir',
+        },
       );
       // Without it a command finds no store at the default place, and says so (it makes none there).
       const lost = await runStorctl(['get', 'nodes'], { env: other.env });
@@ -147,6 +153,9 @@ describe('storctl up --roles (built CLI)', () => {
       up = undefined;
       expect(await stopped.kill('SIGINT')).toBe(0);
     } finally {
+      // Before etcd: stopped without its store, up's roles would each wait out their grace.
+      await up?.kill('SIGINT');
+      up = undefined;
       await etcd.stop();
       rmSync(other.home, { recursive: true, force: true });
     }
