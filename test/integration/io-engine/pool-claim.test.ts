@@ -1,8 +1,13 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { procStat } from '../../../src/lib/mount/processes.js';
 import { liveClaimant } from '../../../src/lib/process-claim.js';
+import { waitFor } from '../../helpers/wait.js';
 import { code, type RunningEngine, startEngine } from './engines.js';
 
 const MiB = 1 << 20;
@@ -58,5 +63,30 @@ describe('io-engine: a pool directory is claimed by one io-engine at a time', ()
     expect(await claimant()).toMatchObject({ pid: second.proc.child.pid });
     // The dead engine's claim is gone with it: one claim file, the live engine's.
     expect((await readdir(poolDir)).filter((f) => f.startsWith('io-engine.claim'))).toHaveLength(1);
+
+    // An io-engine of an earlier version (one `io-engine.pid` file, no generations) that still runs
+    // keeps the pool from this one; once it is gone its file is removed on the next claim.
+    await second.client.exportPool('p1');
+    const earlier = spawn('sleep', ['600'], { stdio: 'ignore' });
+    try {
+      const started = await waitFor(() => procStat(earlier.pid!), { what: 'stand-in running' });
+      const legacy = join(poolDir, 'io-engine.pid');
+      await writeFile(
+        legacy,
+        JSON.stringify({ pid: earlier.pid, startTime: started.startTime, node: 'node-0' }),
+      );
+      expect(await code(second.client.importPool({ name: 'p1' }))).toMatch(
+        new RegExp(
+          `^FAILED_PRECONDITION: .*in use by another io-engine \\(pid ${earlier.pid}, node 'node-0'\\)`,
+        ),
+      );
+      expect((await readdir(poolDir)).filter((f) => f.startsWith('io-engine.claim'))).toEqual([]);
+      earlier.kill('SIGKILL');
+      await once(earlier, 'exit');
+      expect((await second.client.importPool({ name: 'p1' })).name).toBe('p1');
+      expect(existsSync(legacy)).toBe(false);
+    } finally {
+      earlier.kill('SIGKILL');
+    }
   });
 });

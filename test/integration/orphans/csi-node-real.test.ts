@@ -1,8 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { procStat } from '../../../src/lib/mount/processes.js';
 import { stageRequest } from '../../helpers/csi-client.js';
 import { runStorctl, StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
 import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from '../core/cluster.js';
 import { CsiNodeFixture } from '../csi-node/fixture.js';
 
@@ -112,6 +116,38 @@ describe('storctl orphans and a real csi-node left behind', () => {
       `csi-node pid ${node.proc!.child.pid} (unix://${node.socket}) already keeps`,
     );
     expect(node.proc!.running).toBe(true);
+  });
+
+  it('refuses a state directory a live csi-node of an earlier version keeps (its owner in state.json)', {
+    timeout: 60_000,
+  }, async () => {
+    node = new CsiNodeFixture();
+    const earlier = spawn('sleep', ['600'], { stdio: 'ignore' });
+    try {
+      const started = await waitFor(() => procStat(earlier.pid!), { what: 'stand-in running' });
+      mkdirSync(node.stateDir, { recursive: true, mode: 0o700 });
+      const owner = { pid: earlier.pid, pidStartTime: started.startTime, endpoint: 'unix:///earlier.sock' };
+      writeFileSync(join(node.stateDir, 'state.json'), JSON.stringify({ version: 1, owner, volumes: {} }));
+      const second = new StorctlProcess([
+        'daemon',
+        'csi-node',
+        '--endpoint',
+        `unix://${join(node.dir, 'second.sock')}`,
+        '--node-id',
+        'csi-node-2',
+        '--root',
+        node.root,
+        '--state-dir',
+        node.stateDir,
+      ]);
+      expect(await second.wait()).toBe(4);
+      expect(second.output).toContain(`csi-node pid ${earlier.pid} (unix:///earlier.sock) already keeps`);
+      // Refused, it holds no claim: the directory is free once the earlier csi-node is gone.
+      expect(readdirSync(node.stateDir).filter((f) => f.startsWith('csi-node.claim'))).toEqual([]);
+    } finally {
+      earlier.kill('SIGKILL');
+      await once(earlier, 'exit');
+    }
   });
 
   it('finds the staged and published volume of a deleted volume and undoes mounts, loop device, FUSE and proxy', {
