@@ -13,7 +13,7 @@ export default class Up extends StorctlCommand {
   static override stdoutIsOutput = false;
 
   static override description =
-    'run a whole single-machine cluster, each role its own process: core, three io-engines, the block CSI driver (csi-controller, csi-node), HA agents (ha-cluster, ha-node) and the S3 mounter on the embedded store; --roles runs a subset; a role that dies is restarted; Ctrl-C stops everything in order';
+    'run a whole single-machine cluster, each role its own process: core, three io-engines, the block CSI driver (csi-controller, csi-node), HA agents (ha-cluster, ha-node) and the S3 mounter on the embedded store; --roles runs a subset; a role that dies is restarted; Ctrl-C (or SIGTERM, SIGHUP) stops everything in order, and if up itself is killed its roles stop by themselves';
   static override examples = [
     '<%= config.bin %> up',
     '<%= config.bin %> up --data-dir /tmp/storctl-demo --rest 127.0.0.1:0',
