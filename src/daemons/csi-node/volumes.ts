@@ -459,7 +459,13 @@ export class BlockVolumes {
   async expand(volumeId: string, path: string, requiredBytes: number): Promise<number> {
     const v = this.located(volumeId, path);
     if (!v.proxy || !v.device) throw failedPrecondition(`volume ${volumeId} is not fully staged`);
-    const st = await refreshProxy(v.proxy);
+    const st = await refreshProxy(v.proxy).catch((err: Error) => {
+      // Its target is gone or unreachable (unpublished, its node down): retryable, not a fault here.
+      throw new GrpcError(
+        status.UNAVAILABLE,
+        `volume ${volumeId}: its target ${v.target} does not answer, so its new size is unknown (${err.message}); retry once the volume is published and its path is back`,
+      );
+    });
     if (requiredBytes > st.size)
       throw new GrpcError(
         status.OUT_OF_RANGE,

@@ -190,8 +190,9 @@ export class NbdClient implements BlockBackend {
       }
       if (type & 0x80000000) {
         const why = data.toString('utf8') || `error reply 0x${type.toString(16)}`;
+        const name = this.target.exportName;
         throw new Error(
-          type === Rep.ERR_UNKNOWN ? `export '${this.target.exportName}' not found: ${why}` : why,
+          type === Rep.ERR_UNKNOWN && !why.includes(`'${name}'`) ? `export '${name}' not found: ${why}` : why,
         );
       }
     }

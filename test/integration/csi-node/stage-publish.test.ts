@@ -200,6 +200,40 @@ describe('csi-node stage / publish on real filesystems', () => {
       }),
     ).rejects.toMatchObject({ code: 11 });
 
+    // With its target gone (unpublished behind the node's back) the new size cannot be learnt:
+    // UNAVAILABLE, which a CO retries, saying which target does not answer; the data stays.
+    await cluster.rest.unpublishVolume(id);
+    const down = await csi
+      .node('NodeExpandVolume', {
+        volume_id: id,
+        volume_path: staging,
+        capacity_range: { required_bytes: String(512 * MiB) },
+      })
+      .then(
+        () => null,
+        (e: { code: number; details: string }) => e,
+      );
+    expect(down?.code).toBe(14);
+    expect(down?.details).toContain(`volume ${id}: its target ${uri} does not answer`);
+    expect(down?.details).not.toMatch(/not found: export/);
+    // Published again, a repeated stage re-points the path; the expansion then goes through.
+    const again = await cluster.rest.publishVolume(id, {
+      protocol: 'nbd',
+      publish_context: {},
+      node: 'node-1',
+    });
+    await csi.node(
+      'NodeStageVolume',
+      stageRequest({ volumeId: id, staging, uri: again.state.target!.deviceUri, fsType: 'xfs' }),
+    );
+    const res2 = await csi.node<{ capacity_bytes: string }>('NodeExpandVolume', {
+      volume_id: id,
+      volume_path: staging,
+      capacity_range: { required_bytes: String(512 * MiB) },
+    });
+    expect(Number(res2.capacity_bytes)).toBe(512 * MiB);
+    expect(await readFile(join(staging, 'keep.txt'), 'utf8')).toBe('kept across growth\n');
+
     await csi.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     expect(await node.leftovers()).toEqual([]);
   });
