@@ -1,5 +1,5 @@
 import { hasRecord } from '../catalog/cluster.js';
-import type { VolumeSpec } from '../specs/index.js';
+import { activeTarget, isSwitchOverDone, type VolumeSpec } from '../specs/index.js';
 import type { CsiNodeState, CsiNodeVolume } from './csi-node-state.js';
 import type { StoreSnapshot } from './snapshot.js';
 import type { Orphan } from './types.js';
@@ -16,9 +16,29 @@ export function entryParts(v: CsiNodeVolume): string[] {
 }
 
 /**
- * Volumes csi-node still has staged or published on this node though the volume no longer exists,
- * has no active target, or (with `nodeId`) is published to other nodes only.
+ * Why csi-node's entry of `volumeId` is a leftover, or null when it is not: the volume no longer
+ * exists, has no active target, or (with `nodeId`) is published to other nodes only. Not while a
+ * switchover moves the volume's target (`moving`), nor when its VolumeSpec does not decode (a
+ * volume still there). `spec`: the volume's, undefined when there is none.
  */
+export function csiNodeOrphanReason(
+  stateFile: string,
+  volumeId: string,
+  spec: VolumeSpec | 'undecodable' | undefined,
+  moving: boolean,
+  nodeId: string | undefined,
+): string | null {
+  if (moving || spec === 'undecodable') return null;
+  const has = `csi-node (${stateFile}) still has volume ${volumeId}`;
+  if (!spec) return `${has}, which does not exist`;
+  if (!activeTarget(spec)) return `${has}, which is not published`;
+  const acl = spec.target?.frontend?.host_acl ?? [];
+  if (nodeId && acl.length && !acl.some((a) => a.node_name === nodeId))
+    return `${has}, which is published to ${acl.map((a) => a.node_name).join(', ')}, not to ${nodeId}`;
+  return null;
+}
+
+/** The csi-node entries of `state` that are leftovers (csiNodeOrphanReason). */
 export function findCsiNodeOrphans(
   state: CsiNodeState | null,
   snap: StoreSnapshot,
@@ -26,21 +46,16 @@ export function findCsiNodeOrphans(
 ): Orphan[] {
   if (!state) return [];
   const volumes = snap.cluster.specs.VolumeSpec ?? new Map<string, VolumeSpec>();
+  // Mid-switchover a volume has no active target for a moment: HA is moving it, not leaving it.
+  const moving = new Set(
+    snap.switchovers.filter((r) => !isSwitchOverDone(r.value)).map((r) => r.value.volume),
+  );
   const out: Orphan[] = [];
   for (const v of [...state.volumes].sort((a, b) => a.volumeId.localeCompare(b.volumeId))) {
-    const spec = volumes.get(v.volumeId);
-    let reason: string | null = null;
-    if (!spec) {
-      // An undecodable VolumeSpec is a volume still there: its staging is not a leftover.
-      if (hasRecord(snap.cluster, 'VolumeSpec', v.volumeId)) continue;
-      reason = `csi-node (${state.file}) still has volume ${v.volumeId}, which does not exist`;
-    } else if (!spec.target || spec.target.active === false)
-      reason = `csi-node (${state.file}) still has volume ${v.volumeId}, which is not published`;
-    else if (nodeId) {
-      const acl = spec.target.frontend?.host_acl ?? [];
-      if (acl.length && !acl.some((a) => a.node_name === nodeId))
-        reason = `csi-node (${state.file}) still has volume ${v.volumeId}, which is published to ${acl.map((a) => a.node_name).join(', ')}, not to ${nodeId}`;
-    }
+    const spec =
+      volumes.get(v.volumeId) ??
+      (hasRecord(snap.cluster, 'VolumeSpec', v.volumeId) ? ('undecodable' as const) : undefined);
+    const reason = csiNodeOrphanReason(state.file, v.volumeId, spec, moving.has(v.volumeId), nodeId);
     if (!reason) continue;
     out.push({
       kind: 'csi-node-volume',

@@ -1,11 +1,13 @@
 import { hasRecord } from '../catalog/cluster.js';
-import { isStorctlError } from '../errors.js';
+import { DecodeError, isStorctlError } from '../errors.js';
 import { IoEngineClient, IoEngineError } from '../io-engine/client.js';
 import { isSameProcessAlive } from '../mount/processes.js';
 import type { RestClient } from '../rest/client.js';
 import { RestError } from '../rest/errors.js';
+import { decodeRecord, isSwitchOverDone, type VolumeSpec } from '../specs/index.js';
 import { type KeySpace, objectKey } from '../store/keys.js';
 import type { Store } from '../store/types.js';
+import { csiNodeOrphanReason } from './csi-node.js';
 import { cleanCsiNodeEntry, unstageThroughCsiNode } from './csi-node-cleanup.js';
 import type { Findings } from './find.js';
 import { readClaims } from './find.js';
@@ -92,13 +94,10 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
             done('skipped', 'no longer in the csi-node state file');
             break;
           }
-          // Listed because its volume did not exist: it must not exist now either (a volume created
-          // since, with this id, may be staged there and in use).
-          if (
-            !hasRecord(findings.snapshot.cluster, 'VolumeSpec', orphan.id) &&
-            (await stored('VolumeSpec')())
-          ) {
-            done('skipped', 'its volume exists now: left alone');
+          // Still a leftover as the store is now: a volume created since with this id, published
+          // again, or being moved by a switchover may be staged there and in use.
+          if (!(await stillCsiNodeOrphan(orphan, findings.csiNode.file, deps))) {
+            done('skipped', 'its volume is published here again, exists again or is being moved: left alone');
             break;
           }
           const owner = findings.csiNode.owner;
@@ -203,4 +202,31 @@ async function deleteKey(orphan: Orphan, findings: Findings, deps: DeleteDeps, d
   });
   if (res.succeeded) done('deleted', `deleted ${key} from the store`);
   else done('skipped', 'changed meanwhile, or its owner exists again: left alone');
+}
+
+/** csiNodeOrphanReason of the volume as the store holds it now. */
+async function stillCsiNodeOrphan(orphan: Orphan, stateFile: string, deps: DeleteDeps): Promise<boolean> {
+  const kv = await deps.store.get(objectKey(deps.space, 'VolumeSpec', orphan.id));
+  let spec: VolumeSpec | 'undecodable' | undefined;
+  if (kv) {
+    try {
+      const rec = decodeRecord(kv.key, kv.value);
+      spec = rec?.type === 'VolumeSpec' ? rec.value : 'undecodable';
+    } catch (err) {
+      if (!(err instanceof DecodeError)) throw err;
+      spec = 'undecodable';
+    }
+  }
+  const so = await deps.store.get(objectKey(deps.space, 'SwitchOver', orphan.id));
+  let moving = false;
+  if (so) {
+    try {
+      const rec = decodeRecord(so.key, so.value);
+      moving = rec?.type === 'SwitchOver' && !isSwitchOverDone(rec.value);
+    } catch (err) {
+      if (!(err instanceof DecodeError)) throw err;
+      moving = true; // unreadable: it may be running
+    }
+  }
+  return csiNodeOrphanReason(stateFile, orphan.id, spec, moving, orphan.node ?? undefined) !== null;
 }

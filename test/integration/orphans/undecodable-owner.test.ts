@@ -11,7 +11,7 @@ import { findNexusInfoOrphans } from '../../../src/lib/orphans/nexus-info.js';
 import { findReplicaOrphans } from '../../../src/lib/orphans/replicas.js';
 import { readSnapshot } from '../../../src/lib/orphans/snapshot.js';
 import { findSwitchOverOrphans } from '../../../src/lib/orphans/switchovers.js';
-import { nexusInfo, replicaSpec, switchOver } from '../../../src/lib/specs/index.js';
+import { nexusInfo, replicaSpec, switchOver, volumeSpec } from '../../../src/lib/specs/index.js';
 import { nexusInfoKey, objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
@@ -132,8 +132,68 @@ describe('orphans and doctor store with undecodable records', () => {
       },
     );
     expect(outcomes.map((o) => [o.result, o.detail])).toEqual([
-      ['skipped', 'its volume exists now: left alone'],
+      ['skipped', 'its volume is published here again, exists again or is being moved: left alone'],
     ]);
     expect(Object.keys(JSON.parse(readFileSync(stateFile, 'utf8')).volumes)).toEqual([staged]);
+  });
+
+  it('leaves a staged volume alone while a switchover moves it (its target is inactive meanwhile)', async () => {
+    const stateDir = join(dir, 'csi-node-moving');
+    mkdirSync(stateDir);
+    const moving = '77777777-7777-4777-8777-777777777777';
+    const stateFile = join(stateDir, 'state.json');
+    writeFileSync(
+      stateFile,
+      JSON.stringify({ version: 1, volumes: { [moving]: { volumeId: moving, publishes: {} } } }),
+      { mode: 0o600 },
+    );
+    await store.put(objectKey(space, 'VolumeSpec', moving), volumeSpec.encode(createdVolumeSpec(moving)));
+    const find = () =>
+      findOrphans({
+        store,
+        space,
+        engineTimeoutMs: 1000,
+        switchoverGraceMs: 3_600_000,
+        csiNodeStateDir: stateDir,
+        kube: null,
+      });
+    // Unpublished and no switchover: a leftover.
+    const found = await find();
+    expect(found.orphans.filter((o) => o.kind === 'csi-node-volume').map((o) => o.reason)).toEqual([
+      `csi-node (${stateFile}) still has volume ${moving}, which is not published`,
+    ]);
+    // Meanwhile ha-cluster starts moving its target: deleting now would unmount a volume in use.
+    await store.put(
+      objectKey(space, 'SwitchOver', moving),
+      switchOver.encode({
+        callback_uri: '',
+        node_name: 'node-1',
+        volume: moving,
+        operation: { operation: 'RepublishVolume', result: null },
+        timestamp: new Date().toISOString(),
+        existing_nqn: '',
+        new_path: null,
+        retry_count: 0,
+        reuse_existing: false,
+        publish_context: null,
+      }),
+    );
+    const outcomes = await deleteOrphans(
+      { ...found, orphans: found.orphans.filter((o) => o.kind === 'csi-node-volume') },
+      {
+        store,
+        space,
+        rest: () => {
+          throw new Error('core is not asked');
+        },
+        kube: null,
+        csiNodeRoots: [dir],
+        engineTimeoutMs: 1000,
+      },
+    );
+    expect(outcomes.map((o) => o.result)).toEqual(['skipped']);
+    expect(Object.keys(JSON.parse(readFileSync(stateFile, 'utf8')).volumes)).toEqual([moving]);
+    // Nor is it listed while the switchover runs.
+    expect((await find()).orphans.filter((o) => o.kind === 'csi-node-volume')).toEqual([]);
   });
 });
