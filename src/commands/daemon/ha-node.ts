@@ -60,6 +60,12 @@ A path is probed with one read through the volume's path proxy; it is Failed aft
       default: HA_NODE_DEFAULTS.retransmitMs,
       positive: true,
     }),
+    'report-again': durationFlag({
+      description:
+        'how often a path that stays Failed is reported again: its switchover may have ended Errored (the volume was not published, say), and once it is published again the path is re-pointed',
+      default: HA_NODE_DEFAULTS.reportAgainMs,
+      positive: true,
+    }),
   };
 
   async run(): Promise<void> {
@@ -82,6 +88,7 @@ A path is probed with one read through the volume's path proxy; it is Failed aft
       failAfter: flags['fail-after'],
       aggregateMs: HA_NODE_DEFAULTS.aggregateMs,
       retransmitMs: flags['retransmit-period'],
+      reportAgainMs: flags['report-again'],
       registerMs: HA_NODE_DEFAULTS.registerMs,
       logLevel: this.globals.logLevel === 'warn' ? 'info' : this.globals.logLevel,
     });

@@ -60,6 +60,13 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
     return engine;
   };
 
+  /** Whether core serves a target for the volume (true when core cannot say: let the switchover find out). */
+  const isPublished = (volume: string) =>
+    rest.getVolume(volume).then(
+      (v) => !!v.spec.target && !!v.state.target?.deviceUri,
+      (err) => !(err instanceof RestError && err.kind === 'NotFound'),
+    );
+
   const switchover = (
     call: grpc.ServerWritableStream<{ volume_id?: string; to_node?: string }, SwitchoverProgress>,
   ) => {
@@ -158,6 +165,15 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
                 ? grpc.status.ALREADY_EXISTS
                 : grpc.status.FAILED_PRECONDITION,
               `a switchover of volume ${p.volume_id} is at ${stage}`,
+            );
+            continue;
+          }
+          // Reported again after its switchover ended Errored: a new one can re-point the path once
+          // the volume has a target again, not before (it would only end Errored once more).
+          if (eng.errored(p.volume_id) && !(await isPublished(p.volume_id))) {
+            no(
+              grpc.status.FAILED_PRECONDITION,
+              `volume ${p.volume_id} is not published: its path is re-pointed once it is published again`,
             );
             continue;
           }

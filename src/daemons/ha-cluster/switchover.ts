@@ -101,6 +101,12 @@ export class SwitchoverEngine {
     return n;
   }
 
+  /** Whether the volume's last switchover ended Errored (its record stays until replaced or cancelled). */
+  errored(volume: string): boolean {
+    const e = this.entries.get(volume);
+    return !!e && stageName(stageOf(e.rec.spec)) === 'Errored';
+  }
+
   /** Active (not finished) switchover of the volume, if any. */
   active(volume: string): Entry | undefined {
     const e = this.entries.get(volume);

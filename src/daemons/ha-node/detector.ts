@@ -9,18 +9,25 @@ interface Tracked {
   failures: number;
   lastError: string;
   checkedAt: number;
+  /** When it was last handed out as Failed (to be reported). */
+  reportedAt: number;
 }
 
 /**
  * The node agent's view of its paths (Mayastor's detector, docs/mayastor-compat.md §3.3): each
  * check, a path that answered is Good; one that did not is Suspected, then Failed after
- * `failAfter` consecutive misses — reported once. A path whose target changed (re-pointed) starts
- * over as Good; paths no longer attached are forgotten.
+ * `failAfter` consecutive misses — reported, and reported again every `reportAgainMs` while it
+ * stays Failed (the switchover it started may have ended Errored: a later one can still re-point
+ * it). A path whose target changed (re-pointed) starts over as Good; paths no longer attached are
+ * forgotten.
  */
 export class PathDetector {
   private readonly paths = new Map<string, Tracked>();
 
-  constructor(private readonly failAfter: number) {}
+  constructor(
+    private readonly failAfter: number,
+    private readonly reportAgainMs = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Apply one round of probes; returns the paths that just became Failed. */
   update(probed: NodePath[], now = Date.now()): Tracked[] {
@@ -37,6 +44,7 @@ export class PathDetector {
           failures: 0,
           lastError: '',
           checkedAt: now,
+          reportedAt: 0,
         };
         this.paths.set(p.volume_id, t);
       }
@@ -50,9 +58,16 @@ export class PathDetector {
       }
       t.failures++;
       t.lastError = p.error;
-      if (t.state === 'Failed') continue;
+      if (t.state === 'Failed') {
+        if (now - t.reportedAt >= this.reportAgainMs) {
+          t.reportedAt = now;
+          failed.push({ ...t });
+        }
+        continue;
+      }
       if (t.failures >= this.failAfter) {
         t.state = 'Failed';
+        t.reportedAt = now;
         failed.push({ ...t });
       } else t.state = 'Suspected';
     }

@@ -25,6 +25,8 @@ export interface HaNodeConfig {
   failAfter: number;
   aggregateMs: number;
   retransmitMs: number;
+  /** How often a path that stays Failed is reported again (its switchover may have ended Errored). */
+  reportAgainMs: number;
   /** Re-registration period (a restarted ha-cluster forgot this node). */
   registerMs: number;
   logLevel?: string;
@@ -36,6 +38,7 @@ export const HA_NODE_DEFAULTS = {
   failAfter: 2,
   aggregateMs: 50,
   retransmitMs: 2000,
+  reportAgainMs: 30_000,
   registerMs: 5000,
 };
 
@@ -53,7 +56,7 @@ export async function start(config: HaNodeConfig): Promise<HaNodeDaemon> {
   const log = createLogger('ha-node', config.logLevel);
   const paths = new NodePathsClient(config.csiNode);
   const clusters = config.clusters.map((c) => new HaClusterClient(c));
-  const detector = new PathDetector(config.failAfter);
+  const detector = new PathDetector(config.failAfter, config.reportAgainMs);
   let endpoint = '';
   const reporter = new Reporter({
     node: config.nodeId,

@@ -18,6 +18,8 @@ export const FAST_HA_NODE_FLAGS = [
   '2',
   '--retransmit-period',
   '500ms',
+  '--report-again',
+  '1s',
 ];
 
 /** Wait for a daemon's `<what> listening on HOST:PORT` line and return HOST:PORT. */

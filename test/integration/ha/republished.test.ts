@@ -1,0 +1,90 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HaNodeClient } from '../../../src/lib/ha/clients.js';
+import { switchOver } from '../../../src/lib/specs/index.js';
+import { objectKey } from '../../../src/lib/store/keys.js';
+import { openStore } from '../../../src/lib/store/open.js';
+import type { Store } from '../../../src/lib/store/types.js';
+import { waitFor } from '../../helpers/wait.js';
+import type { TestCluster } from '../core/cluster.js';
+import { HaRig } from './fixture.js';
+
+/**
+ * A staged volume unpublished behind the node's back (a CO detaching a node it thought dead, an
+ * operator's `volume unpublish`): its path fails, and the switchover it starts ends Errored, as
+ * there is no target to move. Once the volume is published again the path is re-pointed to the new
+ * target, because the ha-node reports a path that stays Failed again: the mounted filesystem comes
+ * back, not stuck for good. Until then no new switchover is recorded for every report.
+ */
+describe('HA: a staged volume unpublished, then published again', () => {
+  let rig: HaRig;
+  let cluster: TestCluster;
+  let store: Store;
+  beforeAll(async () => {
+    rig = await HaRig.start({ engines: 2 });
+    cluster = rig.cluster;
+    store = await openStore(cluster.storeUrl);
+  }, 120_000);
+  afterAll(async () => {
+    await store?.close();
+    await rig?.stop();
+  }, 120_000);
+
+  const stageOf = async (id: string) => {
+    const key = objectKey(cluster.space, 'SwitchOver', id);
+    const kv = await store.get(key);
+    if (!kv) return null;
+    const op = switchOver.decode(key, kv.value).operation?.operation;
+    return typeof op === 'string' ? op : op ? 'Errored' : null;
+  };
+  const started = async (id: string) =>
+    (await cluster.events()).filter((e) => e.includes(`"id":"${id}","action":"SwitchOverStarted"`)).length;
+
+  it('the path is re-pointed once the volume is published again; no switchover per report meanwhile', {
+    timeout: 120_000,
+  }, async () => {
+    const vol = await rig.published('node-1');
+    const staging = await rig.stage(vol);
+    writeFileSync(join(staging, 'before.txt'), 'written before\n');
+    expect(spawnSync('sync', ['-f', join(staging, 'before.txt')]).status).toBe(0);
+
+    await cluster.rest.unpublishVolume(vol.id);
+    await waitFor(async () => (await stageOf(vol.id)) === 'Errored', {
+      what: 'the switchover of the unpublished volume to end Errored',
+      timeoutMs: 30_000,
+    });
+    // Reported again (every second here) while unpublished: answered, but no new switchover.
+    const haNode = new HaNodeClient(rig.haNode.endpoint);
+    const path = async () => (await haNode.getPaths()).paths.find((p) => p.volume_id === vol.id);
+    const firstReport = Number((await path())?.checked_at_ms);
+    await waitFor(async () => Number((await path())?.checked_at_ms) > firstReport + 3000, {
+      what: 'three report periods to pass',
+    });
+    expect(await started(vol.id)).toBe(1);
+
+    const again = await cluster.rest.publishVolume(vol.id, {
+      protocol: 'nbd',
+      publish_context: {},
+      node: 'node-2',
+      frontend_node: 'csi-node-1',
+    });
+    const uri = again.state.target!.deviceUri;
+    await waitFor(
+      async () => {
+        const p = await path();
+        return p?.target_uri === uri && p.state === 'Good';
+      },
+      { what: 'the path re-pointed to the new target', timeoutMs: 30_000 },
+    );
+    // That switchover succeeded (its record is removed then).
+    expect([null, 'Successful']).toContain(await stageOf(vol.id));
+    expect(await started(vol.id)).toBe(2);
+    // The filesystem serves again: old data reads back, a new file reaches the target.
+    expect(readFileSync(join(staging, 'before.txt'), 'utf8')).toBe('written before\n');
+    writeFileSync(join(staging, 'after.txt'), 'written after\n');
+    expect(spawnSync('sync', ['-f', join(staging, 'after.txt')], { timeout: 20_000 }).status).toBe(0);
+    haNode.close();
+  });
+});
