@@ -1,4 +1,5 @@
 import { probePath } from '../../lib/mount/health.js';
+import { mountsAt, readMountTable } from '../../lib/mount/mountinfo.js';
 import { isMountPoint } from '../../lib/mount/unmount.js';
 import { attacherFor } from './attacher.js';
 import { proxyStatus } from './proxy.js';
@@ -31,6 +32,8 @@ export async function volumeHealth(v: StagedVolume): Promise<VolumeHealth> {
         abnormal: true,
         message: `${v.stagingPath} does not answer (${'code' in p ? p.code : p.state})`,
       };
+    const readOnly = await wentReadOnly(v);
+    if (readOnly) return { abnormal: true, message: readOnly };
   }
   if (!st.connected)
     return {
@@ -44,4 +47,18 @@ export async function volumeHealth(v: StagedVolume): Promise<VolumeHealth> {
       message: `writes failed for want of space at ${new Date(st.noSpaceAt).toISOString()}: a pool holding the volume's replicas is full (see storctl get pools and storctl describe volume)`,
     };
   return { abnormal: false, message: `served through ${st.target}` };
+}
+
+/**
+ * Why a filesystem staged read-write is read-only now, or null: ext4 turns itself read-only after
+ * I/O errors (its path was down longer than the path timeout), and stays so while mounted. Reads
+ * still work, so nothing else here notices; every write fails.
+ */
+async function wentReadOnly(v: StagedVolume): Promise<string | null> {
+  if (v.mountFlags.includes('ro') || v.accessMode.endsWith('READER_ONLY')) return null;
+  const mount = mountsAt(await readMountTable(), v.stagingPath).at(-1);
+  if (!mount) return null;
+  const options = new Set([...mount.mountOptions, ...mount.superOptions]);
+  if (!options.has('ro') && !options.has('emergency_ro')) return null;
+  return `the ${mount.fsType} filesystem at ${v.stagingPath} went read-only${options.has('emergency_ro') ? ' after I/O errors (emergency_ro)' : ''}: writes fail; unpublish and unstage the volume, then stage it again to repair it`;
 }

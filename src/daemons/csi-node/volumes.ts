@@ -10,6 +10,7 @@ import { type Attacher, attacherFor } from './attacher.js';
 import { Freezer } from './freeze.js';
 import {
   bindMount,
+  checkExt4,
   deviceSize,
   type FsType,
   fsTypeOf,
@@ -191,6 +192,8 @@ export class BlockVolumes {
             `volume ${r.volumeId} already holds a ${found} filesystem; the request asks for ${r.fsType}`,
           );
         }
+        const readOnly = r.mountFlags.includes('ro') || r.accessMode.endsWith('READER_ONLY');
+        if (found === 'ext4' && !readOnly) await checkExt4(v.device.device);
         // A volume grown while it was not staged (or whose ext4 could not grow online): grow it now.
         if (found === 'ext4' && (await growExt4Offline(v.device.device)))
           this.cfg.log.info({ volumeId: r.volumeId }, 'ext4 grown to the device size before mounting');

@@ -224,4 +224,37 @@ describe('csi-node restarts and broken paths', () => {
     await n.csi!.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
     expect(await n.leftovers()).toEqual([]);
   });
+
+  it('ext4 gone read-only after errors: reported abnormal, a repeated stage + publish repairs it (e2fsck), data kept', {
+    timeout: 120_000,
+  }, async () => {
+    const { n, id, uri, staging, target } = await setup();
+    // What ext4 does after I/O errors (its journal aborted when its path was down past the
+    // timeout), made to happen at once: an error reported through the filesystem's own sysfs knob.
+    const device = (await state(n)).volumes[id].device.device;
+    await exec('mount', ['-o', 'remount,errors=remount-ro', staging]);
+    await writeFile(`/sys/fs/ext4/${device.replace('/dev/', '')}/trigger_fs_error`, 'storctl test\n');
+    const ro = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+    expect(ro.volume_condition.abnormal).toBe(true);
+    expect(ro.volume_condition.message).toContain(`the ext4 filesystem at ${staging} went read-only`);
+    await expect(writeFile(join(target, 'refused.txt'), 'x')).rejects.toMatchObject({ code: 'EROFS' });
+    // A new publish of a broken volume is refused until it is staged again.
+    await expect(
+      n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target: `${target}-2` })),
+    ).rejects.toMatchObject({ code: 14 });
+
+    await n.csi!.node('NodeStageVolume', stageRequest({ volumeId: id, staging, uri }));
+    await n.csi!.node('NodePublishVolume', publishRequest({ volumeId: id, staging, target }));
+    const stats = await n.csi!.node<Stats>('NodeGetVolumeStats', { volume_id: id, volume_path: target });
+    expect(stats.volume_condition.abnormal).toBe(false);
+    expect(await readFile(join(target, 'before.txt'), 'utf8')).toBe('written before\n');
+    await writeSynced(join(target, 'after.txt'), 'written after the repair\n');
+    // e2fsck cleared the error the filesystem recorded.
+    const { stdout } = await exec('dumpe2fs', ['-h', (await state(n)).volumes[id].device.device]);
+    expect(stdout).toMatch(/^Filesystem state:\s+clean$/m);
+
+    await n.csi!.node('NodeUnpublishVolume', { volume_id: id, target_path: target });
+    await n.csi!.node('NodeUnstageVolume', { volume_id: id, staging_target_path: staging });
+    expect(await n.leftovers()).toEqual([]);
+  });
 });
