@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Flags } from '@oclif/core';
 import { collectBundle } from '../lib/bundle/collect.js';
 import { Redactor } from '../lib/bundle/redact.js';
@@ -11,7 +11,7 @@ import { defaultDataDir } from '../lib/paths.js';
 
 export default class Dump extends StorctlCommand {
   static override description = `write a support bundle: a tar.gz named with the UTC time, secrets redacted
-It holds: store/dump.jsonl (every key of the cluster, as \`store dump\` writes it, redacted: not a backup, \`store dump\` makes those); get/*.json (nodes, pools, volumes, replicas, nexuses, snapshots, switchovers, events, as \`get … -o json\`); doctor/store.json and doctor/mounts.json; orphans.json (what nothing owns, as \`orphans -o json\` reports it: nothing is deleted); versions.json (storctl, node, platform, the running io-engines); endpoints.json (what \`storctl up\` publishes); logs/ (the last --log-lines lines of every role's log in the data dir, and of the mounter's FUSE daemons); mounter/mounts.json (mount records); manifest.json (each part, or why it is missing: a part that cannot be collected never stops the bundle).
+It holds: store/dump.jsonl (every key of the cluster, as \`store dump\` writes it, redacted: not a backup, \`store dump\` makes those); get/*.json (nodes, pools, volumes, replicas, nexuses, snapshots, switchovers, events, as \`get … -o json\`); doctor/store.json and doctor/mounts.json; orphans.json (what nothing owns, as \`orphans -o json\` reports it: nothing is deleted); versions.json (storctl, node, platform, the running io-engines); endpoints.json (what \`storctl up\` publishes); logs/ (the last --log-lines lines of every role's log in the data dir, and of the mounter's FUSE daemons); mounter/mounts.json (mount records); csi-node/state.json and owner.json (what csi-node staged, and the process keeping it) with logs/csi-node-proxy/ (each staged volume's path-proxy log); manifest.json (each part, or why it is missing: a part that cannot be collected never stops the bundle).
 Redacted everywhere: the values of the environment's secret variables (AWS_SECRET_ACCESS_KEY, …) and of the mounter's credential files (which are never copied), fields and variables named like secrets, and AWS access key ids. Works with every daemon down (the store must answer for the store, get and doctor parts).`;
 
   static override examples = [
@@ -33,6 +33,11 @@ Redacted everywhere: the values of the environment's secret variables (AWS_SECRE
       description: "the mounter's state directory (its FUSE daemon logs and mount records)",
       env: 'STORCTL_MOUNTER_STATE_DIR',
     }),
+    'csi-node-state': Flags.string({
+      description:
+        "csi-node's state directory: its state file and each staged volume's path-proxy log go in (default: the data dir's csi-node directory)",
+      env: 'STORCTL_CSI_NODE_STATE_DIR',
+    }),
     'log-lines': Flags.integer({ description: 'lines kept from the end of each log', default: 5000, min: 1 }),
     'command-timeout': durationFlag({
       description: 'how long each listing or check in the bundle may take',
@@ -45,6 +50,7 @@ Redacted everywhere: the values of the environment's secret variables (AWS_SECRE
     const { flags } = await this.parse(Dump);
     const dataDir = flags['data-dir'] ?? defaultDataDir();
     const mounterStateDir = flags['mounter-state-dir'] ?? defaultMounterStateDir();
+    const csiNodeStateDir = flags['csi-node-state'] ?? join(dataDir, 'csi-node');
     const stamp = new Date()
       .toISOString()
       .replace(/\.\d+Z$/, 'Z')
@@ -80,6 +86,7 @@ Redacted everywhere: the values of the environment's secret variables (AWS_SECRE
       space: g.keySpace,
       dataDir,
       mounterStateDir,
+      csiNodeStateDir,
       logLines: flags['log-lines'],
       version: this.config.version,
       redactor,

@@ -6,6 +6,7 @@ import { basename, join } from 'node:path';
 import { dumpStore } from '../catalog/dump.js';
 import { withStore } from '../catalog/with-store.js';
 import { stateLayout } from '../mount/s3-volumes.js';
+import { readCsiNodeState, stateFileOf } from '../orphans/csi-node-state.js';
 import type { KeySpace } from '../store/keys.js';
 import type { Redactor } from './redact.js';
 import type { TarEntry } from './tar.js';
@@ -20,6 +21,8 @@ export interface BundleOptions {
   space: KeySpace;
   dataDir: string;
   mounterStateDir: string;
+  /** csi-node's state directory: its state file and each staged volume's path-proxy log go in. */
+  csiNodeStateDir: string;
   /** Lines kept from the end of each log. */
   logLines: number;
   version: string;
@@ -79,7 +82,8 @@ export async function collectBundle(root: string, o: BundleOptions): Promise<Tar
   if ([0, 10, 11].includes(doctor.code)) add('doctor/store.json', doctor.stdout);
   else miss('doctor/store.json', `exit ${doctor.code}: ${doctor.stderr.trim()}`);
   // What nothing owns any more, report-only (exit 0 whatever it finds).
-  const orphans = await run(['orphans', '-o', 'json']);
+  const csiNodeState = existsSync(o.csiNodeStateDir) ? ['--csi-node-state', o.csiNodeStateDir] : [];
+  const orphans = await run(['orphans', '-o', 'json', ...csiNodeState]);
   if (orphans.code === 0) add('orphans.json', orphans.stdout);
   else miss('orphans.json', `exit ${orphans.code}: ${orphans.stderr.trim()}`);
   const mounts = await runSelf(
@@ -120,6 +124,24 @@ export async function collectBundle(root: string, o: BundleOptions): Promise<Tar
   // Mount records (never the credential files next to them).
   const mountsFile = stateLayout(o.mounterStateDir).stateFile;
   if (existsSync(mountsFile)) add(`mounter/${basename(mountsFile)}`, await readFile(mountsFile, 'utf8'));
+
+  // What csi-node staged (and which process keeps it), and why each path proxy did what it did.
+  try {
+    const csiNode = await readCsiNodeState(o.csiNodeStateDir);
+    if (!csiNode)
+      miss('csi-node/state.json', `no ${stateFileOf(o.csiNodeStateDir)}: no csi-node keeps that directory`);
+    else {
+      add('csi-node/state.json', await readFile(csiNode.file, 'utf8'));
+      add('csi-node/owner.json', `${JSON.stringify(csiNode.owner ?? null, null, 2)}\n`);
+      for (const v of csiNode.volumes) {
+        const log = v.dir ? join(v.dir, 'proxy.log') : '';
+        if (log && existsSync(log))
+          add(`logs/csi-node-proxy/${v.volumeId}.log`, await tailLines(log, o.logLines));
+      }
+    }
+  } catch (err) {
+    miss('csi-node/state.json', (err as Error).message);
+  }
 
   entries.push({
     name: `${root}/manifest.json`,

@@ -108,6 +108,19 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
       JSON.stringify({ children: [], clean_shutdown: true }),
     );
     await store.close();
+    // csi-node's state (as `up` keeps it in the data dir): the volume staged, its proxy's log.
+    const volumeDir = join(dataDir, 'csi-node', 'v', volume);
+    mkdirSync(volumeDir, { recursive: true });
+    writeFileSync(join(volumeDir, 'proxy.log'), '{"msg":"path proxy ready"}\n{"msg":"reconnecting"}\n');
+    writeFileSync(
+      join(dataDir, 'csi-node', 'state.json'),
+      JSON.stringify({
+        version: 1,
+        volumes: {
+          [volume]: { volumeId: volume, dir: volumeDir, stagingPath: '/nowhere/globalmount', publishes: {} },
+        },
+      }),
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -173,6 +186,9 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
       'versions.json',
       'logs/mounter.log',
       'mounter/mounts.json',
+      'csi-node/state.json',
+      'csi-node/owner.json',
+      `logs/csi-node-proxy/${volume}.log`,
       'manifest.json',
     ])
       expect(names, part).toContain(part);
@@ -187,9 +203,13 @@ describe('storctl dump (built CLI, after an S3 publish with credentials)', () =>
         expect.objectContaining({ check: 'volume-without-replicas', subject: `VolumeSpec/${volume}` }),
       ]),
     );
+    // The orphans report reads the data dir's csi-node state too (given by flag, not environment).
     expect(JSON.parse(tree.get('orphans.json')!)).toMatchObject([
       { kind: 'nexus-info', id: deletedNexus, volume: deletedVolume },
+      { kind: 'csi-node-volume', id: volume },
     ]);
+    expect(tree.get(`logs/csi-node-proxy/${volume}.log`)).toContain('reconnecting');
+    expect(JSON.parse(tree.get('csi-node/owner.json')!)).toBeNull();
     expect(JSON.parse(tree.get('versions.json')!)).toMatchObject({ node: process.version, store: storeUrl });
     const manifest = JSON.parse(tree.get('manifest.json')!);
     expect(manifest.parts.find((p: { name: string }) => p.name === 'endpoints.json')).toMatchObject({
