@@ -27,14 +27,14 @@ export class RestError extends StorctlError {
     super(
       `REST_${kind.replace(/[A-Z]/g, (c, i) => (i ? '_' : '') + c).toUpperCase()}`,
       `${kind}: ${message}`,
-      exitCodeOf(kind),
+      exitCodeOf(kind, details),
       { suggestions },
     );
     this.name = 'RestError';
   }
 }
 
-function exitCodeOf(kind: string): ExitCodeValue {
+function exitCodeOf(kind: string, details: string): ExitCodeValue {
   switch (kind) {
     case 'InvalidArgument':
     case 'Deserialize':
@@ -62,6 +62,10 @@ function exitCodeOf(kind: string): ExitCodeValue {
     case 'Timeout':
     case 'DeadlineExceeded':
       return ExitCode.timeout;
+    // Core could not write to the store, or (StoreDirty) an earlier write of the resource is
+    // still being finished: the resource's state forbids the request for now.
+    case 'FailedPersist':
+      return isStoreDirty(details) ? ExitCode.conflict : ExitCode.storeUnavailable;
     default:
       return ExitCode.failure;
   }
@@ -83,9 +87,12 @@ export function nextStep(kind: string, details?: string): string[] {
     case 'Conflict':
       return ['another operation is running on the resource; retry in a moment'];
     case 'FailedPersist':
-      return [
-        'the store write failed or an earlier operation is still pending; retry once core has reconciled it (`storctl events`)',
-      ];
+      return isStoreDirty(details)
+        ? ['core is still finishing an earlier operation on it; retry once that shows in `storctl events`']
+        : [
+            'core could not write to the store: check it (`storctl doctor store`; for etcd, `etcdctl endpoint health`)',
+            'whether the request took effect is unknown: look (`storctl get …`, `storctl events`) before retrying',
+          ];
     case 'ResourceExhausted':
     case 'CapacityLimitExceeded':
       return [
@@ -111,3 +118,6 @@ export function nextStep(kind: string, details?: string): string[] {
       return ['see the core log and `storctl events` for details'];
   }
 }
+
+/** A 507 for a resource whose earlier operation core has not finished persisting (svc-error.ts `dirty`). */
+const isStoreDirty = (details: string | undefined) => !!details?.startsWith('StoreDirty');
