@@ -317,7 +317,12 @@ export class Registry {
       ...(change.deleteKeys ?? []),
     ];
     for (const e of change.events ?? []) puts.push({ key: eventKey(this.space), value: JSON.stringify(e) });
-    await this.writer.write(puts, deletes, change.deletePrefixes);
+    try {
+      await this.writer.write(puts, deletes, change.deletePrefixes);
+    } catch (err) {
+      if (isStoreError(err)) this.adoptPendingCreates(volumes, replicas, nexuses, snapshots);
+      throw err;
+    }
     for (const v of volumes) this.volumes.set(v.uuid, v);
     for (const r of replicas) this.setReplica(r);
     for (const p of pools) this.pools.set(p.id, p);
@@ -329,6 +334,27 @@ export class Registry {
     for (const id of change.deletePools ?? []) this.pools.delete(id);
     for (const id of change.deleteNexuses ?? []) this.nexuses.delete(id);
     for (const id of change.deleteSnapshots ?? []) this.deleteSnapshot(id);
+  }
+
+  /**
+   * After a write whose outcome is unknown (the store did not answer: etcd may still apply it), the
+   * new specs it carried with their Create pending are taken as written. Left out, one that landed
+   * would sit in the store, Creating, unknown to this core until it restarts; taken in, the
+   * dirty-spec reconciler rolls each back once the store answers (its result is unknown), whether
+   * the write landed or not. Specs that existed keep the version this core wrote last: its next
+   * write of them replaces whatever landed.
+   */
+  private adoptPendingCreates(
+    volumes: VolumeSpec[],
+    replicas: ReplicaSpec[],
+    nexuses: NexusSpec[],
+    snapshots: VolumeSnapshot[],
+  ): void {
+    for (const v of volumes) if (v.operation && !this.volumes.has(v.uuid)) this.volumes.set(v.uuid, v);
+    for (const r of replicas) if (r.operation && !this.replicas.has(r.uuid)) this.setReplica(r);
+    for (const n of nexuses) if (n.operation && !this.nexuses.has(n.uuid)) this.nexuses.set(n.uuid, n);
+    for (const s of snapshots)
+      if (s.metadata.operation && !this.snapshots.has(s.spec.uuid)) this.setSnapshot(s);
   }
 
   private indexReplica(r: ReplicaSpec | undefined, add: boolean): void {
@@ -446,3 +472,7 @@ export class Registry {
     });
   }
 }
+
+/** A store write that failed without an answer (core's writer: FailedPersist, 'Store error'). */
+const isStoreError = (err: unknown) =>
+  err instanceof SvcError && err.kind === 'FailedPersist' && err.details === 'Store error';
