@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { switchOver } from '../../../src/lib/specs/index.js';
+import { type KeySpace, objectKey } from '../../../src/lib/store/keys.js';
+import type { Store } from '../../../src/lib/store/types.js';
 import { stageRequest } from '../../helpers/csi-client.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -226,4 +229,13 @@ export class HaRig {
     await this.node.dispose();
     await this.cluster.stop();
   }
+}
+
+/** The stage of the volume's SwitchOver record as stored ('Errored' for an error), null when there is none. */
+export async function switchoverStage(store: Store, space: KeySpace, id: string): Promise<string | null> {
+  const key = objectKey(space, 'SwitchOver', id);
+  const kv = await store.get(key);
+  if (!kv) return null;
+  const op = switchOver.decode(key, kv.value).operation?.operation;
+  return typeof op === 'string' ? op : op ? 'Errored' : null;
 }

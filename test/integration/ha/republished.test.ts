@@ -3,13 +3,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HaNodeClient } from '../../../src/lib/ha/clients.js';
-import { switchOver } from '../../../src/lib/specs/index.js';
-import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { waitFor } from '../../helpers/wait.js';
 import type { TestCluster } from '../core/cluster.js';
-import { HaRig } from './fixture.js';
+import { HaRig, switchoverStage } from './fixture.js';
 
 /**
  * A staged volume unpublished behind the node's back (a CO detaching a node it thought dead, an
@@ -32,13 +30,7 @@ describe('HA: a staged volume unpublished, then published again', () => {
     await rig?.stop();
   }, 120_000);
 
-  const stageOf = async (id: string) => {
-    const key = objectKey(cluster.space, 'SwitchOver', id);
-    const kv = await store.get(key);
-    if (!kv) return null;
-    const op = switchOver.decode(key, kv.value).operation?.operation;
-    return typeof op === 'string' ? op : op ? 'Errored' : null;
-  };
+  const stageOf = (id: string) => switchoverStage(store, cluster.space, id);
   const started = async (id: string) =>
     (await cluster.events()).filter((e) => e.includes(`"id":"${id}","action":"SwitchOverStarted"`)).length;
 
@@ -78,8 +70,10 @@ describe('HA: a staged volume unpublished, then published again', () => {
       },
       { what: 'the path re-pointed to the new target', timeoutMs: 30_000 },
     );
-    // That switchover succeeded (its record is removed then).
-    expect([null, 'Successful']).toContain(await stageOf(vol.id));
+    // That switchover ends Successful (its record is removed then), after DeleteTarget.
+    await waitFor(async () => [null, 'Successful'].includes(await stageOf(vol.id)), {
+      what: 'the switchover to end',
+    });
     expect(await started(vol.id)).toBe(2);
     // The filesystem serves again: old data reads back, a new file reaches the target.
     expect(readFileSync(join(staging, 'before.txt'), 'utf8')).toBe('written before\n');

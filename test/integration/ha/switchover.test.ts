@@ -3,14 +3,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HaClusterClient } from '../../../src/lib/ha/clients.js';
 import { NbdClient } from '../../../src/lib/nbd/client.js';
-import { switchOver } from '../../../src/lib/specs/index.js';
-import { objectKey } from '../../../src/lib/store/keys.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import type { Backend, TestCluster } from '../core/cluster.js';
-import { HaRig, PAUSABLE_CORE_FLAGS, type PublishedVolume } from './fixture.js';
+import { HaRig, PAUSABLE_CORE_FLAGS, type PublishedVolume, switchoverStage } from './fixture.js';
 import { BLOCK, blockOf, DurableWriter } from './writer.js';
 
 const MiB = 1024 * 1024;
@@ -45,13 +43,7 @@ describe.each<Backend>(['embedded', 'etcd'])(
       (await cluster.events())
         .map((e) => JSON.parse(e) as { action: string; id: string })
         .filter((e) => e.action === action && e.id === id);
-    const stageInStore = async (id: string) => {
-      const key = objectKey(cluster.space, 'SwitchOver', id);
-      const kv = await store.get(key);
-      if (!kv) return null;
-      const op = switchOver.decode(key, kv.value).operation?.operation;
-      return typeof op === 'string' ? op : op ? 'Errored' : null;
-    };
+    const stageInStore = (id: string) => switchoverStage(store, cluster.space, id);
 
     it('a forced switchover of a healthy, mounted volume moves its target with no I/O error', {
       timeout: 120_000,

@@ -99,18 +99,7 @@ describe('storctl orphans and a real csi-node left behind', () => {
   it('refuses a second csi-node on a state directory a live one keeps', { timeout: 60_000 }, async () => {
     node = new CsiNodeFixture();
     await node.start();
-    const second = new StorctlProcess([
-      'daemon',
-      'csi-node',
-      '--endpoint',
-      `unix://${join(node.dir, 'second.sock')}`,
-      '--node-id',
-      'csi-node-2',
-      '--root',
-      node.root,
-      '--state-dir',
-      node.stateDir,
-    ]);
+    const second = secondCsiNode(node);
     expect(await second.wait()).toBe(4);
     expect(second.output).toContain(
       `csi-node pid ${node.proc!.child.pid} (unix://${node.socket}) already keeps`,
@@ -128,18 +117,7 @@ describe('storctl orphans and a real csi-node left behind', () => {
       mkdirSync(node.stateDir, { recursive: true, mode: 0o700 });
       const owner = { pid: earlier.pid, pidStartTime: started.startTime, endpoint: 'unix:///earlier.sock' };
       writeFileSync(join(node.stateDir, 'state.json'), JSON.stringify({ version: 1, owner, volumes: {} }));
-      const second = new StorctlProcess([
-        'daemon',
-        'csi-node',
-        '--endpoint',
-        `unix://${join(node.dir, 'second.sock')}`,
-        '--node-id',
-        'csi-node-2',
-        '--root',
-        node.root,
-        '--state-dir',
-        node.stateDir,
-      ]);
+      const second = secondCsiNode(node);
       expect(await second.wait()).toBe(4);
       expect(second.output).toContain(`csi-node pid ${earlier.pid} (unix:///earlier.sock) already keeps`);
       // Refused, it holds no claim: the directory is free once the earlier csi-node is gone.
@@ -193,3 +171,19 @@ describe('storctl orphans and a real csi-node left behind', () => {
     expect(await n.leftovers()).toEqual([]);
   });
 });
+
+/** Another csi-node started on `node`'s state directory (with a socket and node id of its own). */
+function secondCsiNode(node: CsiNodeFixture): StorctlProcess {
+  return new StorctlProcess([
+    'daemon',
+    'csi-node',
+    '--endpoint',
+    `unix://${join(node.dir, 'second.sock')}`,
+    '--node-id',
+    'csi-node-2',
+    '--root',
+    node.root,
+    '--state-dir',
+    node.stateDir,
+  ]);
+}

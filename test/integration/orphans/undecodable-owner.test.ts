@@ -44,21 +44,7 @@ describe('orphans and doctor store with undecodable records', () => {
       nexusInfoKey(space, NEXUS, VOLUME),
       nexusInfo.encode({ children: [{ healthy: true, uuid: REPLICA }], clean_shutdown: false }),
     );
-    await store.put(
-      objectKey(space, 'SwitchOver', VOLUME),
-      switchOver.encode({
-        callback_uri: '',
-        node_name: 'node-1',
-        volume: VOLUME,
-        operation: { operation: 'ReplacePath', result: null },
-        timestamp: new Date().toISOString(),
-        existing_nqn: '',
-        new_path: null,
-        retry_count: 0,
-        reuse_existing: false,
-        publish_context: null,
-      }),
-    );
+    await store.put(objectKey(space, 'SwitchOver', VOLUME), switchOverAt(VOLUME, 'ReplacePath'));
     await store.put(objectKey(space, 'ReplicaSpec', HELD), '{"uuid":"not a replica spec"}');
     // A volume whose one replica spec is (for all the doctor can tell) the undecodable one.
     await store.put(objectKey(space, 'VolumeSpec', WHOLE), JSON.stringify(createdVolumeSpec(WHOLE)));
@@ -67,6 +53,22 @@ describe('orphans and doctor store with undecodable records', () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
+
+  /** `orphans --delete` of the csi-node leftovers found (core is never asked for those). */
+  const deleteCsiNodeOrphans = (found: Awaited<ReturnType<typeof findOrphans>>) =>
+    deleteOrphans(
+      { ...found, orphans: found.orphans.filter((o) => o.kind === 'csi-node-volume') },
+      {
+        store,
+        space,
+        rest: () => {
+          throw new Error('core is not asked');
+        },
+        kube: null,
+        csiNodeRoots: [dir],
+        engineTimeoutMs: 1000,
+      },
+    );
 
   it('lists nothing they own or stand for as an orphan, and says they do not decode', async () => {
     const snap = await readSnapshot(store, space);
@@ -118,19 +120,7 @@ describe('orphans and doctor store with undecodable records', () => {
     // Meanwhile a volume with that id is created (and may be staged there, in use).
     await store.put(objectKey(space, 'VolumeSpec', staged), JSON.stringify({ uuid: staged }));
 
-    const outcomes = await deleteOrphans(
-      { ...found, orphans: found.orphans.filter((o) => o.kind === 'csi-node-volume') },
-      {
-        store,
-        space,
-        rest: () => {
-          throw new Error('core is not asked');
-        },
-        kube: null,
-        csiNodeRoots: [dir],
-        engineTimeoutMs: 1000,
-      },
-    );
+    const outcomes = await deleteCsiNodeOrphans(found);
     expect(outcomes.map((o) => [o.result, o.detail])).toEqual([
       ['skipped', 'its volume is published here again, exists again or is being moved: left alone'],
     ]);
@@ -163,37 +153,27 @@ describe('orphans and doctor store with undecodable records', () => {
       `csi-node (${stateFile}) still has volume ${moving}, which is not published`,
     ]);
     // Meanwhile ha-cluster starts moving its target: deleting now would unmount a volume in use.
-    await store.put(
-      objectKey(space, 'SwitchOver', moving),
-      switchOver.encode({
-        callback_uri: '',
-        node_name: 'node-1',
-        volume: moving,
-        operation: { operation: 'RepublishVolume', result: null },
-        timestamp: new Date().toISOString(),
-        existing_nqn: '',
-        new_path: null,
-        retry_count: 0,
-        reuse_existing: false,
-        publish_context: null,
-      }),
-    );
-    const outcomes = await deleteOrphans(
-      { ...found, orphans: found.orphans.filter((o) => o.kind === 'csi-node-volume') },
-      {
-        store,
-        space,
-        rest: () => {
-          throw new Error('core is not asked');
-        },
-        kube: null,
-        csiNodeRoots: [dir],
-        engineTimeoutMs: 1000,
-      },
-    );
+    await store.put(objectKey(space, 'SwitchOver', moving), switchOverAt(moving, 'RepublishVolume'));
+    const outcomes = await deleteCsiNodeOrphans(found);
     expect(outcomes.map((o) => o.result)).toEqual(['skipped']);
     expect(Object.keys(JSON.parse(readFileSync(stateFile, 'utf8')).volumes)).toEqual([moving]);
     // Nor is it listed while the switchover runs.
     expect((await find()).orphans.filter((o) => o.kind === 'csi-node-volume')).toEqual([]);
   });
 });
+
+/** A SwitchOver record of `volume` at `stage`, as ha-cluster stores one. */
+function switchOverAt(volume: string, stage: 'ReplacePath' | 'RepublishVolume'): string {
+  return switchOver.encode({
+    callback_uri: '',
+    node_name: 'node-1',
+    volume,
+    operation: { operation: stage, result: null },
+    timestamp: new Date().toISOString(),
+    existing_nqn: '',
+    new_path: null,
+    retry_count: 0,
+    reuse_existing: false,
+    publish_context: null,
+  });
+}
