@@ -181,6 +181,10 @@ async function liveRoles(roles: [string, number][]): Promise<[string, number][]>
   return live;
 }
 
+/**
+ * `storctl up`: three io-engines and core on one store, each its own `storctl daemon <role>`
+ * process as on separate machines; one pool per node; endpoints published for flagless commands.
+ */
 export async function up(o: UpOptions): Promise<UpCluster> {
   const runs = (r: RoleName) => !o.roles || o.roles.has(r);
   const isRoot = process.getuid?.() === 0;
