@@ -57,6 +57,8 @@ export function findCsiNodeOrphans(
       (hasRecord(snap.cluster, 'VolumeSpec', v.volumeId) ? ('undecodable' as const) : undefined);
     const reason = csiNodeOrphanReason(state.file, v.volumeId, spec, moving.has(v.volumeId), nodeId);
     if (!reason) continue;
+    const undo =
+      'unmount and remove its paths below the csi-node roots, stop its proxy, drop the state entry';
     out.push({
       kind: 'csi-node-volume',
       id: v.volumeId,
@@ -64,7 +66,11 @@ export function findCsiNodeOrphans(
       node: nodeId ?? null,
       pool: null,
       reason,
-      action: 'unmount and remove its paths below the csi-node roots, stop its proxy, drop the state entry',
+      // A volume that still exists may still be a pod's: publishing it again brings its path back.
+      action:
+        spec && spec !== 'undecodable'
+          ? `${undo}; if a pod still uses it, publish the volume again instead (\`storctl volume publish ${v.volumeId}\`): HA, or a repeated NodeStageVolume, re-points its path`
+          : undo,
       paths: entryParts(v),
     });
   }

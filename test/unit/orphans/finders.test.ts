@@ -176,5 +176,10 @@ describe('csi-node finder', () => {
       'published to node-b, not to node-a',
     );
     expect(withNode.find((o) => o.id === ids.gone)?.paths).toEqual([`staged at /k/${ids.gone}`]);
+    // A volume that still exists may still be a pod's: the way back is named beside the undo.
+    expect(withNode.find((o) => o.id === ids.unpublished)?.action).toContain(
+      `if a pod still uses it, publish the volume again instead (\`storctl volume publish ${ids.unpublished}\`)`,
+    );
+    expect(withNode.find((o) => o.id === ids.gone)?.action).not.toContain('publish');
   });
 });
