@@ -81,14 +81,19 @@ export class ConflictError extends StorctlError {
 }
 
 /** A client library's detail, or a plain statement when it has none (never "unreachable: null"). */
-const detailText = (detail: string | null | undefined) => {
-  if (!detail || detail === 'null' || detail === 'undefined')
-    return 'no answer (connection refused, reset or timed out)';
-  // gRPC's deadline text goes on with its internal timings ("…,name resolution: 0.005s,Waiting for
-  // LB pick"): what matters is that nothing answered in time.
+const detailText = (detail: string | null | undefined) =>
+  !detail || detail === 'null' || detail === 'undefined'
+    ? 'no answer (connection refused, reset or timed out)'
+    : plainGrpcDetail(detail);
+
+/**
+ * A gRPC error's text for people: its deadline text goes on with gRPC's internal timings ("…,name
+ * resolution: 0.005s,Waiting for LB pick"), where what matters is that nothing answered in time.
+ */
+export function plainGrpcDetail(detail: string): string {
   const deadline = /^Deadline exceeded after ([\d.]+)s\b/.exec(detail);
   return deadline ? `no answer within ${Number(deadline[1]).toFixed(0)} s` : detail;
-};
+}
 
 /** The store cannot be reached or opened: names the endpoint and what to check. */
 export class StoreUnavailableError extends StorctlError {

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { plainGrpcDetail } from '../errors.js';
 import { loadProto, lookupService } from '../grpc/proto.js';
 import type { BlockDevice } from '../rest/types.js';
 import type {
@@ -159,7 +160,10 @@ export class IoEngineClient {
         this.client,
       );
       fn(request, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: Raw) => {
-        if (err) reject(new IoEngineError(err.code, err.details || err.message, this.endpoint, method));
+        if (err)
+          reject(
+            new IoEngineError(err.code, plainGrpcDetail(err.details || err.message), this.endpoint, method),
+          );
         else resolve(res);
       });
     });

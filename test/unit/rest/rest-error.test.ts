@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExitCode, StoreUnavailableError } from '../../../src/lib/errors.js';
+import { ExitCode, plainGrpcDetail, StoreUnavailableError } from '../../../src/lib/errors.js';
 import { nextStep, RestError } from '../../../src/lib/rest/errors.js';
 
 /** How a CLI command reports what core answered: the exit code a script branches on, the next step. */
@@ -28,5 +28,12 @@ describe('RestError: exit codes and next steps of core answers', () => {
       'Deadline exceeded after 3.001s,name resolution: 0.005s,time to current attempt start: 0.001s,Waiting for LB pick',
     );
     expect(e.message).toBe('store etcd://127.0.0.1:2379 is unreachable: no answer within 3 s');
+    // The same for an io-engine's answer (core names the node in front), and other texts stay.
+    expect(
+      plainGrpcDetail(
+        'Deadline exceeded after 15.001s,name resolution: 0.001s,LB pick: 0.001s,remote_addr=127.0.0.1:40813',
+      ),
+    ).toBe('no answer within 15 s');
+    expect(plainGrpcDetail("pool 'p1' not found")).toBe("pool 'p1' not found");
   });
 });
