@@ -87,7 +87,9 @@ export function snapshotService(deps: Deps) {
               status.ALREADY_EXISTS,
               `snapshot '${name}' (${id}) already exists for volume '${existing.definition.spec.source_volume}'`,
             );
-          return { snapshot: csiSnapshot(existing) };
+          // One an earlier attempt left Creating (it failed part-way) is taken again, as core
+          // allows: answering it as it is would keep the CO waiting for ready_to_use for good.
+          if (existing.definition.metadata.status !== 'Creating') return { snapshot: csiSnapshot(existing) };
         }
         const v = await orNotFound(rest.getVolume(source));
         if (!v) throw notFound(`source volume '${source}' not found`);

@@ -94,6 +94,29 @@ class FreezeServer {
 }
 
 describe('CreateSnapshot, ListSnapshots, DeleteSnapshot, clones', () => {
+  it('a snapshot an attempt left Creating (its io-engine stalled) is taken again by the next CreateSnapshot of its name', {
+    timeout: 90_000,
+  }, async () => {
+    const volume = (await create(createRequest(`pvc-${randomUUID()}`))).volume.volume_id;
+    const node = Object.values((await fx.cluster.rest.getVolume(volume)).state.replica_topology)[0].node!;
+    const engine = fx.cluster.engine(node).proc.child;
+    const name = `snapshot-${randomUUID()}`;
+    engine.kill('SIGSTOP');
+    try {
+      // Core gives up on the io-engine after its request timeout; the record stays Creating.
+      await expect(snap(volume, name)).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
+    } finally {
+      engine.kill('SIGCONT');
+    }
+    const id = name.slice('snapshot-'.length);
+    expect((await fx.cluster.rest.getSnapshot(id)).definition.metadata.status).toBe('Creating');
+    // The CO asks again (it does until ready_to_use): this time the snapshot is taken.
+    const { snapshot } = await snap(volume, name);
+    expect(snapshot).toMatchObject({ snapshot_id: id, source_volume_id: volume, ready_to_use: true });
+    await fx.csi.controller('DeleteSnapshot', { snapshot_id: id });
+    await fx.csi.controller('DeleteVolume', { volume_id: volume });
+  });
+
   it('snapshot-<uuid> keeps its uuid; repeats are idempotent; the same name on another volume is ALREADY_EXISTS', async () => {
     const a = (await create(createRequest(`pvc-${randomUUID()}`, { parameters: { repl: '2' } }))).volume
       .volume_id;
