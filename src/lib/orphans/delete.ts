@@ -4,11 +4,12 @@ import { IoEngineClient, IoEngineError } from '../io-engine/client.js';
 import { isSameProcessAlive } from '../mount/processes.js';
 import type { RestClient } from '../rest/client.js';
 import { RestError } from '../rest/errors.js';
-import { decodeRecord, isSwitchOverDone, type VolumeSpec } from '../specs/index.js';
+import { decodeRecord, isSwitchOverDone, type VolumeSnapshot, type VolumeSpec } from '../specs/index.js';
 import { type KeySpace, objectKey } from '../store/keys.js';
 import type { Store } from '../store/types.js';
 import { csiNodeOrphanReason } from './csi-node.js';
 import { cleanCsiNodeEntry, unstageThroughCsiNode } from './csi-node-cleanup.js';
+import { engineSnapshotOrphanReason } from './engines.js';
 import type { Findings } from './find.js';
 import { readClaims } from './find.js';
 import type { KubeAccess } from './kube/config.js';
@@ -33,6 +34,7 @@ const deleteOrder: OrphanKind[] = [
   'nexus',
   'engine-nexus',
   'replica',
+  'engine-snapshot',
   'engine-replica',
   'nexus-info',
 ];
@@ -83,6 +85,9 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
         case 'engine-replica':
         case 'engine-nexus':
           await onEngine(orphan, findings, deps, done);
+          break;
+        case 'engine-snapshot':
+          await snapshotOnEngine(orphan, findings, deps, done);
           break;
         case 'nexus-info':
         case 'switchover':
@@ -161,6 +166,44 @@ async function onEngine(orphan: Orphan, findings: Findings, deps: DeleteDeps, do
   try {
     if (orphan.kind === 'engine-replica') await client.destroyReplica(orphan.id);
     else await client.destroyNexus(orphan.id);
+    done('deleted', `destroyed on io-engine ${engine.node}`);
+  } catch (err) {
+    if (err instanceof IoEngineError && err.codeName === 'NOT_FOUND') done('skipped', 'already gone');
+    else throw err;
+  } finally {
+    client.close();
+  }
+}
+
+/** A replica snapshot no volume snapshot records, destroyed once the store shows that again. */
+async function snapshotOnEngine(
+  orphan: Orphan,
+  findings: Findings,
+  deps: DeleteDeps,
+  done: Done,
+): Promise<void> {
+  const engine = findings.engines.find((e) => e.node === orphan.node);
+  const held = engine?.snapshots.find((s) => s.uuid === orphan.id);
+  if (!engine || !held) throw new Error(`io-engine ${orphan.node} is no longer listed`);
+  const parent = held.name.split('/')[0];
+  const kv = await deps.store.get(objectKey(deps.space, 'VolumeSnapshot', parent));
+  let owner: VolumeSnapshot | 'undecodable' | undefined;
+  if (kv) {
+    try {
+      const rec = decodeRecord(kv.key, kv.value);
+      owner = rec?.type === 'VolumeSnapshot' ? rec.value : 'undecodable';
+    } catch (err) {
+      if (!(err instanceof DecodeError)) throw err;
+      owner = 'undecodable';
+    }
+  }
+  if (!engineSnapshotOrphanReason(held, engine.node, () => owner)) {
+    done('skipped', `snapshot ${parent} records it now, or an attempt of it is in progress`);
+    return;
+  }
+  const client = new IoEngineClient(engine.endpoint, { deadlineMs: deps.engineTimeoutMs });
+  try {
+    await client.destroyReplicaSnapshot(orphan.id);
     done('deleted', `destroyed on io-engine ${engine.node}`);
   } catch (err) {
     if (err instanceof IoEngineError && err.codeName === 'NOT_FOUND') done('skipped', 'already gone');

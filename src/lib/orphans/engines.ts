@@ -1,7 +1,8 @@
 import { hasRecord } from '../catalog/cluster.js';
 import { parseLiveness } from '../catalog/liveness.js';
 import { readPrefix } from '../catalog/pages.js';
-import { IoEngineClient, type Nexus, type Replica } from '../io-engine/client.js';
+import { IoEngineClient, type Nexus, type Replica, type ReplicaSnapshot } from '../io-engine/client.js';
+import type { VolumeSnapshot } from '../specs/index.js';
 import { type KeySpace, nodeLivenessPrefix } from '../store/keys.js';
 import type { Store } from '../store/types.js';
 import type { StoreSnapshot } from './snapshot.js';
@@ -13,6 +14,7 @@ export interface EngineInventory {
   endpoint: string;
   replicas: Replica[];
   nexuses: Nexus[];
+  snapshots: ReplicaSnapshot[];
 }
 
 /**
@@ -42,8 +44,12 @@ export async function listEngines(
     live.map(async ({ node, endpoint }) => {
       const client = new IoEngineClient(endpoint, { deadlineMs: timeoutMs });
       try {
-        const [replicas, nexuses] = await Promise.all([client.listReplicas(), client.listNexuses()]);
-        engines.push({ node, endpoint, replicas, nexuses });
+        const [replicas, nexuses, snapshots] = await Promise.all([
+          client.listReplicas(),
+          client.listNexuses(),
+          client.listReplicaSnapshots(),
+        ]);
+        engines.push({ node, endpoint, replicas, nexuses, snapshots });
       } catch (err) {
         notes.push({
           source: `io-engine ${node}`,
@@ -56,6 +62,30 @@ export async function listEngines(
   );
   engines.sort((a, b) => a.node.localeCompare(b.node));
   return { engines, notes };
+}
+
+/**
+ * Why a replica snapshot an io-engine holds is a leftover, or null. Core names each one
+ * `<volume snapshot>/<transaction>` and records it in that VolumeSnapshot only once the attempt
+ * commits: one no VolumeSnapshot records, while no attempt of its snapshot is in progress, is left
+ * by an attempt that failed (its io-engine answered too late) or by a snapshot deleted meanwhile.
+ */
+export function engineSnapshotOrphanReason(
+  s: ReplicaSnapshot,
+  node: string,
+  snapshotOf: (uuid: string) => VolumeSnapshot | 'undecodable' | undefined,
+): string | null {
+  const m = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/(\d+)$/.exec(s.name);
+  if (!m) return null; // not one of core's: made by hand, left alone
+  const owner = snapshotOf(m[1]);
+  if (owner === 'undecodable' || owner?.metadata.operation) return null;
+  const recorded = Object.values(owner?.metadata.transactions ?? {}).some((records) =>
+    records.some((r) => r.spec.uuid === s.uuid),
+  );
+  if (recorded) return null;
+  return owner
+    ? `io-engine ${node} holds it (transaction ${m[2]} of snapshot ${m[1]}), but that snapshot does not record it: an attempt that failed left it`
+    : `io-engine ${node} holds it for snapshot ${m[1]}, which does not exist`;
 }
 
 /** Replicas and nexuses io-engines hold with no spec in the store (left by a crash, or made by hand). */
@@ -74,6 +104,19 @@ export function findEngineOrphans(engines: EngineInventory[], snap: StoreSnapsho
         action: `DestroyReplica on io-engine ${e.node} (core cannot: it has no spec)`,
       });
     }
+    for (const s of e.snapshots) {
+      const reason = engineSnapshotOrphanReason(s, e.node, (id) => snapshotOf(snap, id));
+      if (!reason) continue;
+      out.push({
+        kind: 'engine-snapshot',
+        id: s.uuid,
+        volume: null,
+        node: e.node,
+        pool: s.pool,
+        reason,
+        action: `DestroyReplicaSnapshot on io-engine ${e.node} (core cannot: no snapshot records it)`,
+      });
+    }
     for (const n of e.nexuses) {
       if (hasRecord(snap.cluster, 'NexusSpec', n.uuid)) continue;
       out.push({
@@ -88,4 +131,11 @@ export function findEngineOrphans(engines: EngineInventory[], snap: StoreSnapsho
     }
   }
   return out;
+}
+
+/** The VolumeSnapshot of `id` in the store snapshot: 'undecodable' when its record does not decode. */
+function snapshotOf(snap: StoreSnapshot, id: string): VolumeSnapshot | 'undecodable' | undefined {
+  const found = snap.cluster.specs.VolumeSnapshot?.get(id);
+  if (found) return found;
+  return hasRecord(snap.cluster, 'VolumeSnapshot', id) ? 'undecodable' : undefined;
 }

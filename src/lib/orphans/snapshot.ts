@@ -62,6 +62,7 @@ export async function readSnapshot(store: Store, space: KeySpace): Promise<Store
   }
   const cluster = await readCluster(store, space, [
     'ReplicaSpec',
+    'VolumeSnapshot',
     'NexusSpec',
     'VolumeSpec',
     'PoolSpec',

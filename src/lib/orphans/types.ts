@@ -12,6 +12,8 @@ export const orphanKinds = [
   'nexus',
   /** A nexus an io-engine runs with no NexusSpec at all. */
   'engine-nexus',
+  /** A replica snapshot an io-engine holds that no volume snapshot records (a failed attempt's). */
+  'engine-snapshot',
   /** A NexusInfo record of a volume (or nexus) that no longer exists. */
   'nexus-info',
   /** A SwitchOver record of a deleted volume, or a finished one older than the grace. */

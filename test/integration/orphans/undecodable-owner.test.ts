@@ -79,7 +79,9 @@ describe('orphans and doctor store with undecodable records', () => {
     expect(findNexusInfoOrphans(snap)).toEqual([]);
     expect(findSwitchOverOrphans(snap, 0)).toEqual([]);
     const held = { uuid: HELD, pool: 'pool-1' } as Replica;
-    const engines = [{ node: 'node-1', endpoint: '127.0.0.1:1', replicas: [held], nexuses: [] }];
+    const engines = [
+      { node: 'node-1', endpoint: '127.0.0.1:1', replicas: [held], nexuses: [], snapshots: [] },
+    ];
     expect(findEngineOrphans(engines, snap)).toEqual([]);
 
     // (The replica's pool has no PoolSpec here: that finding is true, and beside the point.)
