@@ -92,7 +92,9 @@ const detailText = (detail: string | null | undefined) =>
  */
 export function plainGrpcDetail(detail: string): string {
   const deadline = /^Deadline exceeded after ([\d.]+)s\b/.exec(detail);
-  return deadline ? `no answer within ${Number(deadline[1]).toFixed(0)} s` : detail;
+  if (!deadline) return detail;
+  const s = Number(deadline[1]);
+  return `no answer within ${s < 1 ? `${Math.round(s * 1000)} ms` : `${Math.round(s)} s`} (deadline exceeded)`;
 }
 
 /** The store cannot be reached or opened: names the endpoint and what to check. */

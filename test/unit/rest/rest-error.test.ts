@@ -27,13 +27,18 @@ describe('RestError: exit codes and next steps of core answers', () => {
       'etcd://127.0.0.1:2379',
       'Deadline exceeded after 3.001s,name resolution: 0.005s,time to current attempt start: 0.001s,Waiting for LB pick',
     );
-    expect(e.message).toBe('store etcd://127.0.0.1:2379 is unreachable: no answer within 3 s');
+    expect(e.message).toBe(
+      'store etcd://127.0.0.1:2379 is unreachable: no answer within 3 s (deadline exceeded)',
+    );
     // The same for an io-engine's answer (core names the node in front), and other texts stay.
     expect(
       plainGrpcDetail(
         'Deadline exceeded after 15.001s,name resolution: 0.001s,LB pick: 0.001s,remote_addr=127.0.0.1:40813',
       ),
-    ).toBe('no answer within 15 s');
+    ).toBe('no answer within 15 s (deadline exceeded)');
+    expect(plainGrpcDetail('Deadline exceeded after 0.301s,LB pick: 0.001s')).toBe(
+      'no answer within 301 ms (deadline exceeded)',
+    );
     expect(plainGrpcDetail("pool 'p1' not found")).toBe("pool 'p1' not found");
   });
 });
