@@ -4,7 +4,7 @@ import { IoEngineClient, IoEngineError } from '../io-engine/client.js';
 import { isSameProcessAlive } from '../mount/processes.js';
 import type { RestClient } from '../rest/client.js';
 import { RestError } from '../rest/errors.js';
-import { decodeRecord, isSwitchOverDone, type VolumeSnapshot, type VolumeSpec } from '../specs/index.js';
+import { decodeRecord, isSwitchOverDone, type SpecType, type SpecTypes } from '../specs/index.js';
 import { type KeySpace, objectKey } from '../store/keys.js';
 import type { Store } from '../store/types.js';
 import { csiNodeOrphanReason } from './csi-node.js';
@@ -43,8 +43,8 @@ const deleteOrder: OrphanKind[] = [
  * Remove the orphans found, each checked again right before: through core for replicas, nexuses and
  * volumes (core refuses what became owned meanwhile); from the store directly for NexusInfo and
  * SwitchOver keys (core does not serve them), in a transaction guarded on the key's mod revision and
- * on its owner still being absent; on the io-engine for replicas and nexuses without a spec, once the
- * store shows again that there is none.
+ * on its owner still being absent; on the io-engine for replicas and nexuses without a spec and
+ * replica snapshots no volume snapshot records, once the store shows that again.
  */
 export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promise<DeleteOutcome[]> {
   const outcomes: DeleteOutcome[] = [];
@@ -84,10 +84,8 @@ export async function deleteOrphans(findings: Findings, deps: DeleteDeps): Promi
         }
         case 'engine-replica':
         case 'engine-nexus':
-          await onEngine(orphan, findings, deps, done);
-          break;
         case 'engine-snapshot':
-          await snapshotOnEngine(orphan, findings, deps, done);
+          await onEngine(orphan, findings, deps, done);
           break;
         case 'nexus-info':
         case 'switchover':
@@ -155,17 +153,18 @@ async function viaCore(
 }
 
 async function onEngine(orphan: Orphan, findings: Findings, deps: DeleteDeps, done: Done): Promise<void> {
-  const type = orphan.kind === 'engine-replica' ? 'ReplicaSpec' : 'NexusSpec';
-  if (await deps.store.get(objectKey(deps.space, type, orphan.id))) {
-    done('skipped', `a ${type} exists now`);
-    return;
-  }
   const engine = findings.engines.find((e) => e.node === orphan.node);
   if (!engine) throw new Error(`io-engine ${orphan.node} is no longer listed`);
+  const owned = await ownedNow(orphan, engine, deps);
+  if (owned) {
+    done('skipped', owned);
+    return;
+  }
   const client = new IoEngineClient(engine.endpoint, { deadlineMs: deps.engineTimeoutMs });
   try {
     if (orphan.kind === 'engine-replica') await client.destroyReplica(orphan.id);
-    else await client.destroyNexus(orphan.id);
+    else if (orphan.kind === 'engine-nexus') await client.destroyNexus(orphan.id);
+    else await client.destroyReplicaSnapshot(orphan.id);
     done('deleted', `destroyed on io-engine ${engine.node}`);
   } catch (err) {
     if (err instanceof IoEngineError && err.codeName === 'NOT_FOUND') done('skipped', 'already gone');
@@ -175,42 +174,19 @@ async function onEngine(orphan: Orphan, findings: Findings, deps: DeleteDeps, do
   }
 }
 
-/** A replica snapshot no volume snapshot records, destroyed once the store shows that again. */
-async function snapshotOnEngine(
-  orphan: Orphan,
-  findings: Findings,
-  deps: DeleteDeps,
-  done: Done,
-): Promise<void> {
-  const engine = findings.engines.find((e) => e.node === orphan.node);
-  const held = engine?.snapshots.find((s) => s.uuid === orphan.id);
-  if (!engine || !held) throw new Error(`io-engine ${orphan.node} is no longer listed`);
-  const parent = held.name.split('/')[0];
-  const kv = await deps.store.get(objectKey(deps.space, 'VolumeSnapshot', parent));
-  let owner: VolumeSnapshot | 'undecodable' | undefined;
-  if (kv) {
-    try {
-      const rec = decodeRecord(kv.key, kv.value);
-      owner = rec?.type === 'VolumeSnapshot' ? rec.value : 'undecodable';
-    } catch (err) {
-      if (!(err instanceof DecodeError)) throw err;
-      owner = 'undecodable';
-    }
+/** What the store shows now that owns what an io-engine holds (so it is left alone), or null. */
+async function ownedNow(orphan: Orphan, engine: Findings['engines'][number], deps: DeleteDeps) {
+  if (orphan.kind === 'engine-snapshot') {
+    const held = engine.snapshots.find((s) => s.uuid === orphan.id);
+    if (!held) return 'no longer listed by its io-engine';
+    const parent = held.name.split('/')[0];
+    const owner = await storedNow(deps, 'VolumeSnapshot', parent);
+    return engineSnapshotOrphanReason(held, engine.node, () => owner)
+      ? null
+      : `snapshot ${parent} records it now, or an attempt of it is in progress`;
   }
-  if (!engineSnapshotOrphanReason(held, engine.node, () => owner)) {
-    done('skipped', `snapshot ${parent} records it now, or an attempt of it is in progress`);
-    return;
-  }
-  const client = new IoEngineClient(engine.endpoint, { deadlineMs: deps.engineTimeoutMs });
-  try {
-    await client.destroyReplicaSnapshot(orphan.id);
-    done('deleted', `destroyed on io-engine ${engine.node}`);
-  } catch (err) {
-    if (err instanceof IoEngineError && err.codeName === 'NOT_FOUND') done('skipped', 'already gone');
-    else throw err;
-  } finally {
-    client.close();
-  }
+  const type = orphan.kind === 'engine-replica' ? 'ReplicaSpec' : 'NexusSpec';
+  return (await deps.store.get(objectKey(deps.space, type, orphan.id))) ? `a ${type} exists now` : null;
 }
 
 async function deleteKey(orphan: Orphan, findings: Findings, deps: DeleteDeps, done: Done): Promise<void> {
@@ -249,27 +225,26 @@ async function deleteKey(orphan: Orphan, findings: Findings, deps: DeleteDeps, d
 
 /** csiNodeOrphanReason of the volume as the store holds it now. */
 async function stillCsiNodeOrphan(orphan: Orphan, stateFile: string, deps: DeleteDeps): Promise<boolean> {
-  const kv = await deps.store.get(objectKey(deps.space, 'VolumeSpec', orphan.id));
-  let spec: VolumeSpec | 'undecodable' | undefined;
-  if (kv) {
-    try {
-      const rec = decodeRecord(kv.key, kv.value);
-      spec = rec?.type === 'VolumeSpec' ? rec.value : 'undecodable';
-    } catch (err) {
-      if (!(err instanceof DecodeError)) throw err;
-      spec = 'undecodable';
-    }
-  }
-  const so = await deps.store.get(objectKey(deps.space, 'SwitchOver', orphan.id));
-  let moving = false;
-  if (so) {
-    try {
-      const rec = decodeRecord(so.key, so.value);
-      moving = rec?.type === 'SwitchOver' && !isSwitchOverDone(rec.value);
-    } catch (err) {
-      if (!(err instanceof DecodeError)) throw err;
-      moving = true; // unreadable: it may be running
-    }
-  }
+  const spec = await storedNow(deps, 'VolumeSpec', orphan.id);
+  const so = await storedNow(deps, 'SwitchOver', orphan.id);
+  // An unreadable record of a switchover: it may be running.
+  const moving = so === 'undecodable' || (so !== undefined && !isSwitchOverDone(so));
   return csiNodeOrphanReason(stateFile, orphan.id, spec, moving, orphan.node ?? undefined) !== null;
+}
+
+/** The record of `type`/`id` as the store holds it now: 'undecodable' when it does not decode. */
+async function storedNow<T extends SpecType>(
+  deps: DeleteDeps,
+  type: T,
+  id: string,
+): Promise<SpecTypes[T] | 'undecodable' | undefined> {
+  const kv = await deps.store.get(objectKey(deps.space, type, id));
+  if (!kv) return undefined;
+  try {
+    const rec = decodeRecord(kv.key, kv.value);
+    return rec?.type === type ? (rec.value as SpecTypes[T]) : 'undecodable';
+  } catch (err) {
+    if (!(err instanceof DecodeError)) throw err;
+    return 'undecodable';
+  }
 }
