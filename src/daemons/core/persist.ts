@@ -22,6 +22,17 @@ const MAX_OPS = 120;
  * request order, the last write of a key wins), so concurrent operations share store round trips.
  * Each caller still gets its write's outcome: all of a merged transaction commit or none do.
  */
+/** Details of a store write that failed without an answer: whether it landed is unknown. */
+const STORE_ERROR = 'Store error';
+
+/** The 507 for a store write the store did not answer (it may still land: etcd applies it later). */
+export const storeWriteFailed = (err: Error) =>
+  new SvcError('FailedPersist', `store write failed: ${err.message}`, STORE_ERROR);
+
+/** Whether `err` is such a write (storeWriteFailed), not a refusal such as a lost lease. */
+export const isUnansweredWrite = (err: unknown) =>
+  err instanceof SvcError && err.kind === 'FailedPersist' && err.details === STORE_ERROR;
+
 export class GuardedWriter {
   /** Transactions committed since start. */
   writes = 0;
@@ -131,7 +142,7 @@ export class GuardedWriter {
         success,
       });
     } catch (err) {
-      throw new SvcError('FailedPersist', `store write failed: ${(err as Error).message}`, 'Store error');
+      throw storeWriteFailed(err as Error);
     }
     if (!res.succeeded) {
       if (!this.lostNotified) {

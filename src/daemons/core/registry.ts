@@ -22,7 +22,7 @@ import { type KeySpace, nodeLivenessPrefix, objectKey, typePrefix } from '../../
 import type { Store, Watch } from '../../lib/store/types.js';
 import type { NexusState, PoolState, ReplicaState } from './engine-api.js';
 import { type CoreEvent, eventKey } from './events.js';
-import type { GuardedWriter } from './persist.js';
+import { type GuardedWriter, isUnansweredWrite } from './persist.js';
 import type { NodeView, PoolView } from './scheduler.js';
 import { SpecsByOwner } from './specs-by-owner.js';
 import { busy, notFound, SvcError } from './svc-error.js';
@@ -320,7 +320,7 @@ export class Registry {
     try {
       await this.writer.write(puts, deletes, change.deletePrefixes);
     } catch (err) {
-      if (isStoreError(err)) this.adoptPendingCreates(volumes, replicas, nexuses, snapshots);
+      if (isUnansweredWrite(err)) this.adoptPendingCreates(volumes, replicas, nexuses, snapshots);
       throw err;
     }
     for (const v of volumes) this.volumes.set(v.uuid, v);
@@ -472,7 +472,3 @@ export class Registry {
     });
   }
 }
-
-/** A store write that failed without an answer (core's writer: FailedPersist, 'Store error'). */
-const isStoreError = (err: unknown) =>
-  err instanceof SvcError && err.kind === 'FailedPersist' && err.details === 'Store error';

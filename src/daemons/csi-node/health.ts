@@ -3,7 +3,7 @@ import { mountsAt, readMountTable } from '../../lib/mount/mountinfo.js';
 import { isMountPoint } from '../../lib/mount/unmount.js';
 import { attacherFor } from './attacher.js';
 import { proxyStatus } from './proxy.js';
-import type { StagedVolume } from './state.js';
+import { type StagedVolume, stagedReadOnly } from './state.js';
 
 /** A write the target refused for want of space this recently still makes the volume abnormal. */
 const NO_SPACE_RECENT_MS = 5 * 60_000;
@@ -55,7 +55,7 @@ export async function volumeHealth(v: StagedVolume): Promise<VolumeHealth> {
  * still work, so nothing else here notices; every write fails.
  */
 async function wentReadOnly(v: StagedVolume): Promise<string | null> {
-  if (v.mountFlags.includes('ro') || v.accessMode.endsWith('READER_ONLY')) return null;
+  if (stagedReadOnly(v)) return null;
   const mount = mountsAt(await readMountTable(), v.stagingPath).at(-1);
   if (!mount) return null;
   const options = new Set([...mount.mountOptions, ...mount.superOptions]);

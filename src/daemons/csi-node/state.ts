@@ -38,6 +38,10 @@ export interface StagedVolume {
   stagedAt: string;
 }
 
+/** Whether a volume is staged read-only: asked for with `ro`, or for a reader-only access mode. */
+export const stagedReadOnly = (v: { mountFlags: string[]; accessMode: string }) =>
+  v.mountFlags.includes('ro') || v.accessMode.endsWith('READER_ONLY');
+
 interface StateFile {
   version: 1;
   /** Written by csi-nodes of an earlier version, which kept no claim file: read, never written. */

@@ -30,7 +30,7 @@ import {
   startProxy,
   stopProxy,
 } from './proxy.js';
-import type { NodeState, StagedVolume } from './state.js';
+import { type NodeState, type StagedVolume, stagedReadOnly } from './state.js';
 import { sweepVolumeDir } from './sweep.js';
 
 export interface StageRequest {
@@ -192,8 +192,7 @@ export class BlockVolumes {
             `volume ${r.volumeId} already holds a ${found} filesystem; the request asks for ${r.fsType}`,
           );
         }
-        const readOnly = r.mountFlags.includes('ro') || r.accessMode.endsWith('READER_ONLY');
-        if (found === 'ext4' && !readOnly) await checkExt4(v.device.device);
+        if (found === 'ext4' && !stagedReadOnly(r)) await checkExt4(v.device.device);
         // A volume grown while it was not staged (or whose ext4 could not grow online): grow it now.
         if (found === 'ext4' && (await growExt4Offline(v.device.device)))
           this.cfg.log.info({ volumeId: r.volumeId }, 'ext4 grown to the device size before mounting');

@@ -8,6 +8,7 @@ import { createLogger } from '../../lib/logger.js';
 import { MeteredGrpcServer } from '../../lib/metrics/grpc.js';
 import { RestClient } from '../../lib/rest/client.js';
 import { RestError } from '../../lib/rest/errors.js';
+import type { Volume } from '../../lib/rest/types.js';
 import type { SwitchOverSpec } from '../../lib/specs/index.js';
 import { campaign, type Leadership } from '../../lib/store/election.js';
 import type { KeySpace } from '../../lib/store/keys.js';
@@ -63,7 +64,7 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
   /** Whether core serves a target for the volume (true when core cannot say: let the switchover find out). */
   const isPublished = (volume: string) =>
     rest.getVolume(volume).then(
-      (v) => !!v.spec.target && !!v.state.target?.deviceUri,
+      (v) => servedTarget(v) !== undefined,
       (err) => !(err instanceof RestError && err.kind === 'NotFound'),
     );
 
@@ -86,8 +87,8 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
               throw new GrpcError(grpc.status.NOT_FOUND, `volume ${volume} not found`);
             throw new GrpcError(grpc.status.UNAVAILABLE, `core: ${(err as Error).message}`);
           });
-          const target = v.state.target;
-          if (!v.spec.target || !target?.deviceUri)
+          const target = servedTarget(v);
+          if (!target)
             throw new GrpcError(
               grpc.status.FAILED_PRECONDITION,
               `volume ${volume} is not published: there is no target to move`,
@@ -106,7 +107,7 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
               grpc.status.FAILED_PRECONDITION,
               `volume ${volume} has no healthy replica on a node other than ${target.node}; scale it up first (storctl volume scale)`,
             );
-          const frontend = v.spec.target.frontend_nodes?.[0]?.name ?? '';
+          const frontend = v.spec.target?.frontend_nodes?.[0]?.name ?? '';
           const spec = newRecord(volume, frontend, agents.get(frontend) ?? '', target.deviceUri);
           if (toNode) spec.target_node = toNode;
           entry = (await eng.start(spec)) ?? eng.active(volume);
@@ -265,4 +266,9 @@ function newRecord(volume: string, node: string, callback: string, failedTarget:
     reuse_existing: false,
     publish_context: null,
   };
+}
+
+/** The target core serves for a published volume (with its URI), or undefined when there is none. */
+function servedTarget(v: Volume) {
+  return v.spec.target && v.state.target?.deviceUri ? v.state.target : undefined;
 }

@@ -4,6 +4,7 @@ import { cloneSpec, poolRefName } from '../../../lib/specs/index.js';
 import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
 import { eventKey, makeEvent } from '../events.js';
+import { storeWriteFailed } from '../persist.js';
 import { notFound, SvcError, toSvcError } from '../svc-error.js';
 import { canonicalJson } from './converge.js';
 
@@ -139,7 +140,7 @@ async function updateNode(
           failure: [{ type: 'get', key: registry.writer.leaseGuard.key }],
         })
         .catch((err: Error) => {
-          throw new SvcError('FailedPersist', `store write failed: ${err.message}`, 'Store error');
+          throw storeWriteFailed(err);
         });
       if (res.succeeded) {
         registry.nodes.set(id, cloneSpec(spec));
