@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { RoleLog } from './role-log.js';
 
 /**
  * One `storctl daemon <role>` child of `storctl up`: its output goes to a log file, the first JSON
@@ -8,7 +8,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
  */
 export class RoleProcess {
   readonly child: ChildProcess;
-  private readonly log: WriteStream;
+  private readonly log: RoleLog;
   private readonly exited: Promise<number | null>;
   readonly ready: Promise<Record<string, unknown>>;
   /** Where the role serves /metrics, from its "metrics listening" line (null: not said, or off). */
@@ -27,7 +27,7 @@ export class RoleProcess {
       say: () => {},
     },
   ) {
-    this.log = createWriteStream(logFile, { flags: 'a', mode: 0o600 });
+    this.log = new RoleLog(logFile, (line) => announce.say(`${name}: ${line}`));
     this.child = spawn(process.execPath, [bin, ...args], {
       env,
       // The IPC channel tells the role when `up` is gone, even by SIGKILL: it then stops (lib/command.ts).
@@ -72,11 +72,8 @@ export class RoleProcess {
         const drained = once(this.child, 'close');
         const wait = new Promise((r) => setTimeout(r, 1000).unref());
         void Promise.race([drained, wait])
-          // ...and written to the log file the message names (a write's callback comes after every
-          // write queued before it; a log stop() ended has been written already).
-          .then(
-            () => new Promise<void>((r) => (this.log.writableEnded ? r() : this.log.write('', () => r()))),
-          )
+          // ...and written to the log file the message names.
+          .then(() => this.log.flushed())
           .then(() => {
             const why = this.lastReason();
             reject(
@@ -150,6 +147,6 @@ export class RoleProcess {
       await this.exited;
       clearTimeout(timer);
     }
-    this.log.end();
+    await this.log.end();
   }
 }
