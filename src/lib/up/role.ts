@@ -1,3 +1,4 @@
+import { ExitCode, type ExitCodeValue, StorctlError } from '../errors.js';
 import { RoleProcess } from './supervisor.js';
 
 export interface RoleSpec {
@@ -98,10 +99,17 @@ export class Role {
         return ready;
       } catch (err) {
         const code = this.process?.child.exitCode ?? null;
-        if (attempt >= FIRST_START_ATTEMPTS || code === null || !this.spec.waitingExitCodes?.includes(code))
-          throw err;
+        if (code === null || !this.spec.waitingExitCodes?.includes(code)) throw err;
+        // Still waiting for the store or a daemon: `up` ends with the role's own exit code.
+        if (attempt >= FIRST_START_ATTEMPTS) {
+          const exit: ExitCodeValue =
+            code === ExitCode.storeUnavailable || code === ExitCode.serviceUnavailable
+              ? code
+              : ExitCode.failure;
+          throw new StorctlError('ROLE_NOT_STARTED', (err as Error).message, exit);
+        }
         this.say(`${(err as Error).message}; starting it again in ${attempt} s`);
-        await new Promise((r) => setTimeout(r, attempt * 1000).unref());
+        await this.pause(attempt * 1000);
       }
     }
   }
@@ -142,7 +150,7 @@ export class Role {
       const pid = exited.child.pid;
       const said = pid === undefined ? null : await this.spec.afterExit?.(pid);
       if (said) this.say(said);
-      await new Promise((r) => setTimeout(r, delay).unref());
+      await this.pause(delay);
       if (this.stopping) return;
       delay = Math.min(delay * 2, 30_000);
       let afterReady: Error | undefined;
@@ -171,7 +179,29 @@ export class Role {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.wake?.();
     await this.process?.stop();
+  }
+
+  private wake: (() => void) | null = null;
+
+  /**
+   * Wait `ms` before a start, or until stop() or the abort signal. The timer holds the event loop:
+   * with every role waiting to start again nothing else does, and Node would end `up` at once,
+   * silently, with code 13 (an unsettled top-level await).
+   */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.spec.abort?.removeEventListener('abort', done);
+        this.wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+      this.spec.abort?.addEventListener('abort', done, { once: true });
+    });
   }
 }
 

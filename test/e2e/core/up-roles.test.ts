@@ -62,6 +62,29 @@ describe('storctl up --roles (built CLI)', () => {
     }
   });
 
+  it('a store that does not answer: each start is said, then up ends with the reason and exit 5', async () => {
+    const other = new UpHome();
+    try {
+      // Nothing listens on port 1; every role exits 5 (store unreachable) at once.
+      const r = await runStorctl(
+        ['up', '--roles', 'core,io-engine', '--nodes', '1', '--store', 'etcd://127.0.0.1:1'],
+        { env: other.env },
+      );
+      // Before: with every role waiting out its retry, Node ended up at once, silently, with code 13.
+      expect(r.code).toBe(5);
+      expect(r.stderr).toMatch(
+        /io-engine node-1 exited \(code 5\) before it was ready \(store etcd:\/\/127\.0\.0\.1:1 is unreachable: .*; starting it again in 1 s/,
+      );
+      expect(r.stderr).toContain('; starting it again in 2 s');
+      expect(r.stderr).toMatch(
+        /Error: io-engine node-1 exited \(code 5\) before it was ready \(store etcd:\/\/127\.0\.0\.1:1 is unreachable/,
+      );
+      expect(existsSync(join(other.home, 'storctl', 'endpoints.json'))).toBe(false);
+    } finally {
+      rmSync(other.home, { recursive: true, force: true });
+    }
+  });
+
   it('runs only core and one io-engine, says which, and commands find it', async () => {
     up = await cluster.start(['--roles', 'core,io-engine', '--nodes', '1']);
     expect(up.output).toMatch(/^roles {10}core,io-engine \(--roles\)$/m);
