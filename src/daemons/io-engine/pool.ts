@@ -11,6 +11,7 @@ import {
   rm,
   rmdir,
   stat,
+  statfs,
   unlink,
 } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -54,7 +55,14 @@ interface PoolMeta {
 type PoolRecord = { r: string; v: ReplicaMeta | null } | { s: string; v: SnapshotMeta | null };
 
 export interface PoolStats {
+  /**
+   * What the pool can hold: its declared capacity, or less when the filesystem under its directory
+   * has less room (what it holds plus what the filesystem has left), so that free space, placement
+   * and "pool full" tell the truth on a disk shared with other data.
+   */
   capacity: number;
+  /** Bytes the filesystem holding the pool directory has left (statfs). */
+  diskRoom: number;
   /** Bytes actually allocated on disk by replicas and snapshots. */
   used: number;
   /** Bytes promised: the sum of replica and snapshot sizes. */
@@ -372,7 +380,15 @@ export class Pool {
       committed += s.size;
       reserved += a;
     }
-    return { capacity: this.capacity, used, committed, free: Math.max(0, this.capacity - reserved) };
+    const fs = await statfs(this.disk);
+    const diskRoom = fs.bavail * fs.bsize;
+    return {
+      capacity: Math.min(this.capacity, used + diskRoom),
+      diskRoom,
+      used,
+      committed,
+      free: Math.max(0, Math.min(this.capacity - reserved, diskRoom)),
+    };
   }
 
   private async checkSpace(what: string, size: number, thin: boolean, growth = size): Promise<void> {
@@ -380,10 +396,12 @@ export class Pool {
       throw exhausted(`${what} of ${size} bytes does not fit pool '${this.name}' of ${this.capacity} bytes`);
     }
     if (thin) return;
-    const { free } = await this.stats();
+    const { free, diskRoom } = await this.stats();
     if (growth > free) {
+      const disk =
+        diskRoom === free ? ` (the filesystem holding ${this.disk} has ${diskRoom} bytes left)` : '';
       throw exhausted(
-        `pool '${this.name}' has ${free} bytes free, ${what} needs ${growth}; use a thin replica or another pool`,
+        `pool '${this.name}' has ${free} bytes free${disk}, ${what} needs ${growth}; use a thin replica or another pool`,
       );
     }
   }

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, statfs } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { defaultCoreInstanceName, releaseExitedCoreLease } from '../core-lease.js';
@@ -8,6 +8,7 @@ import { ConflictError, ExitCode, StoreUnavailableError, UsageError } from '../e
 import { IoEngineClient } from '../io-engine/client.js';
 import { resolveFuseAdapter } from '../mount/fuse-binary.js';
 import { isSameProcessAlive } from '../mount/processes.js';
+import { humanizeBytes } from '../output/humanize.js';
 import { claimDirectory, type HeldClaim } from '../process-claim.js';
 import { RestClient } from '../rest/client.js';
 import { type ClusterEndpoints, endpointsFile, readEndpoints, writeEndpoints } from '../rest/endpoint.js';
@@ -444,6 +445,16 @@ async function createPools(rest: string, engines: { node: string; dir: string }[
       if (pools.some((p) => p.id === id)) continue;
       await client.createPool(e.node, id, { disks: [join(e.dir, id)], capacity: o.poolCapacity });
       o.say(`created pool ${id} on ${e.node}`);
+    }
+    // The pools share the data dir's filesystem with the logs and the embedded store: filled by
+    // thin volumes, it would take those down too (every write of core, every io-engine start).
+    const fs = await statfs(o.dataDir);
+    const size = fs.blocks * fs.bsize;
+    if (engines.length * o.poolCapacity > size) {
+      const also = o.storeUrl.startsWith('sqlite:') ? 'the embedded store and the logs' : 'the logs';
+      o.say(
+        `warning: the pools declare ${engines.length} × ${humanizeBytes(o.poolCapacity)}, more than the filesystem holding ${o.dataDir} (${humanizeBytes(size)}); thin volumes can fill it, and ${also} there then stop taking writes: pass a smaller --pool-capacity or a --data-dir on a larger disk`,
+      );
     }
   } finally {
     await client.close();

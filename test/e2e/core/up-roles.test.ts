@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -81,6 +82,25 @@ describe('storctl up --roles (built CLI)', () => {
       );
       expect(existsSync(join(other.home, 'storctl', 'endpoints.json'))).toBe(false);
     } finally {
+      rmSync(other.home, { recursive: true, force: true });
+    }
+  });
+
+  it("pools declared larger than the data dir's filesystem: up warns that volumes can fill it, store and logs with them", async () => {
+    const other = new UpHome();
+    const dataDir = join(other.home, 'storctl');
+    mkdirSync(dataDir);
+    // A 64 MiB disk of our own under the data dir; the pool is declared 1 GiB.
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'storctl-up-small-disk', dataDir]);
+    let small: StorctlProcess | undefined;
+    try {
+      small = await other.start(['--roles', 'core,io-engine', '--nodes', '1']);
+      expect(small.output).toContain(
+        `warning: the pools declare 1 × 1GiB, more than the filesystem holding ${dataDir} (64MiB); thin volumes can fill it, and the embedded store and the logs there then stop taking writes: pass a smaller --pool-capacity or a --data-dir on a larger disk`,
+      );
+    } finally {
+      await small?.kill('SIGINT');
+      execFileSync('umount', [dataDir]);
       rmSync(other.home, { recursive: true, force: true });
     }
   });

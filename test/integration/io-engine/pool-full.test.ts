@@ -1,5 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +27,7 @@ describe('a full pool', () => {
   let dir: string;
   let a: RunningEngine;
   let b: RunningEngine;
+  let smallDisk: string | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'storctl-ioe-full-'));
@@ -36,6 +38,7 @@ describe('a full pool', () => {
   });
   afterAll(async () => {
     for (const e of [a, b]) await e?.stop('SIGKILL');
+    if (smallDisk) execFileSync('umount', [smallDisk]);
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -72,6 +75,52 @@ describe('a full pool', () => {
     // Space freed in the pool is usable at once.
     await a.client.destroyReplica(first.uuid);
     await qemuIo(exportOf(second), ['write -P 0x25 6M 18M', 'read -P 0x24 0 6M', 'read -P 0x25 6M 18M']);
+  });
+
+  it('on a filesystem with less room than its declared capacity, it says what fits, and refuses more before allocating', async () => {
+    // A disk of our own, 8 MiB, under a pool declared 64 MiB (a pool directory on a shared disk).
+    smallDisk = join(dir, 'node-a', 'pools', 'small-disk');
+    await mkdir(smallDisk);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'storctl-ioe-small-disk', smallDisk]);
+    const created = await a.client.createPool({
+      name: 'shared',
+      capacity: 64 * MiB,
+      disk: join(smallDisk, 'pool'),
+    });
+    // Before: capacity and free space were the declared 64 MiB, on a disk with 8.
+    expect(created.capacity).toBeLessThanOrEqual(8 * MiB);
+    expect(created.free).toBeLessThanOrEqual(8 * MiB);
+    // A thick replica that does not fit the disk is refused by the pool, saying why, not by fallocate.
+    await expect(
+      a.client.createReplica({
+        uuid: randomUUID(),
+        pool: 'shared',
+        size: 16 * MiB,
+        thin: false,
+        share: 'none',
+      }),
+    ).rejects.toThrow(
+      new RegExp(
+        `pool 'shared' has \\d+ bytes free \\(the filesystem holding ${join(smallDisk, 'pool')} has \\d+ bytes left\\), replica '.*' needs ${16 * MiB}; use a thin replica or another pool`,
+      ),
+    );
+    // A thin one fills the disk: its write fails with ENOSPC, and the pool says it is full.
+    const thin = await a.client.createReplica({
+      uuid: randomUUID(),
+      pool: 'shared',
+      size: 16 * MiB,
+      thin: true,
+      share: 'nbd',
+    });
+    expect(await qemuIoOutput(exportOf(thin), ['write -P 0x61 0 16M'])).toMatch(/No space left on device/);
+    const full = await waitFor(
+      async () => {
+        const p = await a.client.getPool('shared');
+        return p.free === 0 ? p : null;
+      },
+      { what: 'the pool full' },
+    );
+    expect(full.capacity).toBe(full.used);
   });
 
   it('near full, writes in flight at once to one replica are refused only when the pool is really full', async () => {
