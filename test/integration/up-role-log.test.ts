@@ -41,10 +41,14 @@ describe("up's role logs on a full disk", () => {
        }, 2);`,
     );
     // /dev/full refuses every write with ENOSPC.
-    const r = new RoleProcess('chatty', bin, [], process.env, '/dev/full', 'ready', {
-      says: {},
-      say: (l) => said.push(l),
-    });
+    const r = new RoleProcess(
+      'chatty',
+      bin,
+      [],
+      process.env,
+      new RoleLog('/dev/full', (l) => said.push(`chatty: ${l}`)),
+      'ready',
+    );
     try {
       await r.ready;
       await waitFor(() => said.length > 0, { what: 'the log failure said' });

@@ -1,4 +1,5 @@
 import { ExitCode, type ExitCodeValue, StorctlError } from '../errors.js';
+import { RoleLog } from './role-log.js';
 import { RoleProcess } from './supervisor.js';
 
 export interface RoleSpec {
@@ -58,10 +59,15 @@ export class Role {
   });
   restarts = 0;
 
+  /** One log for every start: a failure to write it is said once, not at each restart. */
+  private readonly log: RoleLog;
+
   constructor(
     readonly spec: RoleSpec,
     private readonly say: (line: string) => void,
-  ) {}
+  ) {
+    this.log = new RoleLog(spec.logFile, (line) => say(`${spec.name}: ${line}`));
+  }
 
   get name(): string {
     return this.spec.name;
@@ -120,7 +126,7 @@ export class Role {
       this.spec.bin,
       await this.spec.args(),
       this.spec.env,
-      this.spec.logFile,
+      this.log,
       this.spec.readyMsg,
       { says: this.spec.announce ?? {}, say: this.say },
     );
@@ -157,6 +163,7 @@ export class Role {
       try {
         await this.spawn();
       } catch (err) {
+        if (this.stopping) return; // stopped while it started again
         // Ready and serving: only what follows readiness (republishing the endpoints) failed.
         if (this.process?.running) afterReady = err as Error;
         else {
@@ -181,6 +188,7 @@ export class Role {
     this.stopping = true;
     this.wake?.();
     await this.process?.stop();
+    await this.log.end();
   }
 
   private wake: (() => void) | null = null;

@@ -1,14 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { RoleLog } from './role-log.js';
+import type { RoleLog } from './role-log.js';
 
 /**
- * One `storctl daemon <role>` child of `storctl up`: its output goes to a log file, the first JSON
- * line whose `msg` matches `readyMsg` is its ready report, and it is stopped by PID only.
+ * One `storctl daemon <role>` child of `storctl up`: its output goes to the role's log (one per
+ * role, kept across its restarts), the first JSON line whose `msg` matches `readyMsg` is its ready
+ * report, and it is stopped by PID only.
  */
 export class RoleProcess {
   readonly child: ChildProcess;
-  private readonly log: RoleLog;
   private readonly exited: Promise<number | null>;
   readonly ready: Promise<Record<string, unknown>>;
   /** Where the role serves /metrics, from its "metrics listening" line (null: not said, or off). */
@@ -19,7 +19,7 @@ export class RoleProcess {
     bin: string,
     args: string[],
     env: NodeJS.ProcessEnv,
-    logFile: string,
+    private readonly log: RoleLog,
     readyMsg: string,
     /** Log messages that tell why a start takes long, and what to say to the operator for each. */
     announce: { says: Readonly<Record<string, string>>; say: (line: string) => void } = {
@@ -27,7 +27,6 @@ export class RoleProcess {
       say: () => {},
     },
   ) {
-    this.log = new RoleLog(logFile, (line) => announce.say(`${name}: ${line}`));
     this.child = spawn(process.execPath, [bin, ...args], {
       env,
       // The IPC channel tells the role when `up` is gone, even by SIGKILL: it then stops (lib/command.ts).
@@ -78,7 +77,7 @@ export class RoleProcess {
             const why = this.lastReason();
             reject(
               new Error(
-                `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? ` (${why})` : ''}; see ${logFile}`,
+                `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? ` (${why})` : ''}; see ${log.file}`,
               ),
             );
           });
@@ -147,6 +146,5 @@ export class RoleProcess {
       await this.exited;
       clearTimeout(timer);
     }
-    await this.log.end();
   }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Role, type RoleSpec } from '../../../src/lib/up/role.js';
+import { RoleLog } from '../../../src/lib/up/role-log.js';
 import { RoleProcess } from '../../../src/lib/up/supervisor.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -13,7 +14,14 @@ describe("up's role supervisor", () => {
   const role = (name: string, script: string) => {
     const bin = join(dir, `${name}.js`);
     writeFileSync(bin, script);
-    return new RoleProcess(name, bin, [], process.env, join(dir, `${name}.log`), 'ready');
+    return new RoleProcess(
+      name,
+      bin,
+      [],
+      process.env,
+      new RoleLog(join(dir, `${name}.log`), () => {}),
+      'ready',
+    );
   };
 
   it('a role that exits before ready is reported with its exit code and the reason it gave last', async () => {
