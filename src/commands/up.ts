@@ -138,9 +138,13 @@ export default class Up extends StorctlCommand {
     if (cluster.rest) for (const [label, value] of await volumesLoaded(cluster.rest)) line(label, value);
     line(
       'ready:',
-      cluster.rest && runs('io-engine')
-        ? 'try `storctl volume create --size 1Gi --replicas 3`; Ctrl-C stops the cluster'
-        : 'try `storctl get nodes`; Ctrl-C stops the cluster',
+      `try \`storctl ${
+        cluster.rest && runs('io-engine')
+          ? `volume create --size 1Gi --replicas ${Math.min(3, flags.nodes)}`
+          : !cluster.rest && runs('mounter') && !runs('io-engine')
+            ? 'doctor mounts'
+            : 'get nodes'
+      }\`; Ctrl-C stops the cluster`,
     );
     line('', '(`storctl` is `./bin/run.js` or `npx storctl` in the checkout; `npm link` puts it on PATH)');
     const env = commandEnv(dataDir, storeUrl, space);

@@ -103,7 +103,9 @@ export function nextStep(kind: string, details?: string): string[] {
     case 'AlreadyExists':
       return ['use another id, or delete the existing resource first'];
     case 'AlreadyPublished':
-      return ['unpublish it first (`storctl volume unpublish <id>`) or republish to move it'];
+      return [
+        'unpublish it first (`storctl volume unpublish <id>`), or move its target with `storctl volume publish <id> --node <node> --republish`',
+      ];
     case 'NotPublished':
       return ['publish it first (`storctl volume publish <id>`)'];
     case 'NotAcceptable':

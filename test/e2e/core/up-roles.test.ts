@@ -111,6 +111,8 @@ describe('storctl up --roles (built CLI)', () => {
     expect(up.output).toMatch(/^csi-controller <none> \(not in --roles\)$/m);
     expect(up.output).toMatch(/^ha-cluster {5}<none> \(not in --roles\)$/m);
     expect(up.output).toMatch(/^mounter {8}<none> \(not in --roles\)$/m);
+    // Its first hint fits one node: three replicas would not be placed.
+    expect(up.output).toContain('ready:         try `storctl volume create --size 1Gi --replicas 1`');
     // The defaults lead commands to this cluster: no environment to export.
     expect(up.output).not.toContain('commands find this cluster');
     // A second `up` on the data dir is refused before it starts (or says it starts) anything.
