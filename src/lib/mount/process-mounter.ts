@@ -13,6 +13,9 @@ import type { DaemonRef } from './state.js';
 export class ProcessMounter implements Mounter {
   readonly kind = 'process' as const;
 
+  /** PIDs of daemons this mounter is stopping (their end is expected). */
+  private readonly stopping = new Set<number>();
+
   constructor(private readonly log?: Logger) {}
 
   async start(spec: DaemonSpec): Promise<DaemonRef> {
@@ -29,9 +32,17 @@ export class ProcessMounter implements Mounter {
         child.once('error', reject);
         child.once('spawn', () => resolve(child.pid!));
       });
-      child.once('exit', (code, signal) =>
-        this.log?.info({ pid, target: spec.target, code, signal }, 'FUSE daemon exited'),
-      );
+      child.once('exit', (code, signal) => {
+        const fields = { pid, target: spec.target, code, signal };
+        // After an unmount the daemon ends by itself (code 0) or is stopped here; any other end
+        // leaves a dead mount behind, which the operator reading this log needs to hear of.
+        if (this.stopping.delete(pid) || code === 0) this.log?.info(fields, 'FUSE daemon exited');
+        else
+          this.log?.warn(
+            fields,
+            'FUSE daemon died: its mount answers ENOTCONN until the volume is published again (NodePublishVolume repairs it) or `storctl doctor mounts --fix` unmounts it',
+          );
+      });
       child.unref();
       const stat = await procStat(pid);
       return { kind: 'process', pid, pidStartTime: stat?.startTime };
@@ -56,6 +67,7 @@ export class ProcessMounter implements Mounter {
     // After the unmount a FUSE daemon ends by itself; signals only for one that does not.
     if (await gone(timeoutMs)) return;
     this.log?.warn({ pid }, 'FUSE daemon still running after unmount; sending SIGTERM');
+    this.stopping.add(pid);
     await terminateProcess(pid, ref.pidStartTime);
   }
 

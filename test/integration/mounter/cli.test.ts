@@ -75,6 +75,36 @@ describe('storctl daemon mounter (the built CLI)', () => {
     expect(existsSync(env.socket)).toBe(false);
   });
 
+  it('a FUSE daemon that dies is a warning naming the way back; one ended by an unpublish is not', async () => {
+    const d = daemon(['--mounter', 'process']);
+    await waitFor(
+      async () => d.output.includes('mounter listening on ') || (await d.failIfExited('mounter')),
+      {
+        what: 'mounter to listen',
+      },
+    );
+    const csi = new CsiClient(env.socket);
+    try {
+      const target = targetPath(env, 'pod-2', 'pv-2');
+      await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-2', target, bucket: BUCKET }));
+      const [fuse] = await fuseProcessesBelow(env.root);
+      process.kill(fuse.pid, 'SIGKILL');
+      // Before: an info line, 'FUSE daemon exited', below the default log level.
+      await waitFor(() => d.output.includes('FUSE daemon died'), { what: 'the warning' });
+      const line = JSON.parse(d.output.split('\n').find((l) => l.includes('FUSE daemon died'))!);
+      expect(line).toMatchObject({ level: 40, pid: fuse.pid, target, signal: 'SIGKILL' });
+      expect(line.msg).toContain('until the volume is published again (NodePublishVolume repairs it)');
+      // Published again (repaired), then unpublished: that daemon's end is no death.
+      await csi.node('NodePublishVolume', publishRequest({ volumeId: 'pv-2', target, bucket: BUCKET }));
+      await csi.node('NodeUnpublishVolume', { volume_id: 'pv-2', target_path: target });
+      await waitFor(async () => (await fuseProcessesBelow(env.root)).length === 0, { what: 'daemon to end' });
+    } finally {
+      csi.close();
+    }
+    expect(await d.kill('SIGTERM')).toBe(0);
+    expect(d.output.split('FUSE daemon died')).toHaveLength(2);
+  });
+
   it('bad flags exit 2 with a message', async () => {
     let r = await runStorctl(['daemon', 'mounter', '--endpoint', 'tcp://x', '--node-id', 'n']);
     expect(r.code).toBe(2);
