@@ -190,6 +190,24 @@ export function openDatabase(path: string, endpoint: string, busyTimeoutMs: numb
 /** For a short synchronous pause between attempts to open (startup only). */
 const SLEEPER = new Int32Array(new SharedArrayBuffer(4));
 
+/**
+ * SQLite reports some damage to the file (a record size or page number out of bounds) as out of
+ * memory, which would send an operator after the wrong problem: after SQLITE_NOMEM a quick check of
+ * the file says whether it is damaged, and then that is the error (SQLITE_CORRUPT) to report.
+ */
+export function damageBehind(db: Database.Database, err: unknown): Error | undefined {
+  if ((err as { code?: unknown })?.code !== 'SQLITE_NOMEM') return undefined;
+  try {
+    const found = db.pragma('quick_check(1)', { simple: true });
+    if (found === 'ok') return undefined;
+    return Object.assign(new Error(`database disk image is malformed: ${String(found)}`), {
+      code: 'SQLITE_CORRUPT',
+    });
+  } catch (check) {
+    return (check as { code?: unknown })?.code === 'SQLITE_CORRUPT' ? (check as Error) : undefined;
+  }
+}
+
 /** SQLite failures as storctl errors: the file is locked, missing, unreadable or not a store. */
 export function mapSqliteError(err: unknown, endpoint: string, busyTimeoutMs: number): Error {
   if (err instanceof StorctlError) return err;

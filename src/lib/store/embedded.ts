@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import type Database from 'better-sqlite3';
 import { NotFoundError, StoreUnavailableError, UsageError } from '../errors.js';
 import {
+  damageBehind,
   isBusy,
   mapSqliteError,
   openDatabase,
@@ -253,7 +254,7 @@ export class EmbeddedStore implements Store {
     } catch (err) {
       throw err instanceof NotFoundError || err instanceof UsageError
         ? err
-        : mapSqliteError(err, this.endpoint, this.busyTimeoutMs);
+        : mapSqliteError(damageBehind(this.db, err) ?? err, this.endpoint, this.busyTimeoutMs);
     }
   }
 
