@@ -25,7 +25,14 @@ export interface LiveState {
  */
 export function liveRestUrl(storeUrl: string): string | null {
   if (process.env.STORCTL_REST) return process.env.STORCTL_REST;
-  const up = readEndpoints();
+  // Live state is an extra: a file this user cannot read leaves the view to the store alone.
+  const up = (() => {
+    try {
+      return readEndpoints();
+    } catch {
+      return null;
+    }
+  })();
   return up?.store === storeUrl ? (up.rest ?? null) : null;
 }
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../atomic-file.js';
 import { defaultClusterId } from '../cluster-id.js';
+import { ExitCode, StorctlError } from '../errors.js';
 import { defaultDataDir, defaultStoreUrl } from '../paths.js';
 
 /** Mayastor's api-rest HTTP port; the REST URL when nothing else says where core is. */
@@ -35,8 +36,30 @@ export function endpointsFile(dataDir = defaultDataDir()): string {
 }
 
 export function readEndpoints(dataDir = defaultDataDir()): ClusterEndpoints | null {
+  const file = endpointsFile(dataDir);
+  let text: string;
   try {
-    const v = JSON.parse(readFileSync(endpointsFile(dataDir), 'utf8'));
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    // There, but not for this user: going on with the defaults would send the command to another
+    // place (or none) and blame that ("start a cluster with storctl up") for a cluster that runs.
+    if (code === 'EACCES' || code === 'EPERM')
+      throw new StorctlError(
+        'ENDPOINTS_UNREADABLE',
+        `cannot read ${file} (${code}), which says where the cluster \`storctl up\` runs in ${dataDir} serves`,
+        ExitCode.failure,
+        {
+          suggestions: [
+            'run the command as the user that started `storctl up`',
+            'or name the cluster yourself: --rest URL and --store URL (or STORCTL_REST, STORCTL_STORE)',
+          ],
+        },
+      );
+    return null;
+  }
+  try {
+    const v = JSON.parse(text);
     return v && typeof v.store === 'string' && (v.rest === undefined || typeof v.rest === 'string')
       ? (v as ClusterEndpoints)
       : null;
@@ -60,7 +83,7 @@ export function commandCluster(
   given: { store?: string; clusterId?: string },
   dataDir = defaultDataDir(),
 ): { storeUrl: string; clusterId: string } {
-  const up = readEndpoints(dataDir);
+  const up = given.store !== undefined && given.clusterId !== undefined ? null : readEndpoints(dataDir);
   const storeUrl = given.store ?? up?.store ?? defaultStoreUrl(dataDir);
   const upsClusterId = up && storeUrl === up.store ? up.clusterId : undefined;
   return { storeUrl, clusterId: given.clusterId ?? upsClusterId ?? defaultClusterId() };
