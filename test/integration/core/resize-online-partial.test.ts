@@ -53,6 +53,10 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       const failed = (await c.rest.resizeVolume(id, 48 * MiB).catch((e: RestError) => e)) as RestError;
       expect(failed.kind).toBe('ResourceExhausted');
       expect(failed.message).toMatch(/pool-node-3/);
+      // The answer says what the event says: part grown, and how to finish.
+      expect(failed.message).toMatch(
+        /; 2\/3 replica\(s\) grown to 50331648 bytes, target not; resize again to complete$/,
+      );
       let specs = await c.rest.call<Specs>('GET', '/specs');
       const vol = specs.volumes.find((v) => v.uuid === id)!;
       expect(vol.size).toBe(16 * MiB);

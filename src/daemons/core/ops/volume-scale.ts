@@ -367,6 +367,7 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
     } catch (err) {
       // Grown replicas keep their size (they cannot shrink): committed; the rest rolled back.
       const rest = replicas.filter((r) => !grown.includes(r));
+      const incomplete = `${grown.length}/${replicas.length} replica(s) grown to ${size} bytes${nexus ? ', target not' : ''}; resize again to complete`;
       await rollbackOp(
         registry,
         [volumeTarget, ...rest.map((r) => ({ kind: 'replica' as const, id: r.uuid }))],
@@ -376,19 +377,13 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
             ...grown.map((r) => ({ ...r, operation: null })),
             ...rest.map((r) => ({ ...r, operation: null })),
           ],
-          events: grown.length
-            ? [
-                makeEvent(
-                  'volume',
-                  uuid,
-                  'ResizeIncomplete',
-                  `${grown.length}/${replicas.length} replica(s) grown to ${size} bytes${nexus ? ', target not' : ''}; resize again to complete`,
-                ),
-              ]
-            : [],
+          events: grown.length ? [makeEvent('volume', uuid, 'ResizeIncomplete', incomplete)] : [],
         },
       );
-      throw err;
+      if (!grown.length) throw err;
+      // The caller hears what the event says: the volume is left part grown, and how to finish.
+      const failed = toSvcError(err);
+      throw new SvcError(failed.kind, `${failed.message}; ${incomplete}`, failed.details);
     }
     volume.size = size;
     volume.operation = null;
