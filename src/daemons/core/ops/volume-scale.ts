@@ -6,6 +6,7 @@ import {
   type ReplicaSpec,
   replicaPoolName,
   type VolumeSpec,
+  volumeTargetNode,
 } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
@@ -161,7 +162,7 @@ export async function scaleDownVictims(
 ): Promise<ReplicaSpec[]> {
   const { registry } = ctx;
   const current = await upToDateReplicas(ctx, volume);
-  const targetNode = volume.target?.active !== false ? volume.target?.node : undefined;
+  const targetNode = volumeTargetNode(volume) ?? undefined;
   // After health: replicas on cordoned nodes go first, so `node cordon N`, a scale up and a scale
   // down move a volume's replica off N (how a pool is emptied before `pool delete`).
   const onCordoned = (r: ReplicaSpec) => {
