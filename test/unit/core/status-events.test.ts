@@ -29,12 +29,12 @@ function clusterWith() {
     },
   };
   const ctx = { registry } as unknown as CoreContext;
-  const setNexus = (children: string[] | undefined) => {
+  const setNexus = (children: string[] | undefined, nexusState?: NexusState['state']) => {
     if (!children) return nexusStates.delete('node-1');
     const state: NexusState = {
       uuid: NEXUS,
       size: 1 << 20,
-      state: children.every((c) => c === 'Online') ? 'Online' : 'Degraded',
+      state: nexusState ?? (children.every((c) => c === 'Online') ? 'Online' : 'Degraded'),
       children: children.map((state, i) => ({ uri: `bdev:///r${i}`, state })) as NexusState['children'],
       deviceUri: '',
       protocol: 'nbd',
@@ -85,5 +85,21 @@ describe('volume status events', () => {
     c.setNexus(['Online', 'Degraded']);
     await new StatusEvents().record(c.ctx); // a new core: its first sighting, already unhealthy
     expect(c.messages()).toEqual(['volume is Degraded']);
+  });
+
+  it('a target that shut itself down is an event naming the way back, also when first seen so (the store took no writes then)', async () => {
+    const next = `: its target nexus ${NEXUS} on node-1 shut itself down and serves no I/O; publish the volume again (\`storctl volume publish ${VOLUME} --node NODE --republish\`), as HA does by itself for a volume csi-node has staged`;
+    const seen = clusterWith();
+    const watch = new StatusEvents();
+    seen.setNexus(['Online', 'Online']);
+    await watch.record(seen.ctx);
+    seen.setNexus(['Online', 'Online'], 'Shutdown');
+    await watch.record(seen.ctx);
+    expect(seen.messages()).toEqual([`volume Online → Shutdown${next}`]);
+    // Before: a core started after the shutdown (its predecessor could not write the event) said nothing.
+    const restarted = clusterWith();
+    restarted.setNexus(['Online', 'Online'], 'Shutdown');
+    await new StatusEvents().record(restarted.ctx);
+    expect(restarted.messages()).toEqual([`volume is Shutdown${next}`]);
   });
 });

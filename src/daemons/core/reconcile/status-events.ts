@@ -60,11 +60,17 @@ export class StatusEvents {
       const status = volumeStatus(registry, v);
       if (status === 'Unknown') continue;
       const was = this.lastVolume.get(v.uuid);
+      // A target that shut itself down serves nothing until the volume is published again: say how.
+      const next =
+        status === 'Shutdown' && v.target
+          ? `: its target nexus ${v.target.nexus} on ${v.target.node} shut itself down and serves no I/O; publish the volume again (\`storctl volume publish ${v.uuid} --node NODE --republish\`), as HA does by itself for a volume csi-node has staged`
+          : '';
       if (was !== undefined && was !== status) {
-        events.push(makeEvent('volume', v.uuid, status, `volume ${was} → ${status}`));
-      } else if (was === undefined && (status === 'Degraded' || status === 'Faulted')) {
-        // First sighting already unhealthy (it changed before this core looked): still worth an event.
-        events.push(makeEvent('volume', v.uuid, status, `volume is ${status}`));
+        events.push(makeEvent('volume', v.uuid, status, `volume ${was} → ${status}${next}`));
+      } else if (was === undefined && status !== 'Online') {
+        // First sighting already unhealthy (it changed before this core looked, or while the store
+        // took no writes): still worth an event.
+        events.push(makeEvent('volume', v.uuid, status, `volume is ${status}${next}`));
       }
       this.lastVolume.set(v.uuid, status);
     }
