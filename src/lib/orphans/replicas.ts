@@ -16,15 +16,15 @@ export function findReplicaOrphans(snap: StoreSnapshot): Orphan[] {
     const owner = r.owners.volume;
     if (owner && hasRecord(snap.cluster, 'VolumeSpec', owner)) continue;
     const pool = replicaPoolName(r);
+    // A destroy that did not finish (its io-engine stalled or was down): core's GC retries it.
+    const deleting = r.status === 'Deleting' ? ', being deleted (core retries the destroy)' : '';
     out.push({
       kind: 'replica',
       id: r.uuid,
       volume: owner,
       node: pools.get(pool)?.node ?? null,
       pool,
-      reason: owner
-        ? `managed replica owned by volume ${owner}, which does not exist`
-        : 'managed replica with no owning volume',
+      reason: `${owner ? `managed replica owned by volume ${owner}, which does not exist` : 'managed replica with no owning volume'}${deleting}`,
       action: `DELETE /pools/${pool}/replicas/${r.uuid} through core`,
     });
   }

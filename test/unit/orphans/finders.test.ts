@@ -6,10 +6,16 @@ import type { ClusterState } from '../../../src/lib/catalog/cluster.js';
 import { findCsiNodeOrphans } from '../../../src/lib/orphans/csi-node.js';
 import { isBelow } from '../../../src/lib/orphans/csi-node-cleanup.js';
 import { dropCsiNodeEntry, readCsiNodeState } from '../../../src/lib/orphans/csi-node-state.js';
+import { findReplicaOrphans } from '../../../src/lib/orphans/replicas.js';
 import type { StoreSnapshot } from '../../../src/lib/orphans/snapshot.js';
 import { findSwitchOverOrphans } from '../../../src/lib/orphans/switchovers.js';
 import { findVolumesWithoutClaims, indexClaims } from '../../../src/lib/orphans/volumes-without-claims.js';
-import type { SwitchOverSpec, SwitchOverStage, VolumeSpec } from '../../../src/lib/specs/index.js';
+import type {
+  ReplicaSpec,
+  SwitchOverSpec,
+  SwitchOverStage,
+  VolumeSpec,
+} from '../../../src/lib/specs/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'storctl-orphans-unit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -49,6 +55,26 @@ const sw = (volume: string, stage: SwitchOverStage, at: number): SwitchOverSpec 
   retry_count: 0,
   reuse_existing: false,
   publish_context: null,
+});
+
+describe('replica finder', () => {
+  it('a replica whose destroy did not finish says core retries it; an owned one is none', () => {
+    const snap = snapshot([VOL]);
+    const replica = (uuid: string, owner: string | undefined, status: ReplicaSpec['status']) =>
+      [
+        uuid,
+        { uuid, managed: true, owners: { volume: owner }, status, pool: 'p1' } as unknown as ReplicaSpec,
+      ] as const;
+    snap.cluster.specs.ReplicaSpec = new Map([
+      replica('r-owned', VOL, { Created: 'online' }),
+      replica('r-gone', GONE, { Created: 'online' }),
+      replica('r-deleting', undefined, 'Deleting'),
+    ]);
+    expect(findReplicaOrphans(snap).map((o) => [o.id, o.reason])).toEqual([
+      ['r-deleting', 'managed replica with no owning volume, being deleted (core retries the destroy)'],
+      ['r-gone', `managed replica owned by volume ${GONE}, which does not exist`],
+    ]);
+  });
 });
 
 describe('switchover finder', () => {
