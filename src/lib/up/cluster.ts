@@ -345,6 +345,12 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     await Promise.all(engines.map((e) => e.role.start()));
     if (runs('core'))
       await startCore(o, role, (url) => {
+        // Core came back elsewhere (its port was taken meanwhile): the roles that call it were
+        // started with the old URL and would fail for good; started again, they get the new one.
+        if (rest && url !== rest)
+          for (const r of roles)
+            if (r.name === 'csi-controller' || r.name === 'ha-cluster')
+              r.restart(`core now serves at ${url}, not ${rest}`);
         rest = url;
       });
     if (rest && engines.length) await createPools(rest, engines, o);
@@ -379,13 +385,18 @@ export async function up(o: UpOptions): Promise<UpCluster> {
 
 /** Core, on the REST address asked for; `onUrl` gets the URL it listens on (again after a restart). */
 async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) => void): Promise<void> {
+  // After a restart, the address the first core got (its port when --rest asked for port 0): the
+  // csi-controller and ha-cluster call core there, and flagless commands need not follow it.
+  let served: { host: string; port: number } | undefined;
   const core = role(
     'core',
-    () => [
+    async () => [
       'daemon',
       'core',
       '--rest',
-      o.restAddress,
+      served && (await portFree(served.port, served.host))
+        ? `${served.host.includes(':') ? `[${served.host}]` : served.host}:${served.port}`
+        : o.restAddress,
       '--cache-period',
       '5s',
       '--reconcile-period',
@@ -407,8 +418,9 @@ async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) =
       afterExit: (pid) => releaseLeaseOf(o, defaultCoreInstanceName(pid)),
     },
   );
-  // A restarted core on port 0 listens elsewhere: flagless commands follow it through endpoints.json.
   core.onReady((ready) => {
+    const url = new URL(String(ready.url));
+    served ??= { host: url.hostname.replace(/^\[|\]$/g, ''), port: Number(url.port) };
     onUrl(String(ready.url));
   });
   await core.start();
@@ -650,11 +662,11 @@ async function lastPorts(nodeDir: string): Promise<{ grpc: number; nbd: number }
   return { grpc: await usable(saved.grpc), nbd: await usable(saved.nbd) };
 }
 
-function portFree(port: number): Promise<boolean> {
+function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
   });
 }
 

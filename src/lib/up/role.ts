@@ -184,6 +184,16 @@ export class Role {
     }
   }
 
+  /**
+   * End the running process so that supervision starts it again (with fresh arguments), saying why
+   * first. Nothing happens while the role is stopping or not running.
+   */
+  restart(why: string): void {
+    if (this.stopping || !this.process?.running) return;
+    this.say(`${why}: restarting ${this.name}`);
+    this.process.child.kill('SIGTERM');
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake?.();

@@ -1,6 +1,8 @@
 import { rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RestClient } from '../../../src/lib/rest/client.js';
+import { CsiClient } from '../../helpers/csi-client.js';
 import type { StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { qemuIo } from '../../integration/core/qemu.js';
@@ -27,7 +29,8 @@ describe('storctl up restarts a role that dies (built CLI)', () => {
   });
 
   it('core and an io-engine killed with SIGKILL come back; the volume is Online again (rebuilt) at its URI with its data', async () => {
-    let rest = new RestClient(endpoints().rest);
+    const restUrl = endpoints().rest;
+    let rest = new RestClient(restUrl);
     const id = crypto.randomUUID();
     await rest.createVolume(id, { size: 16 << 20, replicas: 2, thin: true, policy: { self_heal: true } });
     const uri = (await rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-1' })).state
@@ -46,6 +49,10 @@ describe('storctl up restarts a role that dies (built CLI)', () => {
     expect(up.output).toMatch(/core exited \(code null\); restarting in 1s/);
     expect(up.output).toMatch(/core: released the store lease [0-9a-f]+ of the core that exited/);
     expect(up.output).not.toContain('waiting for the store lease');
+    // Back at its URL (REST asked for port 0): the csi-controller and ha-cluster, started with that
+    // URL, reach it still. Before, it came back on a new port, and both failed until up restarted.
+    expect(endpoints().rest).toBe(restUrl);
+    await expectControllerReady();
     rest = new RestClient(endpoints().rest);
     try {
       expect((await rest.getVolume(id)).state.status).toBe('Online');
@@ -74,4 +81,54 @@ describe('storctl up restarts a role that dies (built CLI)', () => {
     }
     expect(up.running).toBe(true);
   }, 150_000);
+
+  it('core restarted where its port was taken meanwhile: the roles that call it start again with its new URL', async () => {
+    const restUrl = endpoints().rest;
+    const port = Number(new URL(restUrl).port);
+    const before = endpoints().roles as Record<string, number>;
+    process.kill(before.core, 'SIGKILL');
+    // Someone else takes core's port in the second before up starts it again (as soon as the dead
+    // process's socket is gone).
+    const squatter = createServer();
+    await waitFor(
+      () =>
+        new Promise<boolean>((resolve) => {
+          squatter.once('error', () => resolve(false));
+          squatter.listen(port, '127.0.0.1', () => resolve(true));
+        }),
+      { what: "core's port free to take" },
+    );
+    try {
+      await waitFor(
+        () =>
+          endpoints().rest !== restUrl &&
+          endpoints().roles['csi-controller'] !== before['csi-controller'] &&
+          endpoints().roles['ha-cluster'] !== before['ha-cluster'],
+        { what: 'core elsewhere, csi-controller and ha-cluster started again', timeoutMs: 60_000 },
+      );
+      const now = endpoints().rest;
+      expect(up.output).toContain(`core now serves at ${now}, not ${restUrl}: restarting csi-controller`);
+      expect(up.output).toContain(`core now serves at ${now}, not ${restUrl}: restarting ha-cluster`);
+      await expectControllerReady();
+    } finally {
+      squatter.close();
+    }
+    expect(up.running).toBe(true);
+  }, 120_000);
+
+  /** The csi-controller's Probe answers ready: core answers it. */
+  async function expectControllerReady(): Promise<void> {
+    await waitFor(
+      async () => {
+        const csi = new CsiClient(endpoints().csiControllerSocket);
+        try {
+          const probe = await csi.identity<{ ready?: { value: boolean } }>('Probe').catch(() => null);
+          return probe?.ready?.value === true;
+        } finally {
+          csi.close();
+        }
+      },
+      { what: 'the csi-controller ready (core answers it)', timeoutMs: 30_000 },
+    );
+  }
 });
