@@ -346,10 +346,11 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     if (runs('core'))
       await startCore(o, role, (url) => {
         // Core came back elsewhere (its port was taken meanwhile): the roles that call it were
-        // started with the old URL and would fail for good; started again, they get the new one.
+        // started with the old URL and would fail for good; started again, they get the new one
+        // (a csi-node's staged volumes are served by their own proxy processes meanwhile).
         if (rest && url !== rest)
           for (const r of roles)
-            if (r.name === 'csi-controller' || r.name === 'ha-cluster')
+            if (['csi-controller', 'csi-node', 'ha-cluster'].includes(r.name))
               r.restart(`core now serves at ${url}, not ${rest}`);
         rest = url;
       });

@@ -82,7 +82,7 @@ describe('storctl up restarts a role that dies (built CLI)', () => {
     expect(up.running).toBe(true);
   }, 150_000);
 
-  it('core restarted where its port was taken meanwhile: the roles that call it start again with its new URL', async () => {
+  it('core restarted where its port was taken meanwhile: the roles that call it (csi-controller, csi-node, ha-cluster) start again with its new URL', async () => {
     const restUrl = endpoints().rest;
     const port = Number(new URL(restUrl).port);
     const before = endpoints().roles as Record<string, number>;
@@ -103,11 +103,13 @@ describe('storctl up restarts a role that dies (built CLI)', () => {
         () =>
           endpoints().rest !== restUrl &&
           endpoints().roles['csi-controller'] !== before['csi-controller'] &&
+          endpoints().roles['csi-node'] !== before['csi-node'] &&
           endpoints().roles['ha-cluster'] !== before['ha-cluster'],
         { what: 'core elsewhere, csi-controller and ha-cluster started again', timeoutMs: 60_000 },
       );
       const now = endpoints().rest;
       expect(up.output).toContain(`core now serves at ${now}, not ${restUrl}: restarting csi-controller`);
+      expect(up.output).toContain(`core now serves at ${now}, not ${restUrl}: restarting csi-node`);
       expect(up.output).toContain(`core now serves at ${now}, not ${restUrl}: restarting ha-cluster`);
       await expectControllerReady();
     } finally {
