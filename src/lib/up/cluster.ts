@@ -387,7 +387,8 @@ export async function up(o: UpOptions): Promise<UpCluster> {
 /** Core, on the REST address asked for; `onUrl` gets the URL it listens on (again after a restart). */
 async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) => void): Promise<void> {
   // After a restart, the address the first core got (its port when --rest asked for port 0): the
-  // csi-controller and ha-cluster call core there, and flagless commands need not follow it.
+  // roles that call core (csi-controller, csi-node, ha-cluster) were given it, and flagless
+  // commands need not follow a new one.
   let served: { host: string; port: number } | undefined;
   const core = role(
     'core',
