@@ -47,7 +47,7 @@ export function readEndpoints(dataDir = defaultDataDir()): ClusterEndpoints | nu
     if (code === 'EACCES' || code === 'EPERM')
       throw new StorctlError(
         'ENDPOINTS_UNREADABLE',
-        `cannot read ${file} (${code}), which says where the cluster \`storctl up\` runs in ${dataDir} serves`,
+        `cannot read ${file} (${code}): it says where the cluster that \`storctl up\` runs in ${dataDir} serves`,
         ExitCode.failure,
         {
           suggestions: [

@@ -56,7 +56,7 @@ describe("up's endpoints.json", () => {
       const [rest, cluster, named] = r.stdout.trim().split('\n');
       // Before: http://127.0.0.1:8081 and the data dir's default store, then "start a cluster with storctl up".
       expect(rest).toBe(
-        `ENDPOINTS_UNREADABLE cannot read ${join(dataDir, 'endpoints.json')} (EACCES), which says where the cluster \`storctl up\` runs in ${dataDir} serves run the command as the user that started \`storctl up\` | or name the cluster yourself: --rest URL and --store URL (or STORCTL_REST, STORCTL_STORE)`,
+        `ENDPOINTS_UNREADABLE cannot read ${join(dataDir, 'endpoints.json')} (EACCES): it says where the cluster that \`storctl up\` runs in ${dataDir} serves run the command as the user that started \`storctl up\` | or name the cluster yourself: --rest URL and --store URL (or STORCTL_REST, STORCTL_STORE)`,
       );
       expect(cluster).toBe(rest);
       // Store and cluster id both named: the file is not needed, nor read.
