@@ -4,6 +4,7 @@ import { basename, join } from 'node:path';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isSameProcessAlive, procStat, terminateProcess } from '../../lib/mount/processes.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
+import { exemptFromOomKiller } from '../../lib/oom-guard.js';
 import type { AttachedDevice, Attacher } from './attacher.js';
 import { LoopOnFuseAttacher, unbindLoops, unmountFuse } from './loop-on-fuse.js';
 import type { ProxyRef } from './proxy.js';
@@ -42,6 +43,7 @@ export class NbdfuseLoopAttacher extends LoopOnFuseAttacher implements Attacher 
     } finally {
       await out.close();
     }
+    await exemptFromOomKiller(pid); // csi-node runs as root: this holds
     const fusePidStartTime = (await procStat(pid))?.startTime;
     const d: AttachedDevice = { kind: this.kind, device: '', fuseDir, file, fusePid: pid, fusePidStartTime };
     return this.bindOrUndo(d, o.size, async () => {

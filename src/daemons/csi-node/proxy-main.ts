@@ -3,6 +3,7 @@
  * their path while csi-node restarts). Arguments: one JSON object of ProxyServerOptions (without
  * `log`). Logs are JSON lines on stdout (csi-node points them at the volume's proxy.log).
  */
+import { exemptFromOomKiller } from '../../lib/oom-guard.js';
 import { PathProxy, type ProxyServerOptions } from './proxy-server.js';
 
 function log(msg: string, fields: Record<string, unknown> = {}): void {
@@ -19,6 +20,8 @@ async function main(): Promise<void> {
   const opts = JSON.parse(process.argv[2] ?? '{}') as ProxyServerOptions;
   if (!opts.socketPath || !opts.controlPath || !opts.target)
     throw new Error('usage: proxy-main.js {"socketPath":…,"controlPath":…,"target":"nbd://…"}');
+  const notExempt = await exemptFromOomKiller('self');
+  if (notExempt) log('the OOM killer may end this proxy, and the volume with it', { err: notExempt });
   const proxy = new PathProxy({ ...opts, log });
   await proxy.start();
   log('proxy ready', { ...proxy.status(), socket: opts.socketPath });

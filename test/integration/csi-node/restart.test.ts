@@ -118,7 +118,8 @@ describe('csi-node restarts and broken paths', () => {
   // The proxy serves the FUSE file itself (fuse-loop, the default here): it dies, or the kernel's
   // FUSE connection to it is aborted. nbdfuse in front of the proxy is the other FUSE attacher.
   const victims = {
-    proxy: /the path proxy \(pid \d+\) is gone/,
+    proxy:
+      /the path proxy \(pid \d+\) is gone: every I\/O on the volume fails on this node until it is staged again \(a repeated NodeStageVolume repairs it: restart the pods using it\)$/,
     'FUSE connection': /the path proxy no longer serves/,
     nbdfuse: /nbdfuse \(pid \d+\) is gone/,
   };

@@ -105,6 +105,18 @@ describe('csi-node stage / publish on real filesystems', () => {
     // The proxy serves the loop device's file, and the loop device passes 1 MiB requests on whole.
     const rec = JSON.parse(await readFile(join(node.stateDir, 'state.json'), 'utf8')).volumes[id];
     expect(rec.device).toMatchObject({ kind: 'fuse-loop', file: join(vdir, basename(vdir)) });
+    // The proxy is the volume's data path: the OOM killer must not pick it (it would take the
+    // filesystem with it). That takes CAP_SYS_RESOURCE, which a privileged node plugin has; where
+    // root runs without it (a container), the proxy says so in its log. Before: neither.
+    const sysResource =
+      (BigInt(`0x${/CapEff:\s+([0-9a-f]+)/.exec(await readFile('/proc/self/status', 'utf8'))![1]}`) >> 24n) &
+      1n;
+    if (sysResource)
+      expect((await readFile(`/proc/${rec.proxy.pid}/oom_score_adj`, 'utf8')).trim()).toBe('-1000');
+    else
+      expect(await readFile(join(vdir, 'proxy.log'), 'utf8')).toContain(
+        'the OOM killer may end this proxy, and the volume with it',
+      );
     const queue = `/sys/block/${basename(rec.device.device)}/queue`;
     const hw = Number(await readFile(`${queue}/max_hw_sectors_kb`, 'utf8'));
     expect(Number(await readFile(`${queue}/max_sectors_kb`, 'utf8'))).toBe(Math.min(hw, 1024));
