@@ -4,6 +4,7 @@ import { status } from '@grpc/grpc-js';
 import { GrpcError } from '../../lib/grpc/status.js';
 import type { Logger } from '../../lib/logger.js';
 import { probePath } from '../../lib/mount/health.js';
+import { isSameProcessAlive } from '../../lib/mount/processes.js';
 import { uuidV5 } from '../../lib/mount/unit-name.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
 import { type Attacher, attacherFor } from './attacher.js';
@@ -287,14 +288,17 @@ export class BlockVolumes {
             ok: false,
             error: '',
             probe_ms: 0,
+            local: false,
           };
-          if (!v.proxy) return { ...path, error: 'no path proxy recorded' };
+          if (!v.proxy) return { ...path, error: 'no path proxy recorded', local: true };
           if (probeMs <= 0) return path;
           const probe = await probeProxy(v.proxy, probeMs).catch((err: Error) => ({
             ok: false,
             error: err.message,
             ms: 0,
           }));
+          if (!probe.ok && !(await isSameProcessAlive(v.proxy.pid, v.proxy.pidStartTime)))
+            return { ...path, probed: true, error: (await volumeHealth(v)).message, local: true };
           return { ...path, probed: true, ok: probe.ok, error: probe.error ?? '', probe_ms: probe.ms };
         }),
     );

@@ -18,7 +18,8 @@ interface Tracked {
  * check, a path that answered is Good; one that did not is Suspected, then Failed after
  * `failAfter` consecutive misses — reported, and reported again every `reportAgainMs` while it
  * stays Failed (the switchover it started may have ended Errored: a later one can still re-point
- * it). A path whose target changed (re-pointed) starts over as Good; paths no longer attached are
+ * it). A path lost on this node (its proxy gone: `local`) is Failed at once and never reported.
+ * A path whose target changed (re-pointed) starts over as Good; paths no longer attached are
  * forgotten.
  */
 export class PathDetector {
@@ -58,6 +59,11 @@ export class PathDetector {
       }
       t.failures++;
       t.lastError = p.error;
+      // Lost on this node (its proxy is gone): Failed, but not reported, as no switchover helps.
+      if (p.local) {
+        t.state = 'Failed';
+        continue;
+      }
       if (t.state === 'Failed') {
         if (now - t.reportedAt >= this.reportAgainMs) {
           t.reportedAt = now;

@@ -121,6 +121,8 @@ export interface NodePath {
   ok: boolean;
   error: string;
   probe_ms: number;
+  /** The failure is on this node (the path proxy is gone): no switchover can help. */
+  local: boolean;
 }
 
 /** csi-node's NodePaths (proto/csi-node-paths.proto). */

@@ -81,4 +81,36 @@ describe('HA: a staged volume unpublished, then published again', () => {
     expect(spawnSync('sync', ['-f', join(staging, 'after.txt')], { timeout: 20_000 }).status).toBe(0);
     haNode.close();
   });
+
+  it('a path whose proxy died is lost on this node: Failed, said once, and no switchover moves the healthy target', {
+    timeout: 120_000,
+  }, async () => {
+    const vol = await rig.published('node-1');
+    await rig.stage(vol);
+    const rec = JSON.parse(readFileSync(join(rig.node.stateDir, 'state.json'), 'utf8')).volumes[vol.id];
+    process.kill(rec.proxy.pid, 'SIGKILL');
+    const haNode = new HaNodeClient(rig.haNode.endpoint);
+    try {
+      const path = async () => (await haNode.getPaths()).paths.find((p) => p.volume_id === vol.id);
+      const lost = await waitFor(
+        async () => {
+          const p = await path();
+          return p?.state === 'Failed' ? p : null;
+        },
+        { what: 'the path Failed', timeoutMs: 30_000 },
+      );
+      expect(lost.last_error).toMatch(/^the path proxy \(pid \d+\) is gone: every I\/O on the volume fails/);
+      const firstSeen = Number(lost.checked_at_ms);
+      await waitFor(async () => Number((await path())?.checked_at_ms) > firstSeen + 3000, {
+        what: 'three probe periods to pass',
+      });
+      // Before: reported, a switchover moved the (healthy) target and failed at ReplacePath for good.
+      expect(await started(vol.id)).toBe(0);
+      expect(await stageOf(vol.id)).toBeNull();
+      expect((await cluster.rest.getVolume(vol.id)).state.target?.node).toBe('node-1');
+      expect(rig.haNode.proc.output.split('path lost on this node')).toHaveLength(2);
+    } finally {
+      haNode.close();
+    }
+  });
 });
