@@ -95,6 +95,8 @@ export async function start(config: HaNodeConfig): Promise<HaNodeDaemon> {
   const check = async () => {
     try {
       const { paths: probed } = await paths.listPaths(config.probeTimeoutMs);
+      const attached = new Set(probed.map((p) => p.volume_id));
+      for (const id of lost) if (!attached.has(id)) lost.delete(id);
       for (const p of probed) {
         if (!p.local) lost.delete(p.volume_id);
         else if (!lost.has(p.volume_id)) {
