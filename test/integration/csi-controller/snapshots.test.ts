@@ -110,8 +110,17 @@ describe('CreateSnapshot, ListSnapshots, DeleteSnapshot, clones', () => {
     }
     const id = name.slice('snapshot-'.length);
     expect((await fx.cluster.rest.getSnapshot(id)).definition.metadata.status).toBe('Creating');
-    // The CO asks again (it does until ready_to_use): this time the snapshot is taken.
-    const { snapshot } = await snap(volume, name);
+    // The CO asks again, as it does until ready_to_use: this time the snapshot is taken. The stall
+    // may have outlasted the node's liveness, and until core sees the replica online again the
+    // answer is FAILED_PRECONDITION (no online replica holds the latest data), which it retries.
+    const { snapshot } = await waitFor(
+      () =>
+        snap(volume, name).catch((err: grpc.ServiceError) => {
+          if (err.code === grpc.status.FAILED_PRECONDITION) return null;
+          throw err;
+        }),
+      { what: 'CreateSnapshot taken again', timeoutMs: 30_000, intervalMs: 500 },
+    );
     expect(snapshot).toMatchObject({ snapshot_id: id, source_volume_id: volume, ready_to_use: true });
     await fx.csi.controller('DeleteSnapshot', { snapshot_id: id });
     await fx.csi.controller('DeleteVolume', { volume_id: volume });
