@@ -13,15 +13,6 @@ interface Pending {
 /** etcd's default --max-txn-ops is 128; a merged transaction stays below it. */
 const MAX_OPS = 120;
 
-/**
- * The only way core writes: transactions guarded on the core lease (`Compare(lease(lock) ==
- * ours)`, docs/mayastor-compat.md §1.4). A failed guard means another core took over: `onLeaseLost` fires and the
- * write fails with FailedPersist (507), never silently.
- *
- * Group commit: writes requested while a transaction is in flight are merged into the next one (in
- * request order, the last write of a key wins), so concurrent operations share store round trips.
- * Each caller still gets its write's outcome: all of a merged transaction commit or none do.
- */
 /** Details of a store write that failed without an answer: whether it landed is unknown. */
 const STORE_ERROR = 'Store error';
 
@@ -33,6 +24,15 @@ export const storeWriteFailed = (err: Error) =>
 export const isUnansweredWrite = (err: unknown) =>
   err instanceof SvcError && err.kind === 'FailedPersist' && err.details === STORE_ERROR;
 
+/**
+ * The only way core writes: transactions guarded on the core lease (`Compare(lease(lock) ==
+ * ours)`, docs/mayastor-compat.md §1.4). A failed guard means another core took over: `onLeaseLost` fires and the
+ * write fails with FailedPersist (507), never silently.
+ *
+ * Group commit: writes requested while a transaction is in flight are merged into the next one (in
+ * request order, the last write of a key wins), so concurrent operations share store round trips.
+ * Each caller still gets its write's outcome: all of a merged transaction commit or none do.
+ */
 export class GuardedWriter {
   /** Transactions committed since start. */
   writes = 0;
