@@ -15,16 +15,15 @@ export interface VolumeHealth {
   pathDown?: boolean;
 }
 
+/** A volume whose path proxy died: its device's file went with it, so no new target can help. */
+export const proxyGone = (pid: number) =>
+  `the path proxy (pid ${pid}) is gone: every I/O on the volume fails on this node until it is staged again (a repeated NodeStageVolume repairs it: restart the pods using it)`;
+
 /** What is wrong with a staged volume's path (proxy, device, mount), if anything. */
 export async function volumeHealth(v: StagedVolume): Promise<VolumeHealth> {
   if (!v.proxy) return { abnormal: true, message: 'staging did not finish: no path proxy' };
   const st = await proxyStatus(v.proxy);
-  if (!st)
-    return {
-      abnormal: true,
-      // Its device's file went with it: no new target can help, only staging the volume again.
-      message: `the path proxy (pid ${v.proxy.pid}) is gone: every I/O on the volume fails on this node until it is staged again (a repeated NodeStageVolume repairs it: restart the pods using it)`,
-    };
+  if (!st) return { abnormal: true, message: proxyGone(v.proxy.pid) };
   if (!v.device) return { abnormal: true, message: 'staging did not finish: no block device' };
   const problem = await attacherFor(v.device).problem(v.device, st);
   if (problem) return { abnormal: true, message: problem };

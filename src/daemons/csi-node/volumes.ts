@@ -21,7 +21,7 @@ import {
   mkfs,
   mountFs,
 } from './fs-ops.js';
-import { volumeHealth } from './health.js';
+import { proxyGone, volumeHealth } from './health.js';
 import {
   type ProxyRef,
   probeProxy,
@@ -298,7 +298,7 @@ export class BlockVolumes {
             ms: 0,
           }));
           if (!probe.ok && !(await isSameProcessAlive(v.proxy.pid, v.proxy.pidStartTime)))
-            return { ...path, probed: true, error: (await volumeHealth(v)).message, local: true };
+            return { ...path, probed: true, error: proxyGone(v.proxy.pid), local: true };
           return { ...path, probed: true, ok: probe.ok, error: probe.error ?? '', probe_ms: probe.ms };
         }),
     );

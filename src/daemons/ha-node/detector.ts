@@ -11,6 +11,8 @@ interface Tracked {
   checkedAt: number;
   /** When it was last handed out as Failed (to be reported). */
   reportedAt: number;
+  /** Lost on this node (its proxy gone): handed out once, to be said, never reported. */
+  lost: boolean;
 }
 
 /**
@@ -30,9 +32,10 @@ export class PathDetector {
     private readonly reportAgainMs = Number.POSITIVE_INFINITY,
   ) {}
 
-  /** Apply one round of probes; returns the paths that just became Failed. */
-  update(probed: NodePath[], now = Date.now()): Tracked[] {
+  /** Apply one round of probes; returns the paths to report (`failed`) and those just `lost`. */
+  update(probed: NodePath[], now = Date.now()): { failed: Tracked[]; lost: Tracked[] } {
     const failed: Tracked[] = [];
+    const lost: Tracked[] = [];
     const seen = new Set<string>();
     for (const p of probed) {
       seen.add(p.volume_id);
@@ -46,10 +49,12 @@ export class PathDetector {
           lastError: '',
           checkedAt: now,
           reportedAt: 0,
+          lost: false,
         };
         this.paths.set(p.volume_id, t);
       }
       t.checkedAt = now;
+      if (!p.local) t.lost = false;
       if (t.state === 'Replacing') continue;
       if (p.ok) {
         t.failures = 0;
@@ -62,6 +67,10 @@ export class PathDetector {
       // Lost on this node (its proxy is gone): Failed, but not reported, as no switchover helps.
       if (p.local) {
         t.state = 'Failed';
+        if (!t.lost) {
+          t.lost = true;
+          lost.push({ ...t });
+        }
         continue;
       }
       if (t.state === 'Failed') {
@@ -78,7 +87,7 @@ export class PathDetector {
       } else t.state = 'Suspected';
     }
     for (const id of this.paths.keys()) if (!seen.has(id)) this.paths.delete(id);
-    return failed;
+    return { failed, lost };
   }
 
   /** A re-point is under way: the path is not judged until it ends. */

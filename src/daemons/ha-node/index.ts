@@ -90,24 +90,16 @@ export async function start(config: HaNodeConfig): Promise<HaNodeDaemon> {
 
   let stopped = false;
   let tick: NodeJS.Timeout | null = null;
-  /** Volumes whose path was lost on this node, said once each. */
-  const lost = new Set<string>();
   const check = async () => {
     try {
       const { paths: probed } = await paths.listPaths(config.probeTimeoutMs);
-      const attached = new Set(probed.map((p) => p.volume_id));
-      for (const id of lost) if (!attached.has(id)) lost.delete(id);
-      for (const p of probed) {
-        if (!p.local) lost.delete(p.volume_id);
-        else if (!lost.has(p.volume_id)) {
-          lost.add(p.volume_id);
-          log.error(
-            { volumeId: p.volume_id, target: p.target_uri, err: p.error },
-            'path lost on this node: not reported, as no switchover can bring it back',
-          );
-        }
-      }
-      for (const p of detector.update(probed)) {
+      const { failed, lost } = detector.update(probed);
+      for (const p of lost)
+        log.error(
+          { volumeId: p.volumeId, target: p.target, err: p.lastError },
+          'path lost on this node: not reported, as no switchover can bring it back',
+        );
+      for (const p of failed) {
         log.warn(
           { volumeId: p.volumeId, target: p.target, err: p.lastError, failures: p.failures },
           'path failed',
