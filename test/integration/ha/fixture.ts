@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { switchOver } from '../../../src/lib/specs/index.js';
-import { type KeySpace, objectKey } from '../../../src/lib/store/keys.js';
+import { objectKey } from '../../../src/lib/store/keys.js';
+import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
 import { stageRequest } from '../../helpers/csi-client.js';
 import { StorctlProcess } from '../../helpers/storctl.js';
@@ -128,6 +129,8 @@ export class HaRig {
   haNode!: { proc: StorctlProcess; endpoint: string };
   readonly node: CsiNodeFixture;
   private readonly staged: { id: string; staging: string; device?: string }[] = [];
+  /** The cluster's store, opened for switchoverStage. */
+  private store: Store | undefined;
 
   private constructor(readonly cluster: TestCluster) {
     this.node = new CsiNodeFixture(cluster.restUrl);
@@ -214,8 +217,19 @@ export class HaRig {
     return device;
   }
 
+  /** The stage of the volume's SwitchOver record as stored ('Errored' for an error), null when there is none. */
+  async switchoverStage(id: string): Promise<string | null> {
+    this.store ??= await openStore(this.cluster.storeUrl);
+    const key = objectKey(this.cluster.space, 'SwitchOver', id);
+    const kv = await this.store.get(key);
+    if (!kv) return null;
+    const op = switchOver.decode(key, kv.value).operation?.operation;
+    return typeof op === 'string' ? op : op ? 'Errored' : null;
+  }
+
   /** Unpublish and unstage what was staged, stop the agents, the csi-node and the cluster. */
   async stop(): Promise<void> {
+    await this.store?.close();
     const csi = this.node.csi;
     for (const s of this.staged) {
       if (s.device)
@@ -229,13 +243,4 @@ export class HaRig {
     await this.node.dispose();
     await this.cluster.stop();
   }
-}
-
-/** The stage of the volume's SwitchOver record as stored ('Errored' for an error), null when there is none. */
-export async function switchoverStage(store: Store, space: KeySpace, id: string): Promise<string | null> {
-  const key = objectKey(space, 'SwitchOver', id);
-  const kv = await store.get(key);
-  if (!kv) return null;
-  const op = switchOver.decode(key, kv.value).operation?.operation;
-  return typeof op === 'string' ? op : op ? 'Errored' : null;
 }

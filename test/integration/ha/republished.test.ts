@@ -3,11 +3,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HaNodeClient } from '../../../src/lib/ha/clients.js';
-import { openStore } from '../../../src/lib/store/open.js';
-import type { Store } from '../../../src/lib/store/types.js';
 import { waitFor } from '../../helpers/wait.js';
 import type { TestCluster } from '../core/cluster.js';
-import { HaRig, switchoverStage } from './fixture.js';
+import { HaRig } from './fixture.js';
 
 /**
  * A staged volume unpublished behind the node's back (a CO detaching a node it thought dead, an
@@ -19,18 +17,13 @@ import { HaRig, switchoverStage } from './fixture.js';
 describe('HA: a staged volume unpublished, then published again', () => {
   let rig: HaRig;
   let cluster: TestCluster;
-  let store: Store;
   beforeAll(async () => {
     rig = await HaRig.start({ engines: 2 });
     cluster = rig.cluster;
-    store = await openStore(cluster.storeUrl);
   }, 120_000);
-  afterAll(async () => {
-    await store?.close();
-    await rig?.stop();
-  }, 120_000);
+  afterAll(() => rig?.stop(), 120_000);
 
-  const stageOf = (id: string) => switchoverStage(store, cluster.space, id);
+  const stageOf = (id: string) => rig.switchoverStage(id);
   const started = async (id: string) =>
     (await cluster.events()).filter((e) => e.includes(`"id":"${id}","action":"SwitchOverStarted"`)).length;
 

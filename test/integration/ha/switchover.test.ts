@@ -3,12 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HaClusterClient } from '../../../src/lib/ha/clients.js';
 import { NbdClient } from '../../../src/lib/nbd/client.js';
-import { openStore } from '../../../src/lib/store/open.js';
-import type { Store } from '../../../src/lib/store/types.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import type { Backend, TestCluster } from '../core/cluster.js';
-import { HaRig, PAUSABLE_CORE_FLAGS, type PublishedVolume, switchoverStage } from './fixture.js';
+import { HaRig, PAUSABLE_CORE_FLAGS, type PublishedVolume } from './fixture.js';
 import { BLOCK, blockOf, DurableWriter } from './writer.js';
 
 const MiB = 1024 * 1024;
@@ -19,19 +17,14 @@ describe.each<Backend>(['embedded', 'etcd'])(
     let cluster: TestCluster;
     let ha: { proc: StorctlProcess; endpoint: string };
     let haNode: { proc: StorctlProcess; endpoint: string };
-    let store: Store;
 
     beforeAll(async () => {
       // Core keeps its lease while the tests pause it (SIGSTOP) for a few seconds.
       rig = await HaRig.start({ backend, engines: 3, coreFlags: PAUSABLE_CORE_FLAGS });
       ({ cluster, ha, haNode } = rig);
-      store = await openStore(cluster.storeUrl);
     }, 120_000);
 
-    afterAll(async () => {
-      await store?.close();
-      await rig?.stop();
-    }, 120_000);
+    afterAll(() => rig?.stop(), 120_000);
 
     const cli = (args: string[]) => runStorctl(args, { env: cluster.env });
 
@@ -43,7 +36,7 @@ describe.each<Backend>(['embedded', 'etcd'])(
       (await cluster.events())
         .map((e) => JSON.parse(e) as { action: string; id: string })
         .filter((e) => e.action === action && e.id === id);
-    const stageInStore = (id: string) => switchoverStage(store, cluster.space, id);
+    const stageInStore = (id: string) => rig.switchoverStage(id);
 
     it('a forced switchover of a healthy, mounted volume moves its target with no I/O error', {
       timeout: 120_000,
