@@ -100,24 +100,32 @@ describe('orphans and doctor store with undecodable records', () => {
     );
   });
 
-  it('leaves a csi-node volume alone when its volume came to exist after it was listed', async () => {
-    const stateDir = join(dir, 'csi-node');
+  /** A csi-node state directory `name` under the test's dir whose state file holds `volumeId` staged. */
+  function stagedIn(name: string, volumeId: string) {
+    const stateDir = join(dir, name);
     mkdirSync(stateDir);
-    const staged = '55555555-5555-4555-8555-555555555555';
     const stateFile = join(stateDir, 'state.json');
     writeFileSync(
       stateFile,
-      JSON.stringify({ version: 1, volumes: { [staged]: { volumeId: staged, publishes: {} } } }),
+      JSON.stringify({ version: 1, volumes: { [volumeId]: { volumeId, publishes: {} } } }),
       { mode: 0o600 },
     );
-    const found = await findOrphans({
-      store,
-      space,
-      engineTimeoutMs: 1000,
-      switchoverGraceMs: 3_600_000,
-      csiNodeStateDir: stateDir,
-      kube: null,
-    });
+    const find = () =>
+      findOrphans({
+        store,
+        space,
+        engineTimeoutMs: 1000,
+        switchoverGraceMs: 3_600_000,
+        csiNodeStateDir: stateDir,
+        kube: null,
+      });
+    return { stateFile, find };
+  }
+
+  it('leaves a csi-node volume alone when its volume came to exist after it was listed', async () => {
+    const staged = '55555555-5555-4555-8555-555555555555';
+    const { stateFile, find } = stagedIn('csi-node', staged);
+    const found = await find();
     expect(found.orphans.filter((o) => o.kind === 'csi-node-volume').map((o) => o.id)).toEqual([staged]);
     // Meanwhile a volume with that id is created (and may be staged there, in use).
     await store.put(objectKey(space, 'VolumeSpec', staged), JSON.stringify({ uuid: staged }));
@@ -130,25 +138,9 @@ describe('orphans and doctor store with undecodable records', () => {
   });
 
   it('leaves a staged volume alone while a switchover moves it (its target is inactive meanwhile)', async () => {
-    const stateDir = join(dir, 'csi-node-moving');
-    mkdirSync(stateDir);
     const moving = '77777777-7777-4777-8777-777777777777';
-    const stateFile = join(stateDir, 'state.json');
-    writeFileSync(
-      stateFile,
-      JSON.stringify({ version: 1, volumes: { [moving]: { volumeId: moving, publishes: {} } } }),
-      { mode: 0o600 },
-    );
+    const { stateFile, find } = stagedIn('csi-node-moving', moving);
     await store.put(objectKey(space, 'VolumeSpec', moving), volumeSpec.encode(createdVolumeSpec(moving)));
-    const find = () =>
-      findOrphans({
-        store,
-        space,
-        engineTimeoutMs: 1000,
-        switchoverGraceMs: 3_600_000,
-        csiNodeStateDir: stateDir,
-        kube: null,
-      });
     // Unpublished and no switchover: a leftover.
     const found = await find();
     expect(found.orphans.filter((o) => o.kind === 'csi-node-volume').map((o) => o.reason)).toEqual([
