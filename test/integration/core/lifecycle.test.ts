@@ -237,16 +237,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       const clone = await cluster.rest.publishVolume(cloneId, { protocol: 'nbd', publish_context: {} });
       await qemuIo(clone.state.target!.deviceUri, 'read -P 0x7e 0 2M');
 
-      // The snapshot is in use by the clone.
-      const inUse = await cluster.rest.deleteSnapshot(snapId).catch((e: RestError) => e);
-      expect((inUse as RestError).kind).toBe('InUse');
-      expect((inUse as RestError).message).toContain(`source of 1 volume(s) restored from it (${cloneId})`);
       await cluster.rest.unpublishVolume(cloneId);
       await cluster.rest.deleteVolume(cloneId);
-      // The volume cannot go while a snapshot of it exists: the refusal names it.
-      const hasSnapshot = await cluster.rest.deleteVolume(id).catch((e: RestError) => e);
-      expect(hasSnapshot).toMatchObject({ kind: 'InUse' });
-      expect((hasSnapshot as RestError).message).toContain(`has snapshots (1: ${snapId})`);
       await cluster.rest.deleteSnapshot(snapId);
 
       // A published volume grows online (resize-online.test.ts covers it in depth).

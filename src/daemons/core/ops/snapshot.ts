@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { someIds } from '../../../lib/output/humanize.js';
 import {
   cloneSpec,
   poolRefName,
@@ -166,57 +165,67 @@ export async function createSnapshot(
   });
 }
 
+/**
+ * Delete a volume snapshot: its replica snapshots on their io-engines, then its record. Volumes
+ * restored from it do not hold it: a clone's replicas are copies of the replica snapshots, not
+ * layers on them (io-engine `cloneSnapshot`).
+ */
 export async function deleteSnapshot(
   ctx: CoreContext,
   volumeId: string | null,
   snapId: string,
 ): Promise<void> {
-  const { registry, engines } = ctx;
-  const snap = registry.snapshots.get(snapId);
+  const snap = ctx.registry.snapshots.get(snapId);
   if (!snap || (volumeId && snap.spec.source_id !== volumeId)) throw notFound('snapshot', snapId);
-  const clones = [...registry.volumes.values()]
-    .filter((v) => v.content_source?.Snapshot[0] === snapId)
-    .map((v) => v.uuid)
-    .sort();
-  if (clones.length) {
+  const left = await ctx.registry.exclusive('snapshot', snapId, async () => {
+    const now = ctx.registry.snapshots.get(snapId); // a delete that held the lock before may have finished
+    return now ? finishSnapshotDelete(ctx, now) : 0;
+  });
+  if (left)
     throw new SvcError(
-      'InUse',
-      `snapshot '${snapId}' is the source of ${clones.length} volume(s) restored from it (${someIds(clones)}); delete them first: storctl volume delete ID`,
+      'Unavailable',
+      `snapshot '${snapId}': ${left} replica snapshot(s) could not be destroyed now; the garbage collector retries`,
     );
-  }
-  await registry.exclusive('snapshot', snapId, async () => {
-    const copy = cloneSpec(snap);
-    copy.status = 'Deleting';
-    copy.metadata.operation = { operation: 'Destroy', result: null };
-    await registry.persist({ snapshots: [copy] });
-    const left: ReplicaSnapshot[] = [];
-    for (const records of Object.values(copy.metadata.transactions)) {
-      for (const rs of records) {
-        const pool = registry.pools.get(rs.spec.source_id.pool_id);
-        const engine = pool ? engines.tryGet(pool.node) : null;
-        try {
-          if (!engine) throw new Error('node offline');
-          await engine.destroyReplicaSnapshot(rs.spec.uuid);
-        } catch (err) {
-          if (!/not found/i.test(String((err as Error).message))) left.push(rs);
-        }
+}
+
+/**
+ * Shared by the delete request and the snapshot GC (which finishes deletes a node's outage cut
+ * short): log Destroy (status Deleting), destroy the replica snapshots, then remove the record, or
+ * keep it Deleting with those not destroyed yet. Returns how many were not. Call under the
+ * snapshot's lock.
+ */
+export async function finishSnapshotDelete(ctx: CoreContext, snap: VolumeSnapshot): Promise<number> {
+  const { registry, engines } = ctx;
+  const snapId = snap.spec.uuid;
+  const copy = cloneSpec(snap);
+  copy.status = 'Deleting';
+  copy.metadata.operation = { operation: 'Destroy', result: null };
+  await registry.persist({ snapshots: [copy] });
+  const left: ReplicaSnapshot[] = [];
+  for (const records of Object.values(copy.metadata.transactions)) {
+    for (const rs of records) {
+      const pool = registry.pools.get(rs.spec.source_id.pool_id);
+      const engine = pool ? engines.tryGet(pool.node) : null;
+      try {
+        if (!engine) throw new Error('node offline');
+        await engine.destroyReplicaSnapshot(rs.spec.uuid);
+      } catch (err) {
+        if (!/not found/i.test(String((err as Error).message))) left.push(rs);
       }
     }
-    if (left.length) {
-      copy.metadata.operation = null;
-      copy.metadata.transactions = { [copy.metadata.txn_id]: left };
-      // Partly destroyed: what is gone is committed, the rest stays for the garbage collector.
-      await settleOp(registry, { kind: 'snapshot', id: snapId }, false, { snapshots: [copy] });
-      throw new SvcError(
-        'Unavailable',
-        `snapshot '${snapId}': ${left.length} replica snapshot(s) could not be destroyed now; the garbage collector retries`,
-      );
-    }
-    await settleOp(registry, { kind: 'snapshot', id: snapId }, true, {
-      deleteSnapshots: [snapId],
-      events: [makeEvent('snapshot', snapId, 'Deleted', `of volume ${snap.spec.source_id}`)],
-    });
+  }
+  if (left.length) {
+    copy.metadata.operation = null;
+    copy.metadata.transactions = { [copy.metadata.txn_id]: left };
+    // Partly destroyed: what is gone is committed, the rest stays for the garbage collector.
+    await settleOp(registry, { kind: 'snapshot', id: snapId }, false, { snapshots: [copy] });
+    return left.length;
+  }
+  await settleOp(registry, { kind: 'snapshot', id: snapId }, true, {
+    deleteSnapshots: [snapId],
+    events: [makeEvent('snapshot', snapId, 'Deleted', `of volume ${snap.spec.source_id}`)],
   });
+  return 0;
 }
 
 /** A pool's uuid, as last polled from its io-engine, else asked of it now. */

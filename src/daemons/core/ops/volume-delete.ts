@@ -1,4 +1,3 @@
-import { someIds } from '../../../lib/output/humanize.js';
 import { activeTarget, cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
@@ -14,6 +13,8 @@ import { destroyReplicasQuietly } from './volume-create.js';
  * Delete: log Destroy (status Deleting), destroy the nexuses and replicas on their io-engines, then
  * remove every spec in one transaction. What cannot be destroyed now (node offline) stays as a
  * disowned Deleting spec that the garbage collectors finish later; the volume itself is gone.
+ * Its snapshots stay, as upstream's do (a VolumeSnapshot outlives its PVC): each replica snapshot
+ * is a file of its own in its pool, and a volume restored from one later has the data.
  */
 export async function deleteVolume(
   ctx: CoreContext,
@@ -41,17 +42,6 @@ export async function deleteVolume(
         `volume '${uuid}' is published on node '${target.node}': a host may be using it; unpublish it first`,
         'VolumePublished',
       );
-    const snapshots = ctx.registry
-      .volumeSnapshots(uuid)
-      .map((s) => s.spec.uuid)
-      .sort();
-    if (snapshots.length) {
-      // Mayastor keeps snapshots of a deleted volume; storctl keeps it simple and refuses instead.
-      throw new SvcError(
-        'InUse',
-        `volume '${uuid}' has snapshots (${snapshots.length}: ${someIds(snapshots)}); delete them first: storctl snapshot delete ID`,
-      );
-    }
     await finishVolumeDelete(ctx, cloneSpec(volume));
   });
 }

@@ -3,6 +3,7 @@ import { cloneSpec, poolRefName, type ReplicaSpec } from '../../../lib/specs/ind
 import { TimeSlice } from '../../../lib/time-slice.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
+import { finishSnapshotDelete } from '../ops/snapshot.js';
 import { finishVolumeDelete } from '../ops/volume-delete.js';
 import { toSvcError } from '../svc-error.js';
 
@@ -45,6 +46,36 @@ export async function collectVolumes(ctx: CoreContext): Promise<void> {
         if (v) await finishVolumeDelete(ctx, cloneSpec(v));
       })
       .catch((err) => ctx.log.warn({ volume: id, err: (err as Error).message }, 'volume GC failed'));
+  });
+}
+
+/**
+ * Snapshot GC: finish deletes that a node's outage cut short (Deleting snapshots keep the replica
+ * snapshots not destroyed yet), and remove failed creates of a volume since deleted (Creating with
+ * no operation pending: no retry can complete them without their volume).
+ */
+export async function collectSnapshots(ctx: CoreContext): Promise<void> {
+  const { registry, engines } = ctx;
+  const collectable = (id: string) => {
+    const s = registry.snapshots.get(id);
+    if (!s || s.metadata.operation || registry.isBusy('volume', s.spec.source_id)) return null;
+    const abandoned = s.status === 'Creating' && !registry.volumes.has(s.spec.source_id);
+    if (s.status !== 'Deleting' && !abandoned) return null;
+    // Not while every node holding what is left is offline: each try writes the record twice.
+    const nodes = Object.values(s.metadata.transactions)
+      .flat()
+      .map((r) => registry.pools.get(r.spec.source_id.pool_id)?.node);
+    return nodes.length === 0 || nodes.some((n) => n && engines.tryGet(n)) ? s : null;
+  };
+  const due = [...registry.snapshots.keys()].filter((id) => collectable(id));
+  await eachLimited(due, GC_IN_FLIGHT, async (id) => {
+    if (registry.isBusy('snapshot', id)) return;
+    await registry
+      .exclusive('snapshot', id, async () => {
+        const s = collectable(id); // re-read under the lock: a request may have finished it
+        if (s) await finishSnapshotDelete(ctx, s);
+      })
+      .catch((err) => ctx.log.warn({ snapshot: id, err: (err as Error).message }, 'snapshot GC failed'));
   });
 }
 

@@ -4,7 +4,7 @@ import { eventsToTrim } from '../events.js';
 import { reconcileDirtySpecs } from '../recovery.js';
 import { pollEngines, pollNode, unpolledNodes } from './cache.js';
 import { drainNodes } from './drain.js';
-import { collectNexuses, collectReplicas, collectVolumes } from './gc.js';
+import { collectNexuses, collectReplicas, collectSnapshots, collectVolumes } from './gc.js';
 import { reconcilePools } from './pools.js';
 import { StatusEvents } from './status-events.js';
 import { healVolumes, recreateMissingNexuses } from './volumes.js';
@@ -90,6 +90,7 @@ export class ReconcileLoop {
       await this.step('volume-gc', () => collectVolumes(this.ctx));
       await this.step('replica-gc', () => collectReplicas(this.ctx));
       await this.step('nexus-gc', () => collectNexuses(this.ctx));
+      await this.step('snapshot-gc', () => collectSnapshots(this.ctx));
       await this.step('events-trim', async () => {
         const old = await eventsToTrim(registry.store, registry.space, config.eventsKept);
         for (let i = 0; i < old.length; i += 100) await registry.writer.write([], old.slice(i, i + 100));
