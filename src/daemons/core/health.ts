@@ -1,4 +1,4 @@
-import type { NexusSpec, ReplicaSpec, VolumeSpec } from '../../lib/specs/index.js';
+import { type NexusSpec, poolRefName, type ReplicaSpec, type VolumeSpec } from '../../lib/specs/index.js';
 import type { NexusState, PoolState } from './engine-api.js';
 import type { Registry } from './registry.js';
 
@@ -25,6 +25,7 @@ export function volumeStatus(reg: Registry, v: VolumeSpec): string {
     return 'Online';
   }
   const replicas = reg.volumeReplicas(v.uuid);
+  if (replicas.some((r) => awaitingImport(reg, r))) return 'Unknown';
   const live = replicas.filter((r) => replicaOnline(reg, r));
   if (live.length === 0) return replicas.length ? 'Faulted' : 'Unknown';
   return live.length < v.num_replicas ? 'Degraded' : 'Online';
@@ -36,6 +37,26 @@ export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
   if (!node || !reg.isOnline(node)) return false;
   const states = reg.replicaStates.get(node);
   return !states || states.has(r.uuid);
+}
+
+/**
+ * Its pool's io-engine answers but has not reported the pool since it restarted, and the pool
+ * reconciler has not re-imported it yet (nor failed to): core does not know yet whether the replica
+ * is there. Without this, every unpublished volume read Faulted for the first seconds after a
+ * restart of `storctl up`, and core recorded that as an event.
+ */
+function awaitingImport(reg: Registry, r: ReplicaSpec): boolean {
+  const node = reg.replicaNode(r);
+  const pool = reg.pools.get(poolRefName(r.pool));
+  const polled = node ? reg.polledPools.get(node) : undefined;
+  return (
+    !!pool &&
+    !!polled &&
+    reg.isOnline(pool.node) &&
+    !polled.has(pool.id) &&
+    pool.status !== 'Deleting' &&
+    !reg.poolImportFailed.has(pool.id)
+  );
 }
 
 /**

@@ -28,6 +28,7 @@ export async function reconcilePools(ctx: CoreContext): Promise<boolean> {
     try {
       const st = await engine.importPool(p.id, p.disks[0]);
       registry.poolStates.set(p.id, st);
+      registry.poolImportFailed.delete(p.id);
       polled.add(p.id);
       // Its replicas are seen now, not at the next poll (--cache-period): until then the volumes
       // they hold read Faulted, and a publish would not find them.
@@ -36,6 +37,7 @@ export async function reconcilePools(ctx: CoreContext): Promise<boolean> {
         events: [makeEvent('pool', p.id, 'Imported', `re-imported on node ${p.node} from ${p.disks[0]}`)],
       });
     } catch (err) {
+      registry.poolImportFailed.add(p.id);
       log.warn({ pool: p.id, node: p.node, err: (err as Error).message }, 'pool import failed');
     }
   }
