@@ -25,6 +25,8 @@ export class PoolSpace {
   private stale = true;
   /** Writes refused since the io-engine started (storctl_pool_writes_refused_total). */
   refused = 0;
+  /** Thin writes taken so far: a pool measured at another count may hold more now. */
+  writes = 0;
 
   constructor(
     private readonly pool: string,
@@ -45,6 +47,7 @@ export class PoolSpace {
    * pool is near full and the write must be measured (`settle`).
    */
   take(length: number): boolean {
+    this.writes++;
     const room = () => this.capacity() - TIGHT_MARGIN - this.reserved - this.unmeasured;
     if (!this.stale && room() >= length) {
       this.unmeasured += length;

@@ -111,7 +111,7 @@ export class Pool {
   private readonly replicaJson = new Map<string, string>();
   /** Directories that gained files since the last metadata write (their entries are fsynced first). */
   private readonly dirtyDirs = new Set<string>();
-  private statsCache: { at: number; value: Promise<PoolStats> } | null = null;
+  private statsCache: { at: number; writes: number; value: Promise<PoolStats> } | null = null;
   /** Thin replicas' writes stay within the capacity. */
   readonly space: PoolSpace;
   /** Gives up this process's claim on the directory (pool-claim.ts), once the pool is unloaded. */
@@ -352,12 +352,17 @@ export class Pool {
     return join(this.disk, 'snapshots', `${uuid}.img`);
   }
 
-  /** Pool usage; cached for a second (it stats every file), dropped on every metadata change. */
+  /**
+   * Pool usage; cached for a second (it stats every file), dropped on every metadata change and
+   * after thin writes (a volume filled just before a scale otherwise read as an empty pool).
+   */
   stats(): Promise<PoolStats> {
     const now = Date.now();
-    if (this.statsCache && now - this.statsCache.at < 1000) return this.statsCache.value;
+    const { writes } = this.space;
+    const cached = this.statsCache;
+    if (cached && now - cached.at < 1000 && cached.writes === writes) return cached.value;
     const value = this.computeStats();
-    this.statsCache = { at: now, value };
+    this.statsCache = { at: now, writes, value };
     value.catch(() => {
       if (this.statsCache?.value === value) this.statsCache = null;
     });
