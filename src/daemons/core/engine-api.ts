@@ -64,6 +64,7 @@ export interface EngineApi {
   importPool(id: string, disk: string): Promise<PoolState>;
   destroyPool(id: string): Promise<void>;
   listReplicas(): Promise<ReplicaState[]>;
+  getReplica(uuid: string): Promise<ReplicaState>;
   createReplica(r: { uuid: string; pool: string; size: number; thin: boolean }): Promise<ReplicaState>;
   destroyReplica(uuid: string, pool: string): Promise<void>;
   /** Share a replica so a nexus on another node can use it; returns its URI. */

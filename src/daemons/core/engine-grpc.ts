@@ -96,6 +96,9 @@ export class GrpcEngine implements EngineApi {
   async listReplicas() {
     return (await this.call((c) => c.listReplicas())).map(replica);
   }
+  async getReplica(uuid: string) {
+    return replica(await this.call((c) => c.getReplica(uuid)));
+  }
   async createReplica(r: { uuid: string; pool: string; size: number; thin: boolean }) {
     const { uuid, size, thin } = r;
     return replica(await this.call(() => this.creates.call({ uuid, name: uuid, pool: r.pool, size, thin })));

@@ -56,6 +56,7 @@ async function makeReplicas(
   const { registry, config } = ctx;
   const replicas = registry.volumeReplicas(volume.uuid);
   const holders = replicas.map((r) => registry.replicaNode(r)).filter((n): n is string => !!n);
+  await refreshSpace(ctx, replicas);
   // The new replica is rebuilt with what the volume's replicas hold: its pool must have room for it.
   const allocated = Math.max(0, ...replicas.map((r) => registry.replicaState(r)?.allocated ?? 0));
   const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
@@ -104,6 +105,36 @@ async function makeReplicas(
     ),
   };
   return { specs, commit };
+}
+
+/**
+ * What the pools hold and what the volume's replicas hold, asked of the io-engines now: the polled
+ * figures may be a cache period old, and writes since then (a volume filled just before a scale)
+ * made a pool look empty. A rebuild placed on that view filled the pool, failed, and left the thin
+ * volumes already there without room for their writes. What cannot be asked stays as polled.
+ */
+async function refreshSpace(ctx: CoreContext, replicas: ReplicaSpec[]): Promise<void> {
+  const { registry, engines } = ctx;
+  const online = registry.nodeViews().filter((n) => n.online);
+  await Promise.all([
+    ...online.map(async ({ id }) => {
+      const pools = await engines
+        .tryGet(id)
+        ?.listPools()
+        .catch(() => null);
+      for (const p of pools ?? []) registry.poolStates.set(p.id, p);
+    }),
+    ...replicas.map(async (r) => {
+      const node = registry.replicaNode(r);
+      const st = node
+        ? await engines
+            .tryGet(node)
+            ?.getReplica(r.uuid)
+            .catch(() => null)
+        : null;
+      if (st) registry.setReplicaState(node!, st);
+    }),
+  ]);
 }
 
 /** Remove replicas from a volume: out of the nexus first, then destroyed (or left disowned to GC). */
