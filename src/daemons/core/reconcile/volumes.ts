@@ -189,9 +189,36 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
           });
         }
       })
-      .catch((err) => ctx.log.warn({ volume: id, err: toSvcError(err).message }, 'self-heal step failed'));
+      .then(
+        () => healFailures(ctx).delete(id),
+        (err) => reportHealFailure(ctx, id, toSvcError(err).message),
+      );
   }
   return busy;
+}
+
+/**
+ * A self-heal step that failed is said (log and event) once per reason: the step is tried again
+ * every pass, and a volume no pool can take a replica of logged the same warning every 2 s while
+ * `storctl events` said nothing of why it stayed Degraded.
+ */
+async function reportHealFailure(ctx: CoreContext, id: string, why: string): Promise<void> {
+  const failures = healFailures(ctx);
+  if (failures.get(id) === why) return;
+  failures.set(id, why);
+  ctx.log.warn({ volume: id, err: why }, 'self-heal step failed');
+  await ctx.registry
+    .persist({
+      events: [
+        makeEvent(
+          'volume',
+          id,
+          'HealFailed',
+          `${why}; core tries again every pass (said again if the reason changes)`,
+        ),
+      ],
+    })
+    .catch(() => {});
 }
 
 /** Times a faulted child is added back within one wait period before it is replaced instead. */
@@ -214,25 +241,32 @@ interface FaultWatch {
  * Per core (its registry), per replica uuid. In memory: a restarted core takes the period's start
  * from the io-engine again, but counts returns from zero.
  */
-const watchesOf = new WeakMap<object, Map<string, FaultWatch>>();
+const watches = perCore<FaultWatch>();
+/** Per core, per volume uuid: why its last self-heal step failed (none after one that worked). */
+const healFailures = perCore<string>();
 
-function watches(ctx: CoreContext): Map<string, FaultWatch> {
-  let m = watchesOf.get(ctx.registry);
-  if (!m) {
-    m = new Map();
-    watchesOf.set(ctx.registry, m);
-  }
-  return m;
+function perCore<T>(): (ctx: CoreContext) => Map<string, T> {
+  const of = new WeakMap<object, Map<string, T>>();
+  return (ctx) => {
+    let m = of.get(ctx.registry);
+    if (!m) {
+      m = new Map();
+      of.set(ctx.registry, m);
+    }
+    return m;
+  };
 }
 
 /** The wait period in effect (0: partial rebuild disabled, a faulted child is replaced at once). */
 const waitPeriod = (ctx: CoreContext) =>
   ctx.config.disablePartialRebuild ? 0 : Math.max(0, ctx.config.faultedChildWaitMs ?? 0);
 
-/** Drop watches of replicas that no longer exist. */
+/** Drop watches of replicas, and heal failures of volumes, that no longer exist. */
 function forgetWatches(ctx: CoreContext): void {
   const w = watches(ctx);
   for (const uuid of w.keys()) if (!ctx.registry.replicas.has(uuid)) w.delete(uuid);
+  const f = healFailures(ctx);
+  for (const uuid of f.keys()) if (!ctx.registry.volumes.has(uuid)) f.delete(uuid);
 }
 
 /** A faulted child's replica held back by its full pool. */
