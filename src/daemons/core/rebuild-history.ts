@@ -134,10 +134,13 @@ export class RebuildHistory {
       this.nodeOf.delete(nexus);
     }
     const total = Math.ceil(job.size / BLOCK_SIZE);
-    const recovered = state === 'Completed' ? total : Math.floor((total * job.percent) / 100);
     // The data the io-engine wrote to the child: a partial rebuild copies only the dirty regions, and
     // neither kind sends stretches of zeroes.
     const transferred = Math.min(total, Math.ceil(job.transferred / BLOCK_SIZE));
+    // The progress last seen may be seconds old when a job ends; a full rebuild copies in order, so
+    // it got at least as far as what it wrote ("failed at 2%: 104MiB written" of 200 MiB read wrong).
+    const seen = Math.floor((total * job.percent) / 100);
+    const recovered = state === 'Completed' ? total : Math.max(seen, job.partial ? 0 : transferred);
     const list = this.records.get(nexus) ?? [];
     list.push({
       childUri,

@@ -89,6 +89,26 @@ describe('rebuild history as core observes it', () => {
     expect(h.of('n1')).toEqual([]);
   });
 
+  it('a full rebuild that failed between two sightings got at least as far as the data it wrote', () => {
+    const h = new RebuildHistory();
+    h.observe(nexus([online(SRC), rebuilding(NEW, 2)]), h.tick());
+    // Failed with 6 MiB of the 8 MiB written, its last progress seen at 2%.
+    h.observe(
+      nexus([
+        online(SRC),
+        { uri: NEW, state: 'Faulted', rebuildProgress: null, rebuildTransferredBytes: 6 * MiB },
+      ]),
+      h.tick(),
+    );
+    const [failed] = h.of('n1');
+    expect(failed).toMatchObject({
+      rebuildJobState: 'Failed',
+      blocksRecovered: 12288,
+      blocksTransferred: 12288,
+    });
+    expect(rebuildEvent('v1', failed).message).toMatch(/failed at 75%: 6MiB written/);
+  });
+
   it('tells its listener of each rebuild once, when it ends, however it ends', () => {
     const ended: [string, RebuildRecord][] = [];
     const h = new RebuildHistory((nexus, record) => ended.push([nexus, record]));
