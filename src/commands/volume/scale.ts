@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Args, Flags } from '@oclif/core';
 import { durationFlag, formatDuration, positionalOrFlag } from '../../lib/cli-args.js';
-import { TimeoutError, UsageError } from '../../lib/errors.js';
+import { ExitCode, StorctlError, TimeoutError, UsageError } from '../../lib/errors.js';
 import { rebuildProgress, uuidArg, volumeListing } from '../../lib/rest/cli.js';
 import { RestError } from '../../lib/rest/errors.js';
 import { RestCommand } from '../../lib/rest-command.js';
@@ -42,6 +42,7 @@ export default class VolumeScale extends RestCommand {
       throw new UsageError('give the new replica count', {
         suggestions: [`storctl volume scale ${id} --replicas N`],
       });
+    const before = new Set(Object.keys((await this.client.getVolume(id)).state.replica_topology));
     // Already at that count: nothing to do (core answers ReplicaCountAchieved, as upstream does).
     let v = await this.client
       .scaleVolume(id, replicas)
@@ -52,12 +53,31 @@ export default class VolumeScale extends RestCommand {
       );
     if (flags.wait && v.state.target) {
       const deadline = Date.now() + flags.timeout;
+      const added = Object.keys(v.state.replica_topology).filter((r) => !before.has(r));
       let last = -1;
       let rebuilt = false;
       for (;;) {
         v = await this.client.getVolume(id);
         const { rebuilding, percent } = rebuildProgress(v);
         if (rebuilding === 0 && v.state.status === 'Online') break;
+        // A new replica whose rebuild failed: faulted, or already removed by core to be replaced.
+        const failed = added.filter(
+          (r) =>
+            v.state.replica_topology[r]?.['child-status'] !== 'Degraded' &&
+            v.state.replica_topology[r]?.['child-status'] !== 'Online',
+        );
+        if (failed.length)
+          throw new StorctlError(
+            'REBUILD_FAILED',
+            `volume ${id}: the rebuild of its new replica ${failed.join(', ')} failed; core keeps the count at ${replicas} and replaces it on a pool that can take it (self-heal), or says in its events why it cannot`,
+            ExitCode.conflict,
+            {
+              suggestions: [
+                `see why and what core does next: \`storctl events --id ${id}\``,
+                `see the rebuild: \`storctl volume rebuild-history ${id}\``,
+              ],
+            },
+          );
         if (rebuilding > 0 && percent !== last) {
           this.logToStderr(`rebuilding ${rebuilding} replica(s): ${percent}%`);
           rebuilt = true;
