@@ -18,13 +18,15 @@ describe('core: a pool is emptied before it is deleted', () => {
     cluster = undefined;
   });
 
-  it('pool delete names the volumes it holds; node cordon + scale-down moves them off; then the pool goes', async () => {
+  it('pool delete names the volumes and snapshots it holds; node cordon + scale-down moves the volumes off; then the pool goes', async () => {
     cluster = await TestCluster.start({ engines: 3 });
     const c = cluster;
     const id = newVolumeId();
     await c.rest.createVolume(id, { size: 16 * MiB, replicas: 3, thin: true, policy: { self_heal: false } });
     const v = await c.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-3' });
     await qemuIo(v.state.target!.deviceUri, 'write -P 0x5c 0 4M');
+    const snapId = newVolumeId(); // one of its replica snapshots is taken in pool-node-3
+    await c.rest.createSnapshot(id, snapId);
 
     const refused = await c.rest.deletePool('pool-node-3').then(
       () => null,
@@ -51,6 +53,12 @@ describe('core: a pool is emptied before it is deleted', () => {
     expect(after.state.target?.node).toBe('node-3');
     await qemuIo(after.state.target!.deviceUri, 'read -P 0x5c 0 4M');
 
+    // The replica snapshot stays where it was taken: the refusal names its snapshot, and how to go on.
+    const held = await runStorctl(['pool', 'delete', 'pool-node-3'], { env: c.env });
+    expect(held.code).toBe(4);
+    expect(held.stderr).toContain(`still holds replica snapshots of 1 volume snapshot(s) (${snapId})`);
+    expect(held.stderr).toContain('`storctl snapshot delete ID`');
+    await c.rest.deleteSnapshot(snapId);
     await c.rest.deletePool('pool-node-3');
     expect((await c.rest.listPools()).map((p) => p.id)).not.toContain('pool-node-3');
   }, 120_000);

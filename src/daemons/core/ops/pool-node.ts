@@ -67,7 +67,16 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
     const spec = registry.pools.get(id);
     if (!spec || (node && spec.node !== node)) throw notFound('pool', id, 'Pool');
     const users = [...registry.replicas.values()].filter((r) => poolRefName(r.pool) === id);
-    if (users.length) throw poolInUse(id, spec.node, users);
+    // Checked here, not left to the io-engine, whose refusal cannot say which snapshots to delete.
+    const snapshots = [...registry.snapshots.values()]
+      .filter((s) =>
+        Object.values(s.metadata.transactions).some((records) =>
+          records.some((r) => r.spec.source_id.pool_id === id),
+        ),
+      )
+      .map((s) => s.spec.uuid)
+      .sort();
+    if (users.length || snapshots.length) throw poolInUse(id, spec.node, users, snapshots);
     try {
       await engines.get(spec.node).destroyPool(id);
     } catch (err) {
@@ -322,20 +331,27 @@ export function unlabelNode(ctx: CoreContext, id: string, key: string) {
 
 /**
  * What keeps a pool from being deleted, and how to empty it: a volume's replica moves off a
- * cordoned node by a scale up and back down (scale-down removes replicas on cordoned nodes first).
+ * cordoned node by a scale up and back down (scale-down removes replicas on cordoned nodes first);
+ * a replica snapshot stays where it was taken, so its volume snapshot is deleted.
  */
-function poolInUse(id: string, node: string, users: ReplicaSpec[]): SvcError {
+function poolInUse(id: string, node: string, users: ReplicaSpec[], snapshots: string[]): SvcError {
   const volumes = [...new Set(users.flatMap((r) => (r.owners.volume ? [r.owners.volume] : [])))];
   const unowned = users.filter((r) => !r.owners.volume).length;
   const held = [
     volumes.length ? `replicas of ${volumes.length} volume(s) (${someIds(volumes, 3)})` : '',
     unowned ? `${unowned} replica(s) no volume owns` : '',
+    snapshots.length
+      ? `replica snapshots of ${snapshots.length} volume snapshot(s) (${someIds(snapshots, 3)})`
+      : '',
   ].filter(Boolean);
   const steps = [
     volumes.length
       ? `move each volume's replica off it: \`storctl node cordon ${node}\`, then \`storctl volume scale ID <replicas+1>\` and back to <replicas> (a scale-down removes replicas on cordoned nodes first), or delete the volumes`
       : '',
     unowned ? 'delete the unowned replicas with `storctl orphans --delete`' : '',
+    snapshots.length
+      ? 'delete those snapshots (`storctl snapshot delete ID`): replica snapshots stay in the pool they were taken in'
+      : '',
   ].filter(Boolean);
   return new SvcError(
     'InUse',
