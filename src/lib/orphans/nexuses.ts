@@ -12,15 +12,15 @@ export function findNexusOrphans(snap: StoreSnapshot): Orphan[] {
   for (const n of specsOf(snap.cluster, 'NexusSpec')) {
     const owner = n.owner;
     if (owner ? hasRecord(snap.cluster, 'VolumeSpec', owner) : !n.managed) continue;
+    // A target moved away while its node did not answer (switchover, republish): core's GC destroys it.
+    const deleting = n.spec_status === 'Deleting' ? ", being deleted (core's nexus GC destroys it)" : '';
     out.push({
       kind: 'nexus',
       id: n.uuid,
       volume: owner,
       node: n.node,
       pool: null,
-      reason: owner
-        ? `nexus owned by volume ${owner}, which does not exist`
-        : 'managed nexus with no owning volume',
+      reason: `${owner ? `nexus owned by volume ${owner}, which does not exist` : 'managed nexus with no owning volume'}${deleting}`,
       action: `DELETE /nexuses/${n.uuid} through core`,
     });
   }

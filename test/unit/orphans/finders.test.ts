@@ -6,11 +6,13 @@ import type { ClusterState } from '../../../src/lib/catalog/cluster.js';
 import { findCsiNodeOrphans } from '../../../src/lib/orphans/csi-node.js';
 import { isBelow } from '../../../src/lib/orphans/csi-node-cleanup.js';
 import { dropCsiNodeEntry, readCsiNodeState } from '../../../src/lib/orphans/csi-node-state.js';
+import { findNexusOrphans } from '../../../src/lib/orphans/nexuses.js';
 import { findReplicaOrphans } from '../../../src/lib/orphans/replicas.js';
 import type { StoreSnapshot } from '../../../src/lib/orphans/snapshot.js';
 import { findSwitchOverOrphans } from '../../../src/lib/orphans/switchovers.js';
 import { findVolumesWithoutClaims, indexClaims } from '../../../src/lib/orphans/volumes-without-claims.js';
 import type {
+  NexusSpec,
   ReplicaSpec,
   SwitchOverSpec,
   SwitchOverStage,
@@ -73,6 +75,24 @@ describe('replica finder', () => {
     expect(findReplicaOrphans(snap).map((o) => [o.id, o.reason])).toEqual([
       ['r-deleting', 'managed replica with no owning volume, being deleted (core retries the destroy)'],
       ['r-gone', `managed replica owned by volume ${GONE}, which does not exist`],
+    ]);
+  });
+});
+
+describe('nexus finder', () => {
+  it("a nexus being deleted says core destroys it; an owned one, or an operator's, is none", () => {
+    const snap = snapshot([VOL]);
+    const nexus = (uuid: string, owner: string | undefined, managed: boolean, spec_status: string) =>
+      [uuid, { uuid, owner, managed, spec_status, node: 'node-1' } as unknown as NexusSpec] as const;
+    snap.cluster.specs.NexusSpec = new Map([
+      nexus('n-owned', VOL, true, 'Created'),
+      nexus('n-operator', undefined, false, 'Created'),
+      nexus('n-gone', GONE, true, 'Created'),
+      nexus('n-deleting', undefined, true, 'Deleting'),
+    ]);
+    expect(findNexusOrphans(snap).map((o) => [o.id, o.reason])).toEqual([
+      ['n-deleting', "managed nexus with no owning volume, being deleted (core's nexus GC destroys it)"],
+      ['n-gone', `nexus owned by volume ${GONE}, which does not exist`],
     ]);
   });
 });
