@@ -118,23 +118,35 @@ async function refreshSpace(ctx: CoreContext, replicas: ReplicaSpec[]): Promise<
   const online = registry.nodeViews().filter((n) => n.online);
   await Promise.all([
     ...online.map(async ({ id }) => {
-      const pools = await engines
-        .tryGet(id)
-        ?.listPools()
-        .catch(() => null);
+      const pools = await briefly(engines.tryGet(id)?.listPools());
       for (const p of pools ?? []) registry.poolStates.set(p.id, p);
     }),
     ...replicas.map(async (r) => {
       const node = registry.replicaNode(r);
-      const st = node
-        ? await engines
-            .tryGet(node)
-            ?.getReplica(r.uuid)
-            .catch(() => null)
-        : null;
+      const st = node ? await briefly(engines.tryGet(node)?.getReplica(r.uuid)) : null;
       if (st) registry.setReplicaState(node!, st);
     }),
   ]);
+}
+
+/**
+ * How long placement waits for an io-engine's fresh figures: one that hangs (stopped, cut off)
+ * would otherwise hold every scale and self-heal step for a whole request timeout.
+ */
+const FRESH_SPACE_WAIT_MS = 1000;
+
+/** The answer, or null when it fails or takes longer than FRESH_SPACE_WAIT_MS. */
+async function briefly<T>(answer: Promise<T> | undefined): Promise<T | null> {
+  if (!answer) return null;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), FRESH_SPACE_WAIT_MS);
+  });
+  try {
+    return await Promise.race([answer.catch(() => null), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Remove replicas from a volume: out of the nexus first, then destroyed (or left disowned to GC). */
