@@ -50,9 +50,20 @@ export async function createCloneVolume(
     // A retried clone (same snapshot, same parameters) returns the clone it made.
     const existing = registry.volumes.get(uuid);
     if (existing) return sameVolume(existing, volume);
-    const chosen = records
-      .filter((r) => registry.pools.has(r.spec.source_id.pool_id))
-      .slice(0, body.replicas);
+    // Replica snapshots on nodes that answer, uncordoned ones first: the first ones recorded could
+    // be on a node that is down while the others would serve (a restore in an incident).
+    const nodes = new Map(registry.nodeViews().map((n) => [n.id, n]));
+    const nodeOf = (r: (typeof records)[number]) =>
+      nodes.get(registry.pools.get(r.spec.source_id.pool_id)?.node ?? '');
+    const usable = records
+      .filter((r) => nodeOf(r)?.online)
+      .sort((a, b) => Number(nodeOf(a)!.cordoned) - Number(nodeOf(b)!.cordoned));
+    if (usable.length < body.replicas)
+      throw new SvcError(
+        'FailedPrecondition',
+        `snapshot '${snapId}': ${usable.length} of its ${records.length} replica snapshot(s) are on nodes online now; a clone of ${body.replicas} replica(s) needs as many; retry once their nodes are back, or ask for fewer replicas`,
+      );
+    const chosen = usable.slice(0, body.replicas);
     const replicas = chosen.map(
       (r): ReplicaSpec => ({
         ...newReplicaSpec(volume, r.spec.source_id.pool_id),
