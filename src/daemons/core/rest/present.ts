@@ -23,7 +23,7 @@ export function nexusOut(reg: Registry, spec: NexusSpec) {
     uuid: spec.uuid,
     node: spec.node,
     size: st?.size ?? spec.size,
-    state: st?.state ?? (reg.isOnline(spec.node) ? 'Unknown' : 'Unknown'),
+    state: st?.state ?? 'Unknown',
     protocol: st?.protocol ?? spec.share,
     deviceUri: st?.deviceUri ?? '',
     rebuilds: st?.children.filter((c) => c.rebuildProgress != null).length ?? 0,
