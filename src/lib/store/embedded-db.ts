@@ -6,12 +6,14 @@ import type { KeyValue } from './types.js';
 
 /**
  * The embedded store's SQLite schema and statements (kine-style: current keys plus an event
- * history). `meta` holds the one global revision counter and the compaction point.
+ * history). `meta` holds the one global revision counter, the compaction point, and the boot whose
+ * clock the leases' expiry times are on (`boot`, `clock_base`: embedded.ts).
  */
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta (name, value) VALUES ('schema', 1), ('revision', 1), ('compact_revision', 0);
+INSERT OR IGNORE INTO meta (name, value) VALUES ('boot', 0), ('clock_base', 0);
 CREATE TABLE IF NOT EXISTS kv (
   key TEXT NOT NULL UNIQUE, value TEXT NOT NULL,
   create_rev INTEGER NOT NULL, mod_rev INTEGER NOT NULL, version INTEGER NOT NULL, lease INTEGER NOT NULL);
@@ -113,6 +115,7 @@ export function prepareStatements(db: Database.Database) {
       .prepare<[number], number>('SELECT id FROM leases WHERE expires_at <= ? ORDER BY expires_at')
       .pluck(),
     anyExpired: db.prepare<[number], number>('SELECT 1 FROM leases WHERE expires_at <= ? LIMIT 1').pluck(),
+    allLeases: db.prepare<[], number>('SELECT id FROM leases').pluck(),
     insertLease: db.prepare<[number, number, number]>(
       'INSERT INTO leases (id, ttl, expires_at) VALUES (?, ?, ?)',
     ),

@@ -40,6 +40,11 @@ export class WriteContext {
     for (const id of this.st.expiredLeases.all(this.now)) this.revokeLease(id);
   }
 
+  /** Every lease ends: each was granted to a process of an earlier boot, all gone with it. */
+  revokeAllLeases(): void {
+    for (const id of this.st.allLeases.all()) this.revokeLease(id);
+  }
+
   revokeLease(id: number): void {
     this.beginChangeSet();
     for (const row of this.st.byLease.all(id)) this.deleteRow(row);

@@ -14,6 +14,7 @@ import {
 import { WalSync } from './embedded-sync.js';
 import { EmbeddedWatch, type HistoryPage, type WatchCursor } from './embedded-watch.js';
 import { WriteContext } from './embedded-write.js';
+import { bootId, monotonicMs } from './lease-clock.js';
 import { type LeaseHandle, trackedLeaseHandle } from './lease-handle.js';
 import type {
   KeysValuesRange,
@@ -53,10 +54,10 @@ const PAGE = 1000;
 const storesByFile = new Map<string, Set<EmbeddedStore>>();
 
 /** A range statement's parameters; one row past `limit` tells whether more remain (0: no limit). */
-const rangeParams = (prefix: string, options: RangeOptions, limit: number) => ({
+const rangeParams = (prefix: string, options: RangeOptions, limit: number, now: number) => ({
   from: options.startKey ?? prefix,
   end: options.endKey ?? prefixEnd(prefix),
-  now: Date.now(),
+  now,
   limit: limit === 0 ? -1 : limit + 1,
 });
 
@@ -82,6 +83,15 @@ export class EmbeddedStore implements Store {
   private pumpScheduled = false;
   private polledRevision = 0;
   private closed = false;
+  /**
+   * Leases expire on this boot's monotonic clock (lease-clock.ts), offset by `clockBase`: the wall
+   * time the boot began, as the first writer of the boot recorded it in `meta` (every process of the
+   * boot then reads the same lease times). Until one has, wall time stands in.
+   */
+  private readonly boot = bootId();
+  private clockBase: number;
+  /** `clockBase` is the one stored for this boot (not wall time standing in). */
+  private clockStored: boolean;
 
   private constructor(path: string, options: EmbeddedStoreOptions) {
     this.file = resolve(path);
@@ -91,6 +101,8 @@ export class EmbeddedStore implements Store {
     this.pollIntervalMs = options.pollIntervalMs ?? 50;
     this.db = openDatabase(this.file, this.endpoint, this.busyTimeoutMs);
     this.st = prepareStatements(this.db);
+    this.clockStored = this.boot !== 0 && this.st.meta.get('boot') === this.boot;
+    this.clockBase = this.clockStored ? this.st.meta.get('clock_base')! : Date.now() - monotonicMs();
     this.walSync = new WalSync(`${this.file}-wal`, this.endpoint);
     const peers = storesByFile.get(this.file) ?? new Set<EmbeddedStore>();
     storesByFile.set(this.file, peers);
@@ -104,7 +116,7 @@ export class EmbeddedStore implements Store {
 
   async get(key: string): Promise<KeyValue | null> {
     assertKey(key);
-    const row = await this.run(() => this.st.getLive.get({ key, now: Date.now() }));
+    const row = await this.run(() => this.st.getLive.get({ key, now: this.leaseNow() }));
     return row ? toKeyValue(row) : null;
   }
 
@@ -112,7 +124,7 @@ export class EmbeddedStore implements Store {
     const limit = checkRange(prefix, options);
     return this.run(() =>
       this.db.transaction(() => {
-        const rows = this.st.rangeLive.all(rangeParams(prefix, options, limit));
+        const rows = this.st.rangeLive.all(rangeParams(prefix, options, limit, this.leaseNow()));
         const more = limit > 0 && rows.length > limit;
         if (more) rows.pop();
         return { kvs: rows.map(toKeyValue), more, revision: this.st.meta.get('revision')! };
@@ -123,7 +135,7 @@ export class EmbeddedStore implements Store {
   async rangeKeysValues(prefix: string, options: RangeOptions & { limit: number }): Promise<KeysValuesRange> {
     const limit = checkRange(prefix, options);
     return this.run(() => {
-      const rows = this.st.rangeLiveKeysValues.all(rangeParams(prefix, options, limit));
+      const rows = this.st.rangeLiveKeysValues.all(rangeParams(prefix, options, limit, this.leaseNow()));
       const more = limit > 0 && rows.length > limit;
       if (more) rows.pop();
       const keys = new Array<string>(rows.length);
@@ -159,7 +171,7 @@ export class EmbeddedStore implements Store {
 
   async grantLease(ttlSeconds: number, options: LeaseOptions = {}): Promise<Lease> {
     assertTtl(ttlSeconds);
-    const grantedAt = Date.now();
+    const grantedAt = performance.now();
     const id = await this.write((w) => {
       for (;;) {
         const candidate = randomInt(1, 2 ** 48);
@@ -193,7 +205,7 @@ export class EmbeddedStore implements Store {
   async leaseTimeToLive(id: string): Promise<number> {
     assertLeaseId(id);
     const lease = await this.run(() => this.st.getLease.get(parseInt(id, 16)));
-    const remainingMs = lease ? lease.expires_at - Date.now() : -1;
+    const remainingMs = lease ? lease.expires_at - this.leaseNow() : -1;
     return remainingMs > 0 ? Math.floor(remainingMs / 1000) : -1;
   }
 
@@ -233,8 +245,19 @@ export class EmbeddedStore implements Store {
     const { result, changed } = await this.run(() =>
       this.db
         .transaction(() => {
-          const w = new WriteContext(this.st, Date.now(), this.retention);
-          w.sweepExpiredLeases();
+          // The first write of a boot records its clock; every lease then is of an earlier boot.
+          const newBoot = this.boot !== 0 && this.st.meta.get('boot') !== this.boot;
+          if (newBoot) {
+            this.clockBase = Date.now() - monotonicMs();
+            this.st.setMeta.run(this.boot, 'boot');
+            this.st.setMeta.run(this.clockBase, 'clock_base');
+          } else if (this.boot !== 0 && !this.clockStored) {
+            this.clockBase = this.st.meta.get('clock_base')!;
+          }
+          this.clockStored = this.boot !== 0;
+          const w = new WriteContext(this.st, this.leaseNow(), this.retention);
+          if (newBoot) w.revokeAllLeases();
+          else w.sweepExpiredLeases();
           const result = fn(w);
           return { result, changed: w.finish() };
         })
@@ -312,6 +335,11 @@ export class EmbeddedStore implements Store {
     this.ticker = setInterval(() => this.tick(), this.pollIntervalMs);
   }
 
+  /** Now on the clock lease expiry times are on. */
+  private leaseNow(): number {
+    return this.clockBase + monotonicMs();
+  }
+
   private stopTicker(): void {
     clearInterval(this.ticker);
     this.ticker = undefined;
@@ -321,7 +349,7 @@ export class EmbeddedStore implements Store {
   private tick(): void {
     if (this.closed) return;
     try {
-      if (this.st.anyExpired.get(Date.now())) void this.write(() => undefined).catch(() => undefined);
+      if (this.st.anyExpired.get(this.leaseNow())) void this.write(() => undefined).catch(() => undefined);
       const revision = this.st.meta.get('revision')!;
       if (revision !== this.polledRevision) {
         this.polledRevision = revision;

@@ -279,7 +279,7 @@ export class EtcdStore implements Store {
 
   async grantLease(ttlSeconds: number, options: LeaseOptions = {}): Promise<Lease> {
     assertTtl(ttlSeconds);
-    const grantedAt = Date.now();
+    const grantedAt = performance.now();
     const client = await this.client();
     const res = await this.call(() => client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }));
     return trackedLeaseHandle(

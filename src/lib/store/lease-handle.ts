@@ -18,7 +18,10 @@ export class LeaseHandle implements Lease {
   private readonly lostController = new AbortController();
   private keepAliveTimer: NodeJS.Timeout | undefined;
   private watchdog: NodeJS.Timeout | undefined;
-  /** When the last successful renewal was sent (the server's expiry is at most TTL after it). */
+  /**
+   * When the last successful renewal was sent, on performance.now() (the server's expiry is at
+   * most TTL after it): a step of the wall clock must not end a lease that is kept alive.
+   */
   private renewedAt: number;
   private stopped = false;
   private inFlight: Promise<void> | undefined;
@@ -27,6 +30,7 @@ export class LeaseHandle implements Lease {
     readonly id: string,
     readonly ttlSeconds: number,
     private readonly backend: LeaseBackend,
+    /** performance.now() when the grant was sent. */
     grantedAt: number,
     autoKeepAlive: boolean,
   ) {
@@ -51,7 +55,7 @@ export class LeaseHandle implements Lease {
 
   async keepAliveOnce(): Promise<void> {
     if (this.lost.aborted) throw new NotFoundError('lease', this.id, { suggestions: ['grant a new lease'] });
-    const sentAt = Date.now();
+    const sentAt = performance.now();
     const alive = await this.backend.keepAlive(this.id);
     if (!alive) {
       this.markLost('lease expired or revoked');
@@ -86,7 +90,7 @@ export class LeaseHandle implements Lease {
   private armWatchdog(): void {
     clearTimeout(this.watchdog);
     if (this.stopped) return;
-    const remaining = this.renewedAt + this.ttlSeconds * 1000 - Date.now();
+    const remaining = this.renewedAt + this.ttlSeconds * 1000 - performance.now();
     this.watchdog = setTimeout(
       () => this.markLost('no keepalive succeeded within the lease TTL'),
       Math.max(0, remaining),

@@ -89,6 +89,8 @@ export class TestCluster {
     readonly dir: string,
     readonly storeUrl: string,
     readonly clusterId: string,
+    /** Set for every process the cluster starts (a test's LD_PRELOAD of libfaketime). */
+    private readonly extraEnv: NodeJS.ProcessEnv = {},
   ) {}
 
   static async start(
@@ -98,6 +100,7 @@ export class TestCluster {
       coreFlags?: string[];
       pools?: boolean;
       poolCapacity?: number;
+      env?: NodeJS.ProcessEnv;
     } = {},
   ): Promise<TestCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'storctl-core-'));
@@ -107,7 +110,7 @@ export class TestCluster {
       etcd = await startEtcd();
       storeUrl = etcd.url;
     }
-    const c = new TestCluster(dir, storeUrl, `test-${Date.now().toString(36)}`);
+    const c = new TestCluster(dir, storeUrl, `test-${Date.now().toString(36)}`, opts.env);
     c.etcd = etcd;
     try {
       for (let i = 1; i <= (opts.engines ?? 3); i++) await c.startEngine(`node-${i}`);
@@ -129,6 +132,7 @@ export class TestCluster {
 
   get env(): NodeJS.ProcessEnv {
     return {
+      ...this.extraEnv,
       STORCTL_STORE: this.storeUrl,
       STORCTL_CLUSTER_ID: this.clusterId,
       STORCTL_LOG_LEVEL: 'info',

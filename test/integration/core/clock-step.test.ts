@@ -1,0 +1,82 @@
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
+import { waitFor } from '../../helpers/wait.js';
+import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
+
+const MiB = 1 << 20;
+
+/** libfaketime (Debian's libfaketime, which .ci/install-deps installs): it steps the daemons' wall clock. */
+const FAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
+].find((f) => existsSync(f));
+
+/**
+ * The wall clock of every daemon steps (NTP correcting it, a VM resumed): leases are timed on the
+ * machine's monotonic clock, so a step neither ends the leases that are kept alive (core restarted
+ * and every node read offline on a step forward) nor keeps a dead process's lease alive (a step
+ * back kept a killed io-engine's node Online that much longer).
+ */
+describe('a step of the wall clock', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-clock-'));
+  const clock = join(dir, 'offset');
+  let c: TestCluster;
+  let volume: string;
+  beforeAll(async () => {
+    if (!FAKETIME) throw new Error('libfaketime is not installed: apt-get install libfaketime');
+    writeFileSync(clock, '+0');
+    c = await TestCluster.start({
+      engines: 2,
+      coreFlags: [...FAST_CORE_FLAGS, '--metrics-address', '127.0.0.1:0'],
+      env: {
+        LD_PRELOAD: FAKETIME,
+        FAKETIME_TIMESTAMP_FILE: clock,
+        FAKETIME_NO_CACHE: '1',
+        FAKETIME_DONT_FAKE_MONOTONIC: '1',
+      },
+    });
+    volume = newVolumeId();
+    await c.createPublished(volume, { size: 8 * MiB, replicas: 2, node: 'node-1' });
+  }, 90_000);
+  afterAll(async () => {
+    await c?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Step every daemon's wall clock to `offset` (e.g. '+120', seconds from real time), then let more than every lease TTL pass. */
+  const step = async (offset: string) => {
+    const metrics = metricsUrl(c.cores.at(-1)!)!;
+    const before = await reconcilerRuns(metrics, 'pass');
+    writeFileSync(clock, offset);
+    // Reconcile passes every 300 ms: 15 of them outlast the io-engines' 2 s heartbeat TTL and core's 3 s lease.
+    await waitFor(async () => (await reconcilerRuns(metrics, 'pass')) >= before + 15, {
+      what: '15 reconcile passes',
+    });
+  };
+
+  it('2 minutes forward: core keeps its lease, the nodes stay online, nothing is reported', async () => {
+    const core = c.cores.at(-1)!;
+    const events = (await c.events()).length;
+    await step('+120');
+    expect(core.running).toBe(true);
+    for (const e of c.engines) expect((await c.rest.getNode(e.node)).state.status).toBe('Online');
+    expect((await c.rest.getVolume(volume)).state.status).toBe('Online');
+    expect((await c.events()).slice(events)).toEqual([]);
+  });
+
+  it('5 minutes back: an io-engine killed just before still goes offline within its TTL', async () => {
+    const killed = c.engine('node-2');
+    killed.proc.child.kill('SIGKILL');
+    await killed.proc.wait();
+    // Its liveness lease, renewed last on the clock before the step, must not last 5 minutes longer.
+    writeFileSync(clock, '-180');
+    await waitFor(async () => (await c.rest.getNode('node-2')).state.status === 'Offline', {
+      what: 'node-2 Offline',
+      timeoutMs: 15_000,
+    });
+    expect((await c.rest.getNode('node-1')).state.status).toBe('Online');
+  });
+});
