@@ -31,7 +31,7 @@ export interface NodeLive {
   online: boolean;
   grpcEndpoint: string | null;
   nbdEndpoint: string | null;
-  /** When the node was last seen going offline (ms epoch); core start for nodes never seen. */
+  /** When the node was last seen going offline (performance.now(); 0 while online). */
   offlineSince: number;
   /** The io-engine process's start time from its liveness record: a new one means a restart. */
   startedAt: string | null;
@@ -93,7 +93,8 @@ export class Registry {
   private readonly replicasByVolume = new SpecsByOwner<ReplicaSpec>((r) => r.uuid);
   private readonly snapshotsByVolume = new SpecsByOwner<VolumeSnapshot>((s) => s.spec.uuid);
   private livenessWatch: Watch | null = null;
-  private readonly startedAt = Date.now();
+  /** performance.now() at start, as offlineSince: node deadlines must not jump with the wall clock. */
+  private readonly startedAt = performance.now();
   onNodeChange: (node: string, online: boolean) => void = () => {};
 
   constructor(
@@ -211,7 +212,7 @@ export class Registry {
       online: false,
       grpcEndpoint: prev?.grpcEndpoint ?? null,
       nbdEndpoint: prev?.nbdEndpoint ?? null,
-      offlineSince: Date.now(),
+      offlineSince: performance.now(),
       startedAt: prev?.startedAt ?? null,
     });
     if (prev?.online) {
@@ -240,7 +241,7 @@ export class Registry {
   offlineFor(node: string): number {
     const l = this.nodeLive.get(node);
     if (l?.online) return 0;
-    return Date.now() - (l?.offlineSince || this.startedAt);
+    return performance.now() - (l?.offlineSince || this.startedAt);
   }
 
   async close(): Promise<void> {

@@ -33,7 +33,7 @@ export class PathDetector {
   ) {}
 
   /** Apply one round of probes; returns the paths to report (`failed`) and those just `lost`. */
-  update(probed: NodePath[], now = Date.now()): { failed: Tracked[]; lost: Tracked[] } {
+  update(probed: NodePath[], now = performance.now()): { failed: Tracked[]; lost: Tracked[] } {
     const failed: Tracked[] = [];
     const lost: Tracked[] = [];
     const seen = new Set<string>();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
-import { FAST_CORE_FLAGS, newVolumeId, TestCluster } from './cluster.js';
+import { coreFlags, newVolumeId, TestCluster } from './cluster.js';
 
 const MiB = 1 << 20;
 
@@ -18,7 +18,8 @@ const FAKETIME = [
  * The wall clock of every daemon steps (NTP correcting it, a VM resumed): leases are timed on the
  * machine's monotonic clock, so a step neither ends the leases that are kept alive (core restarted
  * and every node read offline on a step forward) nor keeps a dead process's lease alive (a step
- * back kept a killed io-engine's node Online that much longer).
+ * back kept a killed io-engine's node Online that much longer); core's node deadline runs on its
+ * own monotonic clock (a step forward made an offline node's replicas lost at once).
  */
 describe('a step of the wall clock', () => {
   const dir = mkdtempSync(join(tmpdir(), 'storctl-clock-'));
@@ -30,7 +31,7 @@ describe('a step of the wall clock', () => {
     writeFileSync(clock, '+0');
     c = await TestCluster.start({
       engines: 2,
-      coreFlags: [...FAST_CORE_FLAGS, '--metrics-address', '127.0.0.1:0'],
+      coreFlags: [...coreFlags({ '--node-deadline': '60s' }), '--metrics-address', '127.0.0.1:0'],
       env: {
         LD_PRELOAD: FAKETIME,
         FAKETIME_TIMESTAMP_FILE: clock,
@@ -39,7 +40,13 @@ describe('a step of the wall clock', () => {
       },
     });
     volume = newVolumeId();
-    await c.createPublished(volume, { size: 8 * MiB, replicas: 2, node: 'node-1' });
+    await c.rest.createVolume(volume, {
+      size: 8 * MiB,
+      replicas: 2,
+      thin: true,
+      policy: { self_heal: true },
+    });
+    await c.rest.publishVolume(volume, { protocol: 'nbd', publish_context: {}, node: 'node-1' });
   }, 90_000);
   afterAll(async () => {
     await c?.stop();
@@ -78,5 +85,15 @@ describe('a step of the wall clock', () => {
       timeoutMs: 15_000,
     });
     expect((await c.rest.getNode('node-1')).state.status).toBe('Online');
+  });
+
+  it('13 minutes forward while a node is offline: its replica is kept until the node deadline really passes', async () => {
+    await step('+600'); // core's --node-deadline is 60 s
+    const topology = (await c.rest.getVolume(volume)).state.replica_topology;
+    expect(
+      Object.values(topology)
+        .map((r) => r.node)
+        .sort(),
+    ).toEqual(['node-1', 'node-2']);
   });
 });

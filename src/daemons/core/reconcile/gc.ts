@@ -11,7 +11,7 @@ const firstSeen = new Map<string, number>();
 
 /** True once `key` has been seen for longer than `graceMs` (first sighting starts the clock). */
 function pastGrace(key: string, graceMs: number): boolean {
-  const now = Date.now();
+  const now = performance.now(); // in-memory grace: a step of the wall clock must not end it
   const seen = firstSeen.get(key);
   if (seen === undefined) {
     firstSeen.set(key, now);

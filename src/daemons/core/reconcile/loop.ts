@@ -19,8 +19,9 @@ export class ReconcileLoop {
   private wakeUp: (() => void) | null = null;
   /** wake() was called since the last pass began: the next pass runs without a sleep. */
   private woken = false;
-  private lastPoll = 0;
-  private lastGc = 0;
+  /** performance.now() of the last cache poll and GC (-Infinity: due at once). */
+  private lastPoll = Number.NEGATIVE_INFINITY;
+  private lastGc = Number.NEGATIVE_INFINITY;
   private running: Promise<void> | null = null;
   private readonly statusEvents = new StatusEvents();
   /** Passes completed (tests and the bench wait on it). */
@@ -38,7 +39,7 @@ export class ReconcileLoop {
   }
 
   wake(): void {
-    this.lastPoll = 0;
+    this.lastPoll = Number.NEGATIVE_INFINITY;
     this.woken = true;
     this.wakeUp?.();
   }
@@ -68,7 +69,7 @@ export class ReconcileLoop {
     const endPass = reconcileDuration.startTimer({ reconciler: 'pass' });
     let busy = false;
     this.woken = false;
-    const now = Date.now();
+    const now = performance.now();
     await registry.writer.verify().catch(() => {});
     if (now - this.lastPoll >= config.cachePeriodMs) {
       this.lastPoll = now;
