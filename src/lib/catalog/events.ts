@@ -86,13 +86,25 @@ export async function followEvents(
 
 // Seeded per process: core and ha-cluster both write the log, and must not write the same key.
 let seq = (process.pid * 7919) % 1_000_000;
+/** The time of the newest event key this process wrote or saw: keys never go back from it. */
+let keyFloor = 0;
 /**
  * Event keys sort by time: `<ms epoch, 15 digits>-<per-process counter, 6 digits>`, so a prefix
- * range is the log in order and trimming deletes the oldest keys first.
+ * range is the log in order and trimming deletes the oldest keys first. After a step of the wall
+ * clock back, a key takes the newest time seen instead (the event's own `time` says the clock's):
+ * keyed by the clock, new events sorted before the old ones, `storctl events` hid them and the
+ * trimming of the log deleted them first.
  */
 export function eventKey(space: KeySpace, now = Date.now()): string {
   seq = (seq + 1) % 1_000_000;
-  return `${eventsPrefix(space)}${String(now).padStart(15, '0')}-${String(seq).padStart(6, '0')}`;
+  keyFloor = Math.max(keyFloor, now);
+  return `${eventsPrefix(space)}${String(keyFloor).padStart(15, '0')}-${String(seq).padStart(6, '0')}`;
+}
+
+/** The newest event key in the store (read by core's trimming): this process's keys come after it. */
+export function seeEventKey(key: string): void {
+  const time = Number(key.slice(key.lastIndexOf('/') + 1).split('-')[0]);
+  if (Number.isSafeInteger(time)) keyFloor = Math.max(keyFloor, time);
 }
 
 export function makeEvent(

@@ -85,6 +85,18 @@ describe('a step of the wall clock', () => {
       timeoutMs: 15_000,
     });
     expect((await c.rest.getNode('node-1')).state.status).toBe('Online');
+    // Its event is logged after those of before the step, though the clock now reads earlier.
+    const log = await waitFor(
+      async () => {
+        const all = await c.events();
+        return all.some((e) => e.includes('"id":"node-2","action":"Offline"')) ? all : null;
+      },
+      { what: 'the Offline event' },
+    );
+    const at = (pattern: string) => log.findIndex((e) => e.includes(pattern));
+    expect(at('"id":"node-2","action":"Offline"')).toBeGreaterThan(
+      at(`"id":"${volume}","action":"Published"`),
+    );
   });
 
   it('13 minutes forward while a node is offline: its replica is kept until the node deadline really passes', async () => {
