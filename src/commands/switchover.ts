@@ -44,7 +44,7 @@ export default class Switchover extends StorctlCommand {
   static override summary =
     "move a published volume's target to another node through ha-cluster's switchover state machine";
   static override description =
-    `The same switchover ha-cluster runs when a node agent reports a failed path: Init → RepublishVolume (core builds a new target from the healthy replicas, fences the old one) → ReplacePath (the node agent re-points the application's path; its filesystem stays mounted) → DeleteTarget → Successful. Use it for maintenance, or for a path the agents did not catch. Refused when the volume is not published or has no healthy replica on another node.
+    `The same switchover ha-cluster runs when a node agent reports a failed path: Init → RepublishVolume (core builds a new target from the healthy replicas, fences the old one) → ReplacePath (the node agent re-points the application's path; its filesystem stays mounted) → DeleteTarget → Successful. Use it for maintenance, or for a path the agents did not catch. Refused when the volume is not published or has no healthy replica on another node. A volume no csi-node has staged (published with `volume publish`) has no path to re-point: its NBD clients lose the old target and must connect to the new one (--wait prints it).
 
 Without --wait it returns once the switchover is recorded; --wait follows the stages on stderr and prints the new target. --cancel ends a stuck record (refused while a stage is running unless --force). The ha-cluster address is found in the store (its election), or given with --ha-cluster.`;
   static override examples = [
