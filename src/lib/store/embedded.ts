@@ -246,15 +246,16 @@ export class EmbeddedStore implements Store {
       this.db
         .transaction(() => {
           // The first write of a boot records its clock; every lease then is of an earlier boot.
-          const newBoot = this.boot !== 0 && this.st.meta.get('boot') !== this.boot;
+          // Checked until one write of this process commits: the stored boot changes only with a reboot.
+          const check = this.boot !== 0 && !this.clockStored;
+          const newBoot = check && this.st.meta.get('boot') !== this.boot;
           if (newBoot) {
             this.clockBase = Date.now() - monotonicMs();
             this.st.setMeta.run(this.boot, 'boot');
             this.st.setMeta.run(this.clockBase, 'clock_base');
-          } else if (this.boot !== 0 && !this.clockStored) {
+          } else if (check) {
             this.clockBase = this.st.meta.get('clock_base')!;
           }
-          this.clockStored = this.boot !== 0;
           const w = new WriteContext(this.st, this.leaseNow(), this.retention);
           if (newBoot) w.revokeAllLeases();
           else w.sweepExpiredLeases();
@@ -263,6 +264,7 @@ export class EmbeddedStore implements Store {
         })
         .immediate(),
     );
+    this.clockStored = this.boot !== 0; // committed: the stored boot is this one
     if (changed) {
       await this.walSync.sync();
       for (const peer of storesByFile.get(this.file) ?? []) peer.schedulePump();
