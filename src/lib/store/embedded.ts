@@ -53,6 +53,9 @@ const PAGE = 1000;
 /** Stores of this process by database file: a write wakes their watches at once. */
 const storesByFile = new Map<string, Set<EmbeddedStore>>();
 
+/** Which leases a write ends before its own work: every one (a new boot), the expired ones, none. */
+type LeaseSweep = 'all' | 'expired' | 'none';
+
 /** A range statement's parameters; one row past `limit` tells whether more remain (0: no limit). */
 const rangeParams = (prefix: string, options: RangeOptions, limit: number, now: number) => ({
   from: options.startKey ?? prefix,
@@ -83,6 +86,22 @@ export class EmbeddedStore implements Store {
   private pumpScheduled = false;
   private polledRevision = 0;
   private closed = false;
+  /** One write: its own revision, after ending the leases `leases` says. */
+  private readonly writeOne = (fn: (w: WriteContext) => unknown, leases: LeaseSweep) => {
+    const w = new WriteContext(this.st, this.leaseNow(), this.retention);
+    if (leases === 'all') w.revokeAllLeases();
+    else if (leases === 'expired') w.sweepExpiredLeases();
+    const result = fn(w);
+    return { result, changed: w.finish() };
+  };
+  /** writeOne in a savepoint of the batch's transaction (a nested better-sqlite3 transaction). */
+  private readonly savepoint: typeof this.writeOne;
+  /** Writes issued in this turn of the event loop, committed together (see write). */
+  private queued: {
+    fn: (w: WriteContext) => unknown;
+    resolve: (value: unknown) => void;
+    reject: (error: unknown) => void;
+  }[] = [];
   /**
    * Leases expire on this boot's monotonic clock (lease-clock.ts), offset by `clockBase`: the wall
    * time the boot began, as the first writer of the boot recorded it in `meta` (every process of the
@@ -103,6 +122,7 @@ export class EmbeddedStore implements Store {
     this.st = prepareStatements(this.db);
     this.clockStored = this.boot !== 0 && this.st.meta.get('boot') === this.boot;
     this.clockBase = this.clockStored ? this.st.meta.get('clock_base')! : Date.now() - monotonicMs();
+    this.savepoint = this.db.transaction(this.writeOne);
     this.walSync = new WalSync(`${this.file}-wal`, this.endpoint);
     const peers = storesByFile.get(this.file) ?? new Set<EmbeddedStore>();
     storesByFile.set(this.file, peers);
@@ -240,36 +260,79 @@ export class EmbeddedStore implements Store {
     this.db.close();
   }
 
-  /** One IMMEDIATE transaction: sweep expired leases, run `fn`, bump the revision once if anything changed. */
-  private async write<T>(fn: (w: WriteContext) => T): Promise<T> {
-    const { result, changed } = await this.run(() =>
-      this.db
-        .transaction(() => {
-          // The first write of a boot records its clock; every lease then is of an earlier boot.
-          // Checked until one write of this process commits: the stored boot changes only with a reboot.
-          const check = this.boot !== 0 && !this.clockStored;
-          const newBoot = check && this.st.meta.get('boot') !== this.boot;
-          if (newBoot) {
-            this.clockBase = Date.now() - monotonicMs();
-            this.st.setMeta.run(this.boot, 'boot');
-            this.st.setMeta.run(this.clockBase, 'clock_base');
-          } else if (check) {
-            this.clockBase = this.st.meta.get('clock_base')!;
-          }
-          const w = new WriteContext(this.st, this.leaseNow(), this.retention);
-          if (newBoot) w.revokeAllLeases();
-          else w.sweepExpiredLeases();
-          const result = fn(w);
-          return { result, changed: w.finish() };
-        })
-        .immediate(),
-    );
+  /**
+   * Queue a write. The writes a process issues in one turn of its event loop (64 callers resumed by
+   * one fsync) commit in one IMMEDIATE transaction, each in a savepoint of its own with its own
+   * revision: one transaction's pages (the revision counter, the history's last page) are written
+   * to the WAL once for all of them instead of once each. A write that throws is rolled back alone.
+   */
+  private write<T>(fn: (w: WriteContext) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queued.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      if (this.queued.length === 1) queueMicrotask(() => void this.commitQueued());
+    });
+  }
+
+  private async commitQueued(): Promise<void> {
+    const batch = this.queued;
+    this.queued = [];
+    let outcomes: ({ ok: true; result: unknown } | { ok: false; error: unknown })[];
+    let changed = false;
+    try {
+      outcomes = await this.run(() =>
+        this.db
+          .transaction(() => {
+            // The first write of a boot records its clock; every lease then is of an earlier boot.
+            // Checked until one write of this process commits: the stored boot changes only with a reboot.
+            const check = this.boot !== 0 && !this.clockStored;
+            const newBoot = check && this.st.meta.get('boot') !== this.boot;
+            if (newBoot) {
+              this.clockBase = Date.now() - monotonicMs();
+              this.st.setMeta.run(this.boot, 'boot');
+              this.st.setMeta.run(this.clockBase, 'clock_base');
+            } else if (check) {
+              this.clockBase = this.st.meta.get('clock_base')!;
+            }
+            changed = false;
+            const leases: LeaseSweep = newBoot ? 'all' : 'expired';
+            if (batch.length === 1) {
+              // Alone: no savepoint; its failure rolls the transaction back and fails it.
+              const one = this.writeOne(batch[0].fn, leases);
+              changed = one.changed;
+              return [{ ok: true as const, result: one.result }];
+            }
+            return batch.map(({ fn }, i) => {
+              try {
+                const { result, changed: wrote } = this.savepoint(fn, i === 0 ? leases : 'none');
+                changed ||= wrote;
+                return { ok: true as const, result };
+              } catch (error) {
+                // The request's own failure (a lease gone, a bad key) fails it alone; SQLite's fail the batch.
+                if (!(error instanceof NotFoundError || error instanceof UsageError)) throw error;
+                return { ok: false as const, error };
+              }
+            });
+          })
+          .immediate(),
+      );
+    } catch (error) {
+      for (const { reject } of batch) reject(error);
+      return;
+    }
     this.clockStored = this.boot !== 0; // committed: the stored boot is this one
     if (changed) {
-      await this.walSync.sync();
+      try {
+        await this.walSync.sync();
+      } catch (error) {
+        for (const { reject } of batch) reject(error);
+        return;
+      }
       for (const peer of storesByFile.get(this.file) ?? []) peer.schedulePump();
     }
-    return result;
+    for (const [i, o] of outcomes.entries()) {
+      if (o.ok) batch[i].resolve(o.result);
+      else batch[i].reject(o.error);
+    }
   }
 
   private guard<T>(fn: () => T): T {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../../src/lib/errors.js';
+import { NotFoundError, UsageError } from '../../../src/lib/errors.js';
 import type { ContractContext } from './contract.js';
 
 /** get / range / put / delete / deletePrefix / txn / revision. */
@@ -190,6 +190,32 @@ export function registerKvContract(ctx: ContractContext): void {
         (await s.txn({ compare: [{ key, target: 'mod', op: '!=', value: kv.modRevision }], success: [] }))
           .succeeded,
       ).toBe(false);
+    });
+
+    it('writes issued together each get their own revision in order; a failing one fails alone', async () => {
+      const s = await ctx.open();
+      const p = ctx.prefix();
+      const lease = await s.grantLease(60);
+      await lease.revoke();
+      const settled = await Promise.allSettled([
+        s.put(`${p}a`, '1'),
+        s.txn({
+          compare: [{ key: `${p}a`, target: 'version', op: '==', value: 1 }], // sees the put before it
+          success: [{ type: 'put', key: `${p}b`, value: '2' }],
+        }),
+        s.put(`${p}gone`, 'x', { lease: lease.id }), // its lease is revoked
+        s.put(`${p}c`, '3'),
+      ]);
+      expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(NotFoundError);
+      const [a, b, , c] = settled.map((r) => (r.status === 'fulfilled' ? r.value.revision : 0));
+      expect((settled[1] as PromiseFulfilledResult<{ succeeded: boolean }>).value.succeeded).toBe(true);
+      expect([b - a, c - b]).toEqual([1, 1]);
+      expect((await s.range(p)).kvs.map((kv) => [kv.key.slice(p.length), kv.modRevision])).toEqual([
+        ['a', a],
+        ['b', b],
+        ['c', c],
+      ]);
     });
 
     it('value compares are byte-wise; a value compare on a missing key fails', async () => {
