@@ -46,11 +46,9 @@ export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
  * restart of `storctl up`, and core recorded that as an event.
  */
 function awaitingImport(reg: Registry, r: ReplicaSpec): boolean {
-  const node = reg.replicaNode(r);
   const pool = reg.pools.get(poolRefName(r.pool));
-  const polled = node ? reg.polledPools.get(node) : undefined;
+  const polled = pool && reg.polledPools.get(pool.node);
   return (
-    !!pool &&
     !!polled &&
     reg.isOnline(pool.node) &&
     !polled.has(pool.id) &&

@@ -163,6 +163,11 @@ export function snapshotSourceVolume(s: VolumeSnapshot): string {
   return s.spec.source_id;
 }
 
+/** Every replica snapshot the record holds, of all its transactions (failed attempts' too). */
+export function allReplicaSnapshots(s: VolumeSnapshot): ReplicaSnapshot[] {
+  return Object.values(s.metadata.transactions).flat();
+}
+
 /** Replica snapshots of the current transaction (the attempt that counts). */
 export function currentReplicaSnapshots(s: VolumeSnapshot): ReplicaSnapshot[] {
   return s.metadata.transactions[s.metadata.txn_id] ?? [];

@@ -1,6 +1,6 @@
 import { someIds } from '../../../lib/output/humanize.js';
 import type { CordonDrainState, NodeSpec, PoolSpec, ReplicaSpec } from '../../../lib/specs/index.js';
-import { cloneSpec, poolRefName } from '../../../lib/specs/index.js';
+import { allReplicaSnapshots, cloneSpec, poolRefName } from '../../../lib/specs/index.js';
 import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
 import { eventKey, makeEvent } from '../events.js';
@@ -69,11 +69,7 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
     const users = [...registry.replicas.values()].filter((r) => poolRefName(r.pool) === id);
     // Checked here, not left to the io-engine, whose refusal cannot say which snapshots to delete.
     const snapshots = [...registry.snapshots.values()]
-      .filter((s) =>
-        Object.values(s.metadata.transactions).some((records) =>
-          records.some((r) => r.spec.source_id.pool_id === id),
-        ),
-      )
+      .filter((s) => allReplicaSnapshots(s).some((r) => r.spec.source_id.pool_id === id))
       .map((s) => s.spec.uuid)
       .sort();
     if (users.length || snapshots.length) throw poolInUse(id, spec.node, users, snapshots);

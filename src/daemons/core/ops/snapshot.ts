@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  allReplicaSnapshots,
   cloneSpec,
   poolRefName,
   type ReplicaSnapshot,
@@ -202,16 +203,14 @@ export async function finishSnapshotDelete(ctx: CoreContext, snap: VolumeSnapsho
   copy.metadata.operation = { operation: 'Destroy', result: null };
   await registry.persist({ snapshots: [copy] });
   const left: ReplicaSnapshot[] = [];
-  for (const records of Object.values(copy.metadata.transactions)) {
-    for (const rs of records) {
-      const pool = registry.pools.get(rs.spec.source_id.pool_id);
-      const engine = pool ? engines.tryGet(pool.node) : null;
-      try {
-        if (!engine) throw new Error('node offline');
-        await engine.destroyReplicaSnapshot(rs.spec.uuid);
-      } catch (err) {
-        if (!/not found/i.test(String((err as Error).message))) left.push(rs);
-      }
+  for (const rs of allReplicaSnapshots(copy)) {
+    const pool = registry.pools.get(rs.spec.source_id.pool_id);
+    const engine = pool ? engines.tryGet(pool.node) : null;
+    try {
+      if (!engine) throw new Error('node offline');
+      await engine.destroyReplicaSnapshot(rs.spec.uuid);
+    } catch (err) {
+      if (!/not found/i.test(String((err as Error).message))) left.push(rs);
     }
   }
   if (left.length) {

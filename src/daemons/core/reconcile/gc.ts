@@ -1,5 +1,5 @@
 import { eachLimited } from '../../../lib/each-limited.js';
-import { cloneSpec, poolRefName, type ReplicaSpec } from '../../../lib/specs/index.js';
+import { allReplicaSnapshots, cloneSpec, poolRefName, type ReplicaSpec } from '../../../lib/specs/index.js';
 import { TimeSlice } from '../../../lib/time-slice.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
@@ -62,9 +62,7 @@ export async function collectSnapshots(ctx: CoreContext): Promise<void> {
     const abandoned = s.status === 'Creating' && !registry.volumes.has(s.spec.source_id);
     if (s.status !== 'Deleting' && !abandoned) return null;
     // Not while every node holding what is left is offline: each try writes the record twice.
-    const nodes = Object.values(s.metadata.transactions)
-      .flat()
-      .map((r) => registry.pools.get(r.spec.source_id.pool_id)?.node);
+    const nodes = allReplicaSnapshots(s).map((r) => registry.pools.get(r.spec.source_id.pool_id)?.node);
     return nodes.length === 0 || nodes.some((n) => n && engines.tryGet(n)) ? s : null;
   };
   const due = [...registry.snapshots.keys()].filter((id) => collectable(id));
