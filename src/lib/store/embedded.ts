@@ -56,6 +56,13 @@ const storesByFile = new Map<string, Set<EmbeddedStore>>();
 /** Which leases a write ends before its own work: every one (a new boot), the expired ones, none. */
 type LeaseSweep = 'all' | 'expired' | 'none';
 
+interface QueuedWrite {
+  fn: (w: WriteContext) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+type WriteOutcome = { ok: true; result: unknown } | { ok: false; error: unknown };
+
 /** A range statement's parameters; one row past `limit` tells whether more remain (0: no limit). */
 const rangeParams = (prefix: string, options: RangeOptions, limit: number, now: number) => ({
   from: options.startKey ?? prefix,
@@ -97,11 +104,7 @@ export class EmbeddedStore implements Store {
   /** writeOne in a savepoint of the batch's transaction (a nested better-sqlite3 transaction). */
   private readonly savepoint: typeof this.writeOne;
   /** Writes issued in this turn of the event loop, committed together (see write). */
-  private queued: {
-    fn: (w: WriteContext) => unknown;
-    resolve: (value: unknown) => void;
-    reject: (error: unknown) => void;
-  }[] = [];
+  private queued: QueuedWrite[] = [];
   /**
    * Leases expire on this boot's monotonic clock (lease-clock.ts), offset by `clockBase`: the wall
    * time the boot began, as the first writer of the boot recorded it in `meta` (every process of the
@@ -276,63 +279,60 @@ export class EmbeddedStore implements Store {
   private async commitQueued(): Promise<void> {
     const batch = this.queued;
     this.queued = [];
-    let outcomes: ({ ok: true; result: unknown } | { ok: false; error: unknown })[];
-    let changed = false;
+    let done: { outcomes: WriteOutcome[]; changed: boolean };
     try {
-      outcomes = await this.run(() =>
-        this.db
-          .transaction(() => {
-            // The first write of a boot records its clock; every lease then is of an earlier boot.
-            // Checked until one write of this process commits: the stored boot changes only with a reboot.
-            const check = this.boot !== 0 && !this.clockStored;
-            const newBoot = check && this.st.meta.get('boot') !== this.boot;
-            if (newBoot) {
-              this.clockBase = Date.now() - monotonicMs();
-              this.st.setMeta.run(this.boot, 'boot');
-              this.st.setMeta.run(this.clockBase, 'clock_base');
-            } else if (check) {
-              this.clockBase = this.st.meta.get('clock_base')!;
-            }
-            changed = false;
-            const leases: LeaseSweep = newBoot ? 'all' : 'expired';
-            if (batch.length === 1) {
-              // Alone: no savepoint; its failure rolls the transaction back and fails it.
-              const one = this.writeOne(batch[0].fn, leases);
-              changed = one.changed;
-              return [{ ok: true as const, result: one.result }];
-            }
-            return batch.map(({ fn }, i) => {
-              try {
-                const { result, changed: wrote } = this.savepoint(fn, i === 0 ? leases : 'none');
-                changed ||= wrote;
-                return { ok: true as const, result };
-              } catch (error) {
-                // The request's own failure (a lease gone, a bad key) fails it alone; SQLite's fail the batch.
-                if (!(error instanceof NotFoundError || error instanceof UsageError)) throw error;
-                return { ok: false as const, error };
-              }
-            });
-          })
-          .immediate(),
-      );
+      done = await this.run(() => this.db.transaction(() => this.applyBatch(batch)).immediate());
+      this.clockStored = this.boot !== 0; // committed: the stored boot is this one
+      if (done.changed) await this.walSync.sync();
     } catch (error) {
       for (const { reject } of batch) reject(error);
       return;
     }
-    this.clockStored = this.boot !== 0; // committed: the stored boot is this one
-    if (changed) {
-      try {
-        await this.walSync.sync();
-      } catch (error) {
-        for (const { reject } of batch) reject(error);
-        return;
-      }
-      for (const peer of storesByFile.get(this.file) ?? []) peer.schedulePump();
-    }
-    for (const [i, o] of outcomes.entries()) {
+    if (done.changed) for (const peer of storesByFile.get(this.file) ?? []) peer.schedulePump();
+    for (const [i, o] of done.outcomes.entries()) {
       if (o.ok) batch[i].resolve(o.result);
       else batch[i].reject(o.error);
     }
+  }
+
+  /** The batch's writes in order, inside its open transaction. */
+  private applyBatch(batch: QueuedWrite[]): { outcomes: WriteOutcome[]; changed: boolean } {
+    const leases = this.recordBoot();
+    if (batch.length === 1) {
+      // Alone: no savepoint; its failure rolls the transaction back and fails it.
+      const { result, changed } = this.writeOne(batch[0].fn, leases);
+      return { outcomes: [{ ok: true, result }], changed };
+    }
+    let changed = false;
+    const outcomes = batch.map(({ fn }, i): WriteOutcome => {
+      try {
+        const one = this.savepoint(fn, i === 0 ? leases : 'none');
+        changed ||= one.changed;
+        return { ok: true, result: one.result };
+      } catch (error) {
+        // The request's own failure (a lease gone, a bad key) fails it alone; SQLite's fail the batch.
+        if (!(error instanceof NotFoundError || error instanceof UsageError)) throw error;
+        return { ok: false, error };
+      }
+    });
+    return { outcomes, changed };
+  }
+
+  /**
+   * The first write of a boot records its clock, and every lease then is of an earlier boot: which
+   * leases the batch's first write ends. Checked until one write of this process commits: the
+   * stored boot changes only with a reboot.
+   */
+  private recordBoot(): LeaseSweep {
+    if (this.boot === 0 || this.clockStored) return 'expired';
+    if (this.st.meta.get('boot') === this.boot) {
+      this.clockBase = this.st.meta.get('clock_base')!;
+      return 'expired';
+    }
+    this.clockBase = Date.now() - monotonicMs();
+    this.st.setMeta.run(this.boot, 'boot');
+    this.st.setMeta.run(this.clockBase, 'clock_base');
+    return 'all';
   }
 
   private guard<T>(fn: () => T): T {
