@@ -357,7 +357,7 @@ export class Pool {
    * after thin writes (a volume filled just before a scale otherwise read as an empty pool).
    */
   stats(): Promise<PoolStats> {
-    const now = Date.now();
+    const now = performance.now(); // a step of the wall clock back must not keep old figures
     const { writes } = this.space;
     const cached = this.statsCache;
     if (cached && now - cached.at < 1000 && cached.writes === writes) return cached.value;
