@@ -71,6 +71,9 @@ export function rejectReason(
     return 'pool labels do not match the topology';
   }
   if (!pool.online) return 'pool not online';
+  // Even thin: a replica larger than its pool could never be written in full (Mayastor's
+  // PoolBaseFilters::capacity), and the io-engine refuses it.
+  if (req.size > pool.capacity) return 'pool smaller than the replica';
   const free = pool.capacity - pool.used;
   if (req.thin) {
     const limit = (pool.capacity * (req.poolCommitmentPercent ?? 250)) / 100;

@@ -122,6 +122,12 @@ describe('replica placement', () => {
     expect(() => placeReplicas([pool('p1', 'n1', { used: 9.7 * GiB })], nodes, thin)).toThrow(
       /not enough free space/,
     );
+    // Not even thin: a replica larger than its pool (the io-engine would refuse it).
+    const big = { ...thin, size: 12 * GiB };
+    expect(() => placeReplicas([pool('p1', 'n1')], nodes, big)).toThrow(/pool smaller than the replica/);
+    expect(placeReplicas([pool('p1', 'n1'), pool('p2', 'n2', { capacity: 12 * GiB })], nodes, big)).toEqual([
+      expect.objectContaining({ id: 'p2' }),
+    ]);
   });
 
   it('prefers the least loaded pool, deterministically', () => {

@@ -291,9 +291,12 @@ export async function scaleVolume(ctx: CoreContext, uuid: string, replicas: numb
 }
 
 /**
- * Refuse a resize some thick replica's pool cannot hold, before any replica grows: a grown replica
- * cannot shrink back, so a pool found too small half-way left the others grown for nothing. Pool
- * space is asked of the io-engines now (core's pool state may be a poll old); they check it again.
+ * Refuse a resize some replica's pool cannot hold, before any replica grows: a grown replica
+ * cannot shrink back, so a pool found too small half-way left the others grown for nothing. No
+ * pool may be smaller than the new size (thin replicas too, as at placement; a pool's capacity is
+ * fixed, so core's polled figure serves), and the pools of thick replicas need room for what they
+ * grow by: that is asked of the io-engines now (core's pool state may be a poll old); they check
+ * it again.
  */
 async function checkGrowthFits(
   ctx: CoreContext,
@@ -301,13 +304,26 @@ async function checkGrowthFits(
   replicas: ReplicaSpec[],
   size: number,
 ): Promise<void> {
+  const refuse = (why: string) =>
+    new SvcError(
+      'ResourceExhausted',
+      `volume '${volume}' not resized: ${why}; no replica was grown`,
+      'PoolCapacity',
+    );
   /** Node → pool → bytes its thick replicas of this volume grow by. */
   const needs = new Map<string, Map<string, number>>();
   for (const r of replicas) {
-    if (r.thin || r.size >= size) continue;
+    if (r.size >= size) continue;
     const node = ctx.registry.replicaNode(r)!;
+    const pool = replicaPoolName(r);
+    const capacity = ctx.registry.poolStates.get(pool)?.capacity;
+    if (capacity !== undefined && capacity < size)
+      throw refuse(
+        `pool '${pool}' on node '${node}' holds ${capacity} bytes, less than the new size of ${size} bytes`,
+      );
+    if (r.thin) continue;
     const pools = needs.get(node) ?? new Map<string, number>();
-    pools.set(replicaPoolName(r), (pools.get(replicaPoolName(r)) ?? 0) + size - r.size);
+    pools.set(pool, (pools.get(pool) ?? 0) + size - r.size);
     needs.set(node, pools);
   }
   for (const [node, pools] of needs) {
@@ -315,10 +331,8 @@ async function checkGrowthFits(
     for (const [pool, bytes] of pools) {
       const free = reported.find((p) => p.id === pool)?.free;
       if (free === undefined || free >= bytes) continue;
-      throw new SvcError(
-        'ResourceExhausted',
-        `volume '${volume}' not resized: pool '${pool}' on node '${node}' has ${free} bytes free, its replica needs ${bytes} more to grow to ${size} bytes; no replica was grown`,
-        'PoolCapacity',
+      throw refuse(
+        `pool '${pool}' on node '${node}' has ${free} bytes free, its replica needs ${bytes} more to grow to ${size} bytes`,
       );
     }
   }
