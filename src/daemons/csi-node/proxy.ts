@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { open } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { exitReason } from '../../lib/exit-reason.js';
 import { sleep, waitUntilGone } from '../../lib/mount/poll.js';
 import { isSameProcessAlive, procStat, terminateProcess } from '../../lib/mount/processes.js';
 import type { PathProbe, ProxyStatus } from './proxy-server.js';
@@ -78,18 +79,7 @@ export async function startProxy(o: {
 
 async function readTail(file: string): Promise<string> {
   try {
-    const fh = await open(file, 'r');
-    try {
-      const text = (await fh.readFile('utf8')).trim().split('\n');
-      const last = text[text.length - 1] ?? '';
-      try {
-        return (JSON.parse(last) as { err?: string; msg?: string }).err ?? last;
-      } catch {
-        return last;
-      }
-    } finally {
-      await fh.close();
-    }
+    return exitReason((await readFile(file, 'utf8')).split('\n')) ?? 'no output';
   } catch {
     return 'no log';
   }

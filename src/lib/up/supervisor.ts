@@ -1,6 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { exitReason } from '../exit-reason.js';
 import type { RoleLog } from './role-log.js';
+
+/** Lines of a role's output kept for its failure message: a Node.js crash's stack trace fits. */
+const TAIL_LINES = 40;
 
 /**
  * One `storctl daemon <role>` child of `storctl up`: its output goes to the role's log (one per
@@ -74,7 +78,7 @@ export class RoleProcess {
           // ...and written to the log file the message names.
           .then(() => this.log.flushed())
           .then(() => {
-            const why = this.lastReason();
+            const why = exitReason(this.tail);
             reject(
               new Error(
                 `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? ` (${why})` : ''}; see ${log.file}`,
@@ -91,7 +95,7 @@ export class RoleProcess {
     this.exited = once(this.child, 'exit').then(([code]) => code as number | null);
   }
 
-  /** The last few lines the role printed (stdout and stderr), for a failure before ready. */
+  /** The last lines the role printed (stdout and stderr), for a failure before ready. */
   private tail: string[] = [];
 
   private keepTail(d: Buffer): void {
@@ -101,33 +105,7 @@ export class RoleProcess {
         .split('\n')
         .filter((l) => l.trim()),
     );
-    if (this.tail.length > 5) this.tail.splice(0, this.tail.length - 5);
-  }
-
-  /**
-   * Why the role ended: storctl's `Error: …` line and its `Try: …` hints when it printed them (not the
-   * "Re-run with --log-level debug" trailer), else its last line: a JSON log line's `err` (or `msg`),
-   * or the line itself.
-   */
-  private lastReason(): string | undefined {
-    const error = this.tail.findLastIndex((l) => l.startsWith('Error: '));
-    if (error >= 0) {
-      const hints = this.tail.slice(error + 1).filter((l) => l.startsWith('Try: '));
-      return [
-        this.tail[error].slice('Error: '.length),
-        ...hints.map((h) => `try: ${h.slice('Try: '.length)}`),
-      ]
-        .join('; ')
-        .slice(0, 500);
-    }
-    const line = this.tail.at(-1);
-    if (!line) return undefined;
-    try {
-      const v = JSON.parse(line) as { err?: unknown; msg?: unknown };
-      return String(v.err ?? v.msg ?? line).slice(0, 500);
-    } catch {
-      return line.slice(0, 500);
-    }
+    if (this.tail.length > TAIL_LINES) this.tail.splice(0, this.tail.length - TAIL_LINES);
   }
 
   get running(): boolean {

@@ -54,6 +54,21 @@ describe("up's role supervisor", () => {
     );
   });
 
+  it("a Node.js crash's reason is its error line, not the stack trace or the Node.js version trailer", async () => {
+    const thrown = role(
+      'thrown',
+      `function deep(n) { if (n === 0) throw new TypeError('pool metadata is not an object'); deep(n - 1); } deep(20);`,
+    );
+    await expect(thrown.ready).rejects.toThrow(
+      /code 1\) before it was ready \(TypeError: pool metadata is not an object\); see /,
+    );
+    // A module that does not load (a half-installed upgrade): node prints the error's properties too.
+    const missing = role('missing', `require('./no-such-module.js');`);
+    await expect(missing.ready).rejects.toThrow(
+      /code 1\) before it was ready \(Error: Cannot find module '\.\/no-such-module\.js'\); see /,
+    );
+  });
+
   it('the ready line resolves with its fields', async () => {
     const r = role(
       'ok',
