@@ -1,5 +1,6 @@
 import type { BlockBackend } from '../../lib/nbd/backend.js';
 import type { RebuildMap } from './rebuild-map.js';
+import type { UnflushedWrites } from './unflushed-writes.js';
 
 /** Mayastor's child states: Online (in I/O), Degraded (being rebuilt), Faulted (dropped from I/O). */
 export type ChildState = 'Online' | 'Degraded' | 'Faulted';
@@ -26,6 +27,11 @@ export class NexusChild {
    * the child has no log (never faulted, or a full rebuild is needed).
    */
   rebuildMap: RebuildMap | null = null;
+  /**
+   * What the current rebuild copied to the child since it last flushed the child: on the child's
+   * disk only once that flush succeeds (see UnflushedWrites), so a child that faults copies it again.
+   */
+  unflushedCopies: UnflushedWrites | null = null;
   /** The current (Degraded) or last rebuild: partial (from the rebuild map) or full. */
   rebuildPartial = false;
   /** Bytes the current or last rebuild has to copy / has copied. */

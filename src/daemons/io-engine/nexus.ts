@@ -7,6 +7,7 @@ import type { NexusInfo, NexusInfoWriter } from './nexus-info.js';
 import { type RebuildRecord, rebuildChild } from './rebuild.js';
 import { RebuildMap } from './rebuild-map.js';
 import { isReservationConflict } from './reservation.js';
+import { UnflushedWrites } from './unflushed-writes.js';
 
 export type NexusState = 'Online' | 'Degraded' | 'Faulted' | 'Shutdown';
 
@@ -55,6 +56,9 @@ export class Nexus implements BlockBackend {
    * acknowledged only after it, so a restarted nexus never takes the stale child for a healthy one.
    */
   private healthWrite: Promise<boolean> | null = null;
+  /** Writes since the newest flush began, and those of flushes still running (UnflushedWrites). */
+  private unflushed: UnflushedWrites;
+  private readonly flushing = new Set<UnflushedWrites>();
   /** Finished rebuilds, oldest first (bounded), as Mayastor's io-engine keeps its rebuild history. */
   readonly rebuildHistory: RebuildRecord[] = [];
   exportedAs: string | null = null;
@@ -67,7 +71,9 @@ export class Nexus implements BlockBackend {
     readonly volumeId: string | null,
     readonly infoWriter: NexusInfoWriter,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.unflushed = new UnflushedWrites(size);
+  }
 
   get state(): NexusState {
     if (this.shutdown) return 'Shutdown';
@@ -169,11 +175,18 @@ export class Nexus implements BlockBackend {
     const was = child.state;
     child.state = 'Faulted';
     child.reason = reason;
-    if (was !== 'Faulted') child.faultedAt = Date.now();
-    if (child.rebuildMap) return;
-    const map = new RebuildMap(this.size);
-    if (was === 'Degraded') map.mark(child.rebuildCursor, this.size - child.rebuildCursor);
-    child.rebuildMap = map;
+    if (was === 'Faulted') return;
+    child.faultedAt = Date.now();
+    if (!child.rebuildMap) {
+      child.rebuildMap = new RebuildMap(this.size);
+      if (was === 'Degraded') child.rebuildMap.mark(child.rebuildCursor, this.size - child.rebuildCursor);
+    }
+    // Its disk may lack what no flush has made durable there yet (UnflushedWrites): the nexus's
+    // writes, and what its rebuild copied.
+    const map = child.rebuildMap;
+    for (const w of [this.unflushed, ...this.flushing, child.unflushedCopies])
+      w?.eachRange((o, l) => map.mark(o, l));
+    child.unflushedCopies = null;
   }
 
   /** Persist a health change; writes acknowledge only once it is stored (see healthWrite). */
@@ -282,10 +295,19 @@ export class Nexus implements BlockBackend {
     this.checkOpen();
     if (this.hold) await this.waitHold();
     this.inflight++;
+    // What this flush makes durable on the children it succeeds on; until then a child that
+    // faults gets it logged (markFaulted).
+    const covered = this.unflushed;
+    this.unflushed = new UnflushedWrites(this.size);
+    this.flushing.add(covered);
+    let durable = false;
     try {
       const targets = this.children.filter((c) => c.state !== 'Faulted');
       await this.applyAll(targets, (b) => b.flush());
+      durable = true;
     } finally {
+      this.flushing.delete(covered);
+      if (!durable) covered.eachRange((o, l) => this.unflushed.mark(o, l));
       this.leave();
     }
   }
@@ -340,10 +362,16 @@ export class Nexus implements BlockBackend {
     } finally {
       // Log the write for every child with a rebuild map that did not take it, before the span ends:
       // a rebuild step over this range waits for the span, so it sees the mark.
+      // A child that faulted while the write ran logs it even if it took it: only a flush would
+      // have made it durable there.
       for (const c of this.children) {
-        if (c.rebuildMap && (failed === undefined || !targets.includes(c) || failed?.includes(c)))
+        if (
+          c.rebuildMap &&
+          (c.state === 'Faulted' || failed === undefined || !targets.includes(c) || failed?.includes(c))
+        )
           c.rebuildMap.mark(offset, length);
       }
+      this.unflushed.mark(offset, length);
       this.writes.delete(span);
       finish(span);
     }
@@ -475,6 +503,8 @@ export class Nexus implements BlockBackend {
   /** The nexus grew: logged children lack the new range. */
   grewTo(size: number): void {
     for (const c of this.children) c.rebuildMap?.grow(size);
+    for (const w of [this.unflushed, ...this.flushing]) w.grow(size);
+    for (const c of this.children) c.unflushedCopies?.grow(size);
   }
 
   startRebuild(child: NexusChild): void {

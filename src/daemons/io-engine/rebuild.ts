@@ -4,6 +4,7 @@ import { zeroRuns } from '../../lib/nbd/zero-runs.js';
 import type { Nexus } from './nexus.js';
 import type { NexusChild } from './nexus-child.js';
 import { MAP_SEGMENT } from './rebuild-map.js';
+import { UnflushedWrites } from './unflushed-writes.js';
 
 /** Bytes copied per step; writes to the step being copied wait for it. */
 export const REBUILD_SEGMENT = 4 * 1024 * 1024;
@@ -46,6 +47,7 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
   child.rebuildTransferred = 0;
   child.rebuildCursor = 0;
   child.rebuildTotal = partial ? child.rebuildMap!.dirtyBytes : nexus.size;
+  child.unflushedCopies = new UnflushedWrites(nexus.size);
   const srcUri = nexus.children.find((c) => c.state === 'Online')?.uri ?? '';
   let recorded = false;
   /** The history record, kept the moment the result is known: a completed child is Online only with it. */
@@ -122,6 +124,7 @@ async function copyStep(
       await nexus.childFailed(child, err);
       return false;
     }
+    child.unflushedCopies?.mark(pos, b.length);
     rebuildBytes.inc(written);
     child.rebuildCopied += b.length;
     child.rebuildTransferred += written;
@@ -148,11 +151,14 @@ async function complete(
     return 'failed';
   }
   if (stopped(nexus, child)) return 'stopped';
+  // The copies so far are on the child's disk now.
+  child.unflushedCopies = new UnflushedWrites(nexus.size);
   // a write logged during the flush (one that started before the child came back): copy it too
   if (!ready()) return null;
   child.state = 'Online';
   child.reason = '';
   child.rebuildMap = null;
+  child.unflushedCopies = null;
   online();
   await nexus.persist();
   log.info(
