@@ -37,6 +37,8 @@ export interface ChildState {
   rebuildTransferredBytes?: number;
   /** While Faulted: when the io-engine faulted it (ms since the epoch). */
   faultedAt?: number | null;
+  /** While Faulted: why, as the io-engine says (e.g. the I/O error its replica answered). */
+  reason?: string;
 }
 
 export interface NexusState {

@@ -42,6 +42,7 @@ const nexus = (n: Nexus): NexusState => ({
     rebuildPartial: c.rebuildPartial,
     rebuildTransferredBytes: c.rebuildTransferredBytes,
     faultedAt: c.faultedAt,
+    reason: c.state === 'Faulted' && c.reason ? c.reason : undefined,
   })),
 });
 

@@ -290,7 +290,8 @@ export class TestCluster {
    * Stop every daemon, then check that everything they wrote decodes through the spec codecs and
    * survives `store dump` → `store load` → `store dump` (so no test leaves a store nobody can read).
    */
-  async stop(): Promise<void> {
+  /** Stop every process; `beforeRemove` runs once they are gone, before the directory goes (e.g. an unmount). */
+  async stop(beforeRemove?: () => Promise<void>): Promise<void> {
     await this.rest?.close().catch(() => {});
     for (const c of this.cores) await c.kill('SIGTERM');
     for (const e of this.engines) await e.proc.kill('SIGTERM');
@@ -298,6 +299,7 @@ export class TestCluster {
       await checkStoreReadable(this.storeUrl, this.space);
     } finally {
       await this.etcd?.stop();
+      await beforeRemove?.();
       rmSync(this.dir, { recursive: true, force: true });
     }
   }

@@ -250,8 +250,8 @@ describe('core waits for a faulted child and brings the same replica back (parti
     // The nexus's io-engine reports when it faulted the child.
     const nexusEngine = new IoEngineClient(c.engine('node-1').grpc);
     const nexusId = published.state.target!.uuid;
-    const faultedAt = (await nexusEngine.getNexus(nexusId)).children.find((ch) => ch.uri.includes(victim))!
-      .faultedAt!;
+    const child = (await nexusEngine.getNexus(nexusId)).children.find((ch) => ch.uri.includes(victim))!;
+    const faultedAt = child.faultedAt!;
     nexusEngine.close();
     expect(faultedAt).toBeGreaterThan(0);
     expect(faultedAt).toBeLessThanOrEqual(Date.now());
@@ -264,7 +264,7 @@ describe('core waits for a faulted child and brings the same replica back (parti
           (e) =>
             e.includes('"WaitingForChild"') &&
             e.includes(
-              `replica ${victim} on ${gone}: its nexus child faulted at ${iso(faultedAt)}; waiting until ${iso(faultedAt + 3_600_000)}`,
+              `replica ${victim} on ${gone}: its nexus child faulted at ${iso(faultedAt)} (${child.reason}); waiting until ${iso(faultedAt + 3_600_000)}`,
             ),
         ),
       { what: 'an event saying the faulted child is waited for, and until when' },
@@ -280,7 +280,7 @@ describe('core waits for a faulted child and brings the same replica back (parti
     const events = (await c.events()).join('\n');
     expect(events).toMatch(
       new RegExp(
-        `"id":"${victim}","action":"Removed".*faulted at ${iso(faultedAt)} and not back within the faulted-child wait period`,
+        `"id":"${victim}","action":"Removed".*faulted at ${iso(faultedAt)} \\(.+\\) and not back within the faulted-child wait period`,
       ),
     );
   }, 120_000);

@@ -44,17 +44,26 @@ export async function mountFailingDisk(
   let fuse: ReturnType<typeof startTool> | undefined;
   let loop: string | undefined;
   let mounted = false;
+  /** Every layer is taken down even when one fails; the first failure is thrown at the end. */
   const dispose = async () => {
-    if (mounted) await run('umount', [mountpoint]);
-    if (loop) await run('losetup', ['-d', loop]);
+    const failures: unknown[] = [];
+    const step = (f: () => Promise<unknown>) => f().catch((err) => failures.push(err));
+    // A just-stopped io-engine's files may close a moment later: the unmount is retried.
+    if (mounted)
+      await step(() => waitFor(() => run('umount', [mountpoint]).then(() => true), { what: 'unmount' }));
+    if (loop) await step(() => run('losetup', ['-d', loop!]));
     if (fuse) {
-      await run('fusermount3', ['-u', file]).catch(() => fuse?.kill());
-      await waitFor(() => fuse!.child.exitCode !== null || fuse!.child.signalCode !== null, {
-        what: 'nbdfuse to exit',
-      });
+      await step(() => run('fusermount3', ['-u', file]));
+      fuse.kill();
+      await step(() =>
+        waitFor(() => fuse!.child.exitCode !== null || fuse!.child.signalCode !== null, {
+          what: 'nbdfuse to exit',
+        }),
+      );
     }
     nbdkit.kill();
-    await rm(dir, { recursive: true, force: true });
+    await step(() => rm(dir, { recursive: true, force: true }));
+    if (failures.length) throw failures[0];
   };
   try {
     await waitFor(async () => (await stat(socket).catch(() => null)) ?? nbdkit.failIfExited(), {

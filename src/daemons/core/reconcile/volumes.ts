@@ -102,7 +102,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         // Plan again under the lock, from the current specs and state.
         const plan = healPlan(ctx, id, true);
         if (!plan) return;
-        const { volume, nexus, missingChildren, expired } = plan;
+        const { volume, nexus, missingChildren, expired, because } = plan;
         let { lost } = plan;
         // Unpublished, only the NexusInfo tells which replicas hold the latest data. A lost replica
         // that is the last of them is kept (its node may come back): the others hold old data.
@@ -110,7 +110,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
           const current = await upToDateReplicas(ctx, volume);
           if (!plan.live.some((r) => current.has(r.uuid))) lost = lost.filter((r) => !current.has(r.uuid));
         }
-        if (plan.unannounced.length) await announceWaits(ctx, id, plan.unannounced);
+        if (plan.unannounced.length) await announceWaits(ctx, id, plan.unannounced, because);
         const { back, gone, full } = nexus
           ? await returning(ctx, plan.returning)
           : { back: [], gone: [], full: [] };
@@ -127,7 +127,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
             ctx,
             registry.volume(id),
             [r],
-            `nexus child faulted${since ? ` at ${new Date(since).toISOString()}` : ''} and not back within the faulted-child wait period; replacing it`,
+            `nexus child faulted${since ? ` at ${new Date(since).toISOString()}` : ''}${because(r)} and not back within the faulted-child wait period; replacing it`,
           );
         }
         if (gone.length) {
@@ -138,14 +138,13 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
             'nexus child faulted and its replica is gone from its pool; replacing it',
           );
         }
-        if (faulted.length) {
+        for (const r of faulted)
           await removeReplicas(
             ctx,
             registry.volume(id),
-            faulted,
-            'nexus child faulted on a live node; replacing it',
+            [r],
+            `nexus child faulted on a live node${because(r)}; replacing it`,
           );
-        }
         if (nexus && back.length) await returnChildren(ctx, id, nexus.uuid, back);
         if (nexus && missingChildren.length) {
           const engine = engines.get(nexus.node);
@@ -325,8 +324,13 @@ async function announceFull(ctx: CoreContext, volumeId: string, full: HeldBack[]
   }
 }
 
-/** Say in an event, once per fault, which faulted children core waits for and until when. */
-async function announceWaits(ctx: CoreContext, volumeId: string, replicas: ReplicaSpec[]): Promise<void> {
+/** Say in an event, once per fault, which faulted children core waits for, why and until when. */
+async function announceWaits(
+  ctx: CoreContext,
+  volumeId: string,
+  replicas: ReplicaSpec[],
+  because: (r: ReplicaSpec) => string,
+): Promise<void> {
   const w = watches(ctx);
   const until = (since: number) => new Date(since + waitPeriod(ctx)).toISOString();
   await ctx.registry.persist({
@@ -336,7 +340,7 @@ async function announceWaits(ctx: CoreContext, volumeId: string, replicas: Repli
         'volume',
         volumeId,
         'WaitingForChild',
-        `replica ${r.uuid} on ${ctx.registry.replicaNode(r) ?? 'an unknown node'}: its nexus child faulted at ${new Date(since).toISOString()}; waiting until ${until(since)} for it to come back (partial rebuild) before replacing it`,
+        `replica ${r.uuid} on ${ctx.registry.replicaNode(r) ?? 'an unknown node'}: its nexus child faulted at ${new Date(since).toISOString()}${because(r)}; waiting until ${until(since)} for it to come back (partial rebuild) before replacing it`,
       );
     }),
   });
@@ -475,9 +479,15 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   // Nothing to rebuild from (no healthy child left): manual intervention.
   if (live.length === 0) return null;
   if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
+  /** Why the io-engine faulted a replica's child, as " (…)", or nothing when it did not say. */
+  const because = (r: ReplicaSpec) => {
+    const reason = childOf(r.uuid)?.reason;
+    return reason ? ` (${reason})` : '';
+  };
   return {
     volume: cloneSpec(stored),
     nexus,
+    because,
     live,
     lost,
     faulted,
