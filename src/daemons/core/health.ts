@@ -40,6 +40,14 @@ export function replicaOnline(reg: Registry, r: ReplicaSpec): boolean {
 }
 
 /**
+ * May serve I/O now: online, or core does not know yet (its pool is still being re-imported after a
+ * restart). Not a replica whose pool failed to import or that its io-engine no longer lists: a nexus
+ * built over it fails, and a target that insists on it leaves the volume without one.
+ */
+export const replicaMayServe = (reg: Registry, r: ReplicaSpec): boolean =>
+  replicaOnline(reg, r) || awaitingImport(reg, r);
+
+/**
  * Its pool's io-engine answers but has not reported the pool since it restarted, and the pool
  * reconciler has not re-imported it yet (nor failed to): core does not know yet whether the replica
  * is there. Without this, every unpublished volume read Faulted for the first seconds after a

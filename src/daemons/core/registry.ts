@@ -85,8 +85,11 @@ export class Registry {
   }
   /** Per node: pool ids its io-engine reported at the last poll (absent = not polled yet). */
   readonly polledPools = new Map<string, Set<string>>();
-  /** Pools whose last re-import failed (pool reconciler): their replicas read as missing, not unknown. */
-  readonly poolImportFailed = new Set<string>();
+  /**
+   * Pools whose last re-import failed (pool reconciler), with why: their replicas read as missing,
+   * not unknown.
+   */
+  readonly poolImportFailed = new Map<string, string>();
 
   /** Resources held by an operation, with the error a request meets meanwhile (default: busy, 409). */
   private readonly busySet = new Map<string, (() => SvcError) | undefined>();

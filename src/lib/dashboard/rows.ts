@@ -1,12 +1,11 @@
+import { poolStatus } from '../catalog/views/pools.js';
 import { volumeStatus } from '../catalog/views/volumes.js';
 import { humanizeBytes } from '../output/humanize.js';
 import {
-  createdState,
   drainStateText,
   healthInfoNexusId,
   nodeStatusText,
   replicaPoolName,
-  specStatusName,
   switchOverStageName,
   volumeTargetNode,
 } from '../specs/index.js';
@@ -102,10 +101,8 @@ export function poolTable(s: Snapshot, barWidth: number): Table {
     ],
     s.state.specs.PoolSpec,
     (id, p) => {
-      const created = createdState(p.status);
-      const status =
-        created === null ? specStatusName(p.status) : s.state.liveness.has(p.node) ? created : 'Unknown';
       const live = s.live?.pools.get(id);
+      const status = poolStatus(p, s.state.liveness.has(p.node), s.live && { state: live });
       const c = committed.get(id) ?? 0;
       const numbers = live
         ? `${humanizeBytes(live.used)} / ${humanizeBytes(c)} / ${humanizeBytes(live.capacity)}`

@@ -264,7 +264,7 @@ describe('core waits for a faulted child and brings the same replica back (parti
           (e) =>
             e.includes('"WaitingForChild"') &&
             e.includes(
-              `replica ${victim} on ${gone}: its nexus child faulted at ${iso(faultedAt)} (${child.reason}); waiting until ${iso(faultedAt + 3_600_000)}`,
+              `replica ${victim} on ${gone}: nexus child faulted at ${iso(faultedAt)} (${child.reason}); waiting until ${iso(faultedAt + 3_600_000)}`,
             ),
         ),
       { what: 'an event saying the faulted child is waited for, and until when' },

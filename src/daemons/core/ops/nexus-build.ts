@@ -5,6 +5,7 @@ import { isCreated, nexusInfo } from '../../../lib/specs/index.js';
 import { nexusInfoKey } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import type { NexusState } from '../engine-api.js';
+import { replicaMayServe } from '../health.js';
 import { SvcError } from '../svc-error.js';
 
 /** The NexusInfo the io-engine persisted for a volume's last nexus, if any. */
@@ -48,9 +49,10 @@ export async function upToDateReplicas(ctx: CoreContext, volume: VolumeSpec): Pr
 }
 
 /**
- * Replicas a new nexus may use (docs/mayastor-compat.md §3.6): created replicas on online nodes; when the previous
- * nexus left a NexusInfo, only its healthy children, and only one of them after an unclean shutdown
- * (the others are rebuilt from it afterwards).
+ * Replicas a new nexus may use (docs/mayastor-compat.md §3.6): created replicas that may serve
+ * (online, or their pool is still being re-imported; not one whose pool failed to import); when the
+ * previous nexus left a NexusInfo, only its healthy children, and only one of them after an unclean
+ * shutdown (the others are rebuilt from it afterwards).
  */
 export async function usableReplicas(
   ctx: CoreContext,
@@ -60,7 +62,7 @@ export async function usableReplicas(
   const { registry } = ctx;
   let candidates = registry
     .volumeReplicas(volume.uuid)
-    .filter((r) => isCreated(r.status) && !r.operation && registry.isOnline(registry.replicaNode(r) ?? ''));
+    .filter((r) => isCreated(r.status) && !r.operation && replicaMayServe(registry, r));
   const info = await readNexusInfo(ctx, volume, volume.last_nexus_id);
   if (info) {
     const healthy = new Set(info.children.filter((c) => c.healthy).map((c) => c.uuid));

@@ -32,8 +32,13 @@ export async function pollNode(ctx: CoreContext, node: string): Promise<void> {
       engine.listNexuses(),
     ]);
     if (pollFailures.delete(node)) log.info({ node }, 'io-engine poll works again');
-    registry.polledPools.set(node, new Set(pools.map((p) => p.id)));
+    const listed = new Set(pools.map((p) => p.id));
+    registry.polledPools.set(node, listed);
     for (const p of pools) registry.poolStates.set(p.id, p);
+    // A pool its io-engine no longer has (restarted, and not re-imported: its disk is gone) has no
+    // state: its last figures would show it Online and let placement choose it.
+    for (const p of registry.pools.values())
+      if (p.node === node && !listed.has(p.id)) registry.poolStates.delete(p.id);
     if ((registry.stateVersion.get(node) ?? 0) !== version) return; // an operation changed it meanwhile
     registry.replicaStates.set(node, new Map(replicas.map((r) => [r.uuid, r])));
     registry.nexusStates.set(node, new Map(nexuses.map((n) => [n.uuid, n])));

@@ -37,8 +37,26 @@ export async function reconcilePools(ctx: CoreContext): Promise<boolean> {
         events: [makeEvent('pool', p.id, 'Imported', `re-imported on node ${p.node} from ${p.disks[0]}`)],
       });
     } catch (err) {
-      registry.poolImportFailed.add(p.id);
-      log.warn({ pool: p.id, node: p.node, err: (err as Error).message }, 'pool import failed');
+      const failed = toSvcError(err);
+      // Its io-engine did not answer (it is going away or just restarting): not the pool's failure.
+      if (failed.kind === 'Unavailable' || failed.kind === 'DeadlineExceeded') continue;
+      // Retried every pass; said (log and event) once per reason.
+      const why = failed.message;
+      if (registry.poolImportFailed.get(p.id) === why) continue;
+      registry.poolImportFailed.set(p.id, why);
+      log.warn({ pool: p.id, node: p.node, err: why }, 'pool import failed');
+      await registry
+        .persist({
+          events: [
+            makeEvent(
+              'pool',
+              p.id,
+              'ImportFailed',
+              `not imported on node ${p.node} from ${p.disks[0]}: ${why}; its replicas are unavailable until it is (core tries again every pass); check the disk and the filesystem under it`,
+            ),
+          ],
+        })
+        .catch(() => {});
     }
   }
   return busy;

@@ -1,4 +1,10 @@
-import { cloneSpec, isCreated, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
+import {
+  cloneSpec,
+  isCreated,
+  type ReplicaSpec,
+  replicaPoolName,
+  type VolumeSpec,
+} from '../../../lib/specs/index.js';
 import { TimeSlice } from '../../../lib/time-slice.js';
 import type { CoreContext } from '../context.js';
 import type { PoolState } from '../engine-api.js';
@@ -67,7 +73,16 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
           ],
         });
       })
-      .catch((err) => ctx.log.warn({ volume: id, err: toSvcError(err).message }, 'nexus recreation failed'));
+      .then(
+        () => stepFailures(ctx).delete(id),
+        (err) =>
+          reportStepFailure(
+            ctx,
+            id,
+            'RecreateFailed',
+            `its target nexus was not recreated: ${toSvcError(err).message}`,
+          ),
+      );
   }
   return busy;
 }
@@ -102,7 +117,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         // Plan again under the lock, from the current specs and state.
         const plan = healPlan(ctx, id, true);
         if (!plan) return;
-        const { volume, nexus, missingChildren, expired, because } = plan;
+        const { volume, nexus, missingChildren, expired, fault } = plan;
         let { lost } = plan;
         // Unpublished, only the NexusInfo tells which replicas hold the latest data. A lost replica
         // that is the last of them is kept (its node may come back): the others hold old data.
@@ -110,7 +125,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
           const current = await upToDateReplicas(ctx, volume);
           if (!plan.live.some((r) => current.has(r.uuid))) lost = lost.filter((r) => !current.has(r.uuid));
         }
-        if (plan.unannounced.length) await announceWaits(ctx, id, plan.unannounced, because);
+        if (plan.unannounced.length) await announceWaits(ctx, id, plan.unannounced, fault);
         const { back, gone, full } = nexus
           ? await returning(ctx, plan.returning)
           : { back: [], gone: [], full: [] };
@@ -127,7 +142,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
             ctx,
             registry.volume(id),
             [r],
-            `nexus child faulted${since ? ` at ${new Date(since).toISOString()}` : ''}${because(r)} and not back within the faulted-child wait period; replacing it`,
+            `${faultText(fault(r), since)} and not back within the faulted-child wait period; replacing it`,
           );
         }
         if (gone.length) {
@@ -143,7 +158,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
             ctx,
             registry.volume(id),
             [r],
-            `nexus child faulted on a live node${because(r)}; replacing it`,
+            `${fault(r).what} on a live node${fault(r).why}; replacing it`,
           );
         if (nexus && back.length) await returnChildren(ctx, id, nexus.uuid, back);
         if (nexus && missingChildren.length) {
@@ -189,30 +204,39 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         }
       })
       .then(
-        () => healFailures(ctx).delete(id),
-        (err) => reportHealFailure(ctx, id, toSvcError(err).message),
+        () => stepFailures(ctx).delete(id),
+        (err) => reportStepFailure(ctx, id, 'HealFailed', toSvcError(err).message),
       );
   }
   return busy;
 }
 
 /**
- * A self-heal step that failed is said (log and event) once per reason: the step is tried again
- * every pass, and a volume no pool can take a replica of logged the same warning every 2 s while
- * `storctl events` said nothing of why it stayed Degraded.
+ * A self-heal or target recreation step that failed is said (log and event) once per reason: the
+ * step is tried again every pass, and a volume no pool can take a replica of, or whose target
+ * could not be rebuilt, logged the same warning every 2 s while `storctl events` said nothing of
+ * why it stayed Degraded or without a target.
  */
-async function reportHealFailure(ctx: CoreContext, id: string, why: string): Promise<void> {
-  const failures = healFailures(ctx);
+async function reportStepFailure(
+  ctx: CoreContext,
+  id: string,
+  action: 'HealFailed' | 'RecreateFailed',
+  why: string,
+): Promise<void> {
+  const failures = stepFailures(ctx);
   if (failures.get(id) === why) return;
   failures.set(id, why);
-  ctx.log.warn({ volume: id, err: why }, 'self-heal step failed');
+  ctx.log.warn(
+    { volume: id, err: why },
+    action === 'HealFailed' ? 'self-heal step failed' : 'nexus recreation failed',
+  );
   await ctx.registry
     .persist({
       events: [
         makeEvent(
           'volume',
           id,
-          'HealFailed',
+          action,
           `${why}; core tries again every pass (said again if the reason changes)`,
         ),
       ],
@@ -241,8 +265,8 @@ interface FaultWatch {
  * from the io-engine again, but counts returns from zero.
  */
 const watches = perCore<FaultWatch>();
-/** Per core, per volume uuid: why its last self-heal step failed (none after one that worked). */
-const healFailures = perCore<string>();
+/** Per core, per volume uuid: why its last self-heal or recreation step failed (none after one that worked). */
+const stepFailures = perCore<string>();
 
 function perCore<T>(): (ctx: CoreContext) => Map<string, T> {
   const of = new WeakMap<object, Map<string, T>>();
@@ -264,7 +288,7 @@ const waitPeriod = (ctx: CoreContext) =>
 function forgetWatches(ctx: CoreContext): void {
   const w = watches(ctx);
   for (const uuid of w.keys()) if (!ctx.registry.replicas.has(uuid)) w.delete(uuid);
-  const f = healFailures(ctx);
+  const f = stepFailures(ctx);
   for (const uuid of f.keys()) if (!ctx.registry.volumes.has(uuid)) f.delete(uuid);
 }
 
@@ -324,12 +348,23 @@ async function announceFull(ctx: CoreContext, volumeId: string, full: HeldBack[]
   }
 }
 
+/** A replica out of its volume's target, as healPlan's `fault` tells it. */
+interface Fault {
+  what: string;
+  why: string;
+  absent: boolean;
+}
+
+/** "nexus child faulted at T (why)", or "replica unavailable since T (why)". */
+const faultText = (f: Fault, since: number | undefined) =>
+  `${f.what}${since === undefined ? '' : ` ${f.absent ? 'since' : 'at'} ${new Date(since).toISOString()}`}${f.why}`;
+
 /** Say in an event, once per fault, which faulted children core waits for, why and until when. */
 async function announceWaits(
   ctx: CoreContext,
   volumeId: string,
   replicas: ReplicaSpec[],
-  because: (r: ReplicaSpec) => string,
+  fault: (r: ReplicaSpec) => Fault,
 ): Promise<void> {
   const w = watches(ctx);
   const until = (since: number) => new Date(since + waitPeriod(ctx)).toISOString();
@@ -340,7 +375,7 @@ async function announceWaits(
         'volume',
         volumeId,
         'WaitingForChild',
-        `replica ${r.uuid} on ${ctx.registry.replicaNode(r) ?? 'an unknown node'}: its nexus child faulted at ${new Date(since).toISOString()}${because(r)}; waiting until ${until(since)} for it to come back (partial rebuild) before replacing it`,
+        `replica ${r.uuid} on ${ctx.registry.replicaNode(r) ?? 'an unknown node'}: ${faultText(fault(r), since)}; waiting until ${until(since)} for it to come back${fault(r).absent ? '' : ' (partial rebuild)'} before replacing it`,
       );
     }),
   });
@@ -434,10 +469,19 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   const waiting: ReplicaSpec[] = [];
   /** Waited for, and not yet said so in an event. */
   const unannounced: ReplicaSpec[] = [];
+  /** Not in the target, on a node that answers, its pool not imported (see `fault`). */
+  const absent = new Set<string>();
   for (const r of replicas) {
     const node = registry.replicaNode(r) ?? '';
     const state = childOf(r.uuid)?.state;
-    if (state === 'Faulted' && wait > 0) {
+    if (
+      nst &&
+      state === undefined &&
+      registry.isOnline(node) &&
+      registry.poolImportFailed.has(replicaPoolName(r))
+    )
+      absent.add(r.uuid);
+    if ((state === 'Faulted' || absent.has(r.uuid)) && wait > 0) {
       let w = watched.get(r.uuid);
       if (!w) {
         // From the io-engine's fault time where it reports one, so a restarted core does not wait a
@@ -448,7 +492,7 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
       }
       if (now - w.since >= wait || w.returns >= MAX_RETURNS) expired.push(r);
       else {
-        if (registry.isOnline(node)) returning.push(r);
+        if (registry.isOnline(node) && !absent.has(r.uuid)) returning.push(r);
         else waiting.push(r);
         if (!w.announced) unannounced.push(r);
       }
@@ -459,7 +503,7 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
     // A replica on a node that went away is waited for: the node may come back within the deadline.
     if (!registry.isOnline(node)) {
       if (registry.offlineFor(node) >= config.nodeOfflineDeadlineMs) lost.push(r);
-    } else if (state === 'Faulted') faulted.push(r);
+    } else if (state === 'Faulted' || absent.has(r.uuid)) faulted.push(r);
   }
   const out = [...lost, ...faulted, ...expired, ...returning, ...waiting];
   const live = replicas.filter((r) => !out.includes(r));
@@ -479,15 +523,24 @@ function healPlan(ctx: CoreContext, id: string, locked = false) {
   // Nothing to rebuild from (no healthy child left): manual intervention.
   if (live.length === 0) return null;
   if (nst && !live.some((r) => childOf(r.uuid)?.state === 'Online')) return null;
-  /** Why the io-engine faulted a replica's child, as " (…)", or nothing when it did not say. */
-  const because = (r: ReplicaSpec) => {
-    const reason = childOf(r.uuid)?.reason;
-    return reason ? ` (${reason})` : '';
+  /**
+   * What happened to a replica that is out, for the events: its nexus child faulted (and why, as
+   * the io-engine says), or it is unavailable (its pool failed to import, as when its disk failed:
+   * the target was recreated without it and cannot take it back until the pool is there).
+   */
+  const fault = (r: ReplicaSpec): Fault => {
+    if (!absent.has(r.uuid)) {
+      const reason = childOf(r.uuid)?.reason;
+      return { what: 'nexus child faulted', why: reason ? ` (${reason})` : '', absent: false };
+    }
+    const pool = replicaPoolName(r);
+    const why = `its pool ${pool} was not imported: ${registry.poolImportFailed.get(pool)}`;
+    return { what: 'replica unavailable', why: ` (${why})`, absent: true };
   };
   return {
     volume: cloneSpec(stored),
     nexus,
-    because,
+    fault,
     live,
     lost,
     faulted,

@@ -20,6 +20,22 @@ interface PoolRow {
 }
 
 /**
+ * A pool's status: its spec's until it is created; then, when core answered (`core`), its
+ * io-engine's, Unknown when core holds no state of it (not imported: its disk failed, say); else
+ * the spec's, Unknown when its node's liveness key is gone (a pool lives on its node).
+ */
+export function poolStatus(
+  spec: PoolSpec,
+  nodeLive: boolean,
+  core: { state?: { status: string } } | null | undefined,
+): string {
+  const created = createdState(spec.status);
+  if (created === null) return specStatusName(spec.status);
+  if (core) return core.state?.status ?? 'Unknown';
+  return nodeLive ? created : 'Unknown';
+}
+
+/**
  * Pools as the store knows them. COMMITTED is the sum of the replica sizes the specs place on the
  * pool; capacity and usage are live io-engine state, joined from core when it answers (else `<none>`).
  */
@@ -32,10 +48,11 @@ export function poolListing(state: ClusterState, filter?: (p: PoolSpec) => boole
   const rows = specsOf(state, 'PoolSpec')
     .filter((p) => !filter || filter(p))
     .map((spec) => {
-      const created = createdState(spec.status);
-      // A pool lives on its node: with the node's liveness key gone its state is unknown.
-      const status =
-        created === null ? specStatusName(spec.status) : state.liveness.has(spec.node) ? created : 'Unknown';
+      const status = poolStatus(
+        spec,
+        state.liveness.has(spec.node),
+        state.live && { state: state.live.pools.get(spec.id)?.state },
+      );
       return { spec, status, committed: committed.get(spec.id) ?? 0 };
     });
   const live = (r: PoolRow) => state.live?.pools.get(r.spec.id)?.state;
