@@ -39,6 +39,9 @@ export interface ChildState {
   faultedAt?: number | null;
   /** While Faulted: why, as the io-engine says (e.g. the I/O error its replica answered). */
   reason?: string;
+  /** When the current or last rebuild started and ended (ms since the epoch, the io-engine's clock). */
+  rebuildStartedAt?: number | null;
+  rebuildEndedAt?: number | null;
 }
 
 export interface NexusState {

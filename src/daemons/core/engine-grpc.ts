@@ -43,6 +43,8 @@ const nexus = (n: Nexus): NexusState => ({
     rebuildTransferredBytes: c.rebuildTransferredBytes,
     faultedAt: c.faultedAt,
     reason: c.state === 'Faulted' && c.reason ? c.reason : undefined,
+    rebuildStartedAt: c.rebuildStartedAt,
+    rebuildEndedAt: c.rebuildEndedAt,
   })),
 });
 

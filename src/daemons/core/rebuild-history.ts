@@ -9,6 +9,8 @@ import { type CoreEvent, makeEvent } from './events.js';
 interface Running {
   srcUri: string;
   startTime: string;
+  /** The io-engine's start time of this rebuild (ms), when it reports one: its end time is then its own. */
+  engineStart: number | null;
   /** Tick when the sighting that started the job arrived: only answers asked later may end it. */
   since: number;
   /** Last progress seen, 0..100. */
@@ -31,6 +33,8 @@ const MAX_NEXUSES = 10_000;
  * rebuilt) starts a job; the same child later Online completes it, Faulted or gone fails it, a
  * destroyed nexus stops it. Kept in memory per nexus, bounded, dropped with the nexus — as the
  * io-engine keeps Mayastor's. A rebuild that starts and ends between two sightings is not seen.
+ * Start and end times are the io-engine's where the child reports them (a poll may see the end
+ * seconds late, which read as a rebuild that long), else when core saw them.
  */
 export class RebuildHistory {
   private readonly running = new Map<string, Map<string, Running>>();
@@ -77,7 +81,8 @@ export class RebuildHistory {
           this.running.set(st.uuid, jobs);
           jobs.set(c.uri, {
             srcUri: source,
-            startTime: now,
+            startTime: c.rebuildStartedAt ? new Date(c.rebuildStartedAt).toISOString() : now,
+            engineStart: c.rebuildStartedAt ?? null,
             since: arrived,
             percent: c.rebuildProgress,
             size: st.size,
@@ -88,7 +93,11 @@ export class RebuildHistory {
       } else if (job && fresh(job)) {
         // the child's count now covers the whole (finished) rebuild
         job.transferred = Math.max(job.transferred, c.rebuildTransferredBytes ?? 0);
-        this.finish(st.uuid, c.uri, job, c.state === 'Online' ? 'Completed' : 'Failed', now);
+        const ended =
+          c.rebuildEndedAt && job.engineStart !== null && c.rebuildStartedAt === job.engineStart
+            ? new Date(c.rebuildEndedAt).toISOString()
+            : now;
+        this.finish(st.uuid, c.uri, job, c.state === 'Online' ? 'Completed' : 'Failed', ended);
       }
     }
     for (const [uri, job] of jobs ?? [])

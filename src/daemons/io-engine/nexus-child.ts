@@ -20,7 +20,9 @@ export class NexusChild {
   faultedAt = 0;
   /** While fully rebuilding: bytes [0, cursor) hold the source's content and receive every write. */
   rebuildCursor = 0;
+  /** When the current or last rebuild started and, once it has, ended (ms since the epoch). */
   rebuildStartedAt: number | null = null;
+  rebuildEndedAt: number | null = null;
   /**
    * The regions written while this child was out of I/O (Faulted) or not yet copied back (Degraded
    * in a partial rebuild). Created the moment the child is faulted, so no write is missed; null when

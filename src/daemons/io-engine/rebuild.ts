@@ -41,6 +41,8 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
   rebuildsActive.inc();
   let result: Result = 'failed';
   const startTime = new Date();
+  child.rebuildStartedAt = startTime.getTime();
+  child.rebuildEndedAt = null;
   const partial = child.rebuildPartial && child.rebuildMap !== null;
   child.rebuildPartial = partial;
   child.rebuildCopied = 0;
@@ -54,6 +56,8 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
   const record = (outcome: Result) => {
     if (recorded) return;
     recorded = true;
+    const endTime = new Date();
+    child.rebuildEndedAt = endTime.getTime();
     const total = nexus.size;
     const remaining = partial
       ? (child.rebuildMap?.dirtyBytes ?? 0)
@@ -67,7 +71,7 @@ export async function rebuildChild(nexus: Nexus, child: NexusChild, log: Logger)
       recoveredBytes: outcome === 'completed' ? total : total - remaining,
       transferredBytes: child.rebuildTransferred,
       startTime,
-      endTime: new Date(),
+      endTime,
     });
     if (nexus.rebuildHistory.length > MAX_HISTORY)
       nexus.rebuildHistory.splice(0, nexus.rebuildHistory.length - MAX_HISTORY);
@@ -176,7 +180,6 @@ async function complete(
 
 async function copyAll(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
   const started = Date.now();
-  child.rebuildStartedAt = started;
   const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
   log.info({ nexus: nexus.uuid, child: child.uri, partial: false }, 'rebuild started');
   for (let pos = 0; pos < nexus.size; pos += REBUILD_SEGMENT) {
@@ -195,7 +198,6 @@ async function copyAll(nexus: Nexus, child: NexusChild, log: Logger, online: () 
 
 async function copyDirty(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
   const started = Date.now();
-  child.rebuildStartedAt = started;
   const map = child.rebuildMap!;
   const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
   const maxSegments = REBUILD_SEGMENT / MAP_SEGMENT;

@@ -86,6 +86,8 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
       rebuild_transferred_bytes: String(c.rebuildTransferred),
       rebuild_partial: c.rebuildPartial,
       faulted_at_ms: String(c.state === 'Faulted' ? c.faultedAt : 0),
+      rebuild_started_at_ms: String(c.rebuildStartedAt ?? 0),
+      rebuild_ended_at_ms: String(c.rebuildEndedAt ?? 0),
     })),
     share: n.exportedAs ? 'nbd' : 'none',
     device_uri: engine.targetUri(n),

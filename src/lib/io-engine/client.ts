@@ -84,6 +84,8 @@ const toNexus = (n: Raw): Nexus => ({
     rebuildTransferredBytes: num(c.rebuild_transferred_bytes),
     rebuildPartial: c.rebuild_partial === true,
     faultedAt: num(c.faulted_at_ms) || null,
+    rebuildStartedAt: num(c.rebuild_started_at_ms) || null,
+    rebuildEndedAt: num(c.rebuild_ended_at_ms) || null,
   })),
   share: n.share,
   deviceUri: n.device_uri,

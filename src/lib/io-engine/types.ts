@@ -63,6 +63,9 @@ export interface NexusChild {
   rebuildPartial: boolean;
   /** While Faulted: when it was faulted (ms since the epoch, the io-engine's clock). */
   faultedAt: number | null;
+  /** When the current or last rebuild started, and ended (null while it runs); the io-engine's clock. */
+  rebuildStartedAt: number | null;
+  rebuildEndedAt: number | null;
 }
 
 /** Mayastor's RebuildHistoryRecord as the io-engine reports it (blocks of blockSize bytes). */

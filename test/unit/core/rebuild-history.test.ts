@@ -39,6 +39,35 @@ describe('rebuild history as core observes it', () => {
     ]);
   });
 
+  it("takes the rebuild's start and end from the io-engine, not from when a poll saw them", () => {
+    const h = new RebuildHistory();
+    const start = Date.parse('2026-01-01T10:00:00.000Z');
+    const times = { rebuildStartedAt: start, rebuildEndedAt: null };
+    h.observe(nexus([online(SRC), { ...rebuilding(NEW, 10), ...times }]), h.tick());
+    // Seen Online (a poll period later): the rebuild took 40 ms by the io-engine's clock.
+    h.observe(
+      nexus([online(SRC), { ...online(NEW), rebuildStartedAt: start, rebuildEndedAt: start + 40 }], 'Online'),
+      h.tick(),
+    );
+    const [record] = h.of('n1');
+    expect(record).toMatchObject({
+      startTime: '2026-01-01T10:00:00.000Z',
+      endTime: '2026-01-01T10:00:00.040Z',
+    });
+    expect(rebuildEvent('v', record).message).toMatch(/, 0\.0 s$/);
+    // An end reported for another (later) rebuild of the child is not this one's: core's time.
+    const h2 = new RebuildHistory();
+    h2.observe(nexus([online(SRC), { ...rebuilding(NEW, 10), ...times }]), h2.tick());
+    h2.observe(
+      nexus(
+        [online(SRC), { ...online(NEW), rebuildStartedAt: start + 5000, rebuildEndedAt: start + 6000 }],
+        'Online',
+      ),
+      h2.tick(),
+    );
+    expect(Date.parse(h2.of('n1')[0].endTime)).toBeGreaterThan(start + 6000);
+  });
+
   it('a partial rebuild is recorded as such, with the data it wrote as transferred', () => {
     const h = new RebuildHistory();
     const partial = (p: number, bytes: number) => ({
