@@ -35,7 +35,14 @@ export async function claimDirectory<D extends object>(
 ): Promise<HeldClaim> {
   const me = { ...details, pid: process.pid, startTime: (await procStat(process.pid))?.startTime ?? '' };
   const tmp = join(dir, `.${name}.${process.pid}-${randomBytes(4).toString('hex')}`);
-  await writeFile(tmp, `${JSON.stringify(me)}\n`, { flag: 'wx', mode: 0o600 });
+  await writeFile(tmp, `${JSON.stringify(me)}\n`, { flag: 'wx', mode: 0o600 }).catch(
+    (err: NodeJS.ErrnoException) => {
+      // Said without the temporary file's random name, so the same failure reads the same each time.
+      throw Object.assign(new Error(`cannot claim ${dir}: ${err.message.replace(/, \w+ '.*'$/, '')}`), {
+        code: err.code,
+      });
+    },
+  );
   try {
     for (let attempt = 0; attempt < 100; attempt++) {
       const generations = await generationsOf(dir, name);

@@ -84,6 +84,19 @@ describe('process claim: one live process per directory', () => {
     expect(await liveClaimant(dir, 'x.claim')).toBeNull();
   });
 
+  it('a directory it cannot write in fails the same way every time (core says each failure once)', async () => {
+    const missing = join(dir, 'gone');
+    const attempt = () =>
+      claimDirectory(missing, 'x.claim', {}, () => new Error('unexpected')).then(
+        () => null,
+        (err: NodeJS.ErrnoException) => err,
+      );
+    const [a, b] = [await attempt(), await attempt()];
+    expect(a?.message).toBe(`cannot claim ${missing}: ENOENT: no such file or directory`);
+    expect(b?.message).toBe(a?.message);
+    expect(a?.code).toBe('ENOENT');
+  });
+
   it('refuses a claim a live process holds, with what that process said about itself', async () => {
     other = spawn('sleep', ['600'], { stdio: 'ignore' });
     const started = await waitFor(() => procStat(other!.pid!), { what: 'sleep running' });
