@@ -28,7 +28,7 @@ export const VOLUME_PAGE_TYPES = [
 /**
  * Everything about one volume: its spec, its target (with the URI from core), every replica with
  * its node, pool and health (and rebuild % while rebuilding), the last NexusInfo, snapshots,
- * switchovers and the recent events of the volume, its replicas and its nexuses.
+ * switchovers and the recent events of the volume, its replicas and its nexuses (those it had too).
  */
 export function volumePage(
   state: ClusterState,
@@ -147,7 +147,15 @@ export function volumePage(
             ]
           : [['In progress', false]],
       },
-      eventsSection(events.filter((e) => ids.has(e.id))),
+      // A replica or nexus gone since (replaced, say) is still part of the volume's story: its
+      // events name the volume.
+      eventsSection(
+        events.filter(
+          (e) =>
+            ids.has(e.id) ||
+            ((e.resource === 'replica' || e.resource === 'nexus') && e.message.includes(v.uuid)),
+        ),
+      ),
     ],
   };
 }

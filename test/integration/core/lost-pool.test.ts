@@ -88,6 +88,9 @@ describe('a restart where one pool does not come back', () => {
       /not back within the faulted-child wait period; replacing it/,
     );
     await qemuIo(uri, 'read -P 0x41 0 4M');
+    // describe tells the whole story, the replaced replica's removal included.
+    const described = await runStorctl(['describe', 'volume', id], { env: c.env });
+    expect(described.stdout).toMatch(/replica\/\S+ +Removed +from volume \S+: replica unavailable since/);
     // The other is said once (core tries every pass), with why.
     const failed = (await c.events()).filter((e) => e.includes('"RecreateFailed"') && e.includes(only));
     expect(failed).toHaveLength(1);
