@@ -14,6 +14,8 @@ export interface PoolState {
   /** Bytes still available for thick allocation (capacity less thick sizes and thin allocation). */
   free: number;
   status: 'Online' | 'Degraded' | 'Faulted' | 'Unknown';
+  /** Why it is not Online, as its io-engine says (its disk's last error). */
+  reason?: string;
 }
 
 export interface ReplicaState {

@@ -19,6 +19,7 @@ const pool = (p: Pool): PoolState => ({
   used: p.used,
   free: p.free,
   status: (p.state || 'Unknown') as PoolState['status'],
+  reason: p.stateReason || undefined,
 });
 const replica = (r: Replica): ReplicaState => ({
   uuid: r.uuid,

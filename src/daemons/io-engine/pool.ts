@@ -20,6 +20,7 @@ import { FileBackend } from '../../lib/nbd/file-backend.js';
 import { alreadyExists, exhausted, invalid, notFound, precondition } from './errors.js';
 import { MetadataLog, readJournal } from './metadata-log.js';
 import { claimPoolDir } from './pool-claim.js';
+import { PoolIoErrors } from './pool-io-errors.js';
 import { PoolSpace } from './pool-space.js';
 import { Replica, type ReplicaMeta } from './replica.js';
 
@@ -114,6 +115,8 @@ export class Pool {
   private statsCache: { at: number; writes: number; value: Promise<PoolStats> } | null = null;
   /** Thin replicas' writes stay within the capacity. */
   readonly space: PoolSpace;
+  /** Disk errors its replicas met: the pool reads Degraded for a while after one. */
+  readonly ioErrors = new PoolIoErrors();
   /** Gives up this process's claim on the directory (pool-claim.ts), once the pool is unloaded. */
   private releaseClaim: () => Promise<void> = async () => {};
 
@@ -249,7 +252,10 @@ export class Pool {
     await pool.removeOrphans();
     for (const r of Object.values(meta.replicas)) {
       try {
-        pool.replicas.set(r.uuid, await Replica.open(r, meta.name, pool.replicaPath(r.uuid), pool.space));
+        pool.replicas.set(
+          r.uuid,
+          await Replica.open(r, meta.name, pool.replicaPath(r.uuid), pool.space, pool.ioErrors),
+        );
       } catch (err) {
         await pool.close();
         throw precondition(
@@ -445,12 +451,13 @@ export class Pool {
     const meta: ReplicaMeta = { ...opts, share: 'none', createdAt: new Date().toISOString() };
     return this.addReplica(
       meta,
-      new Replica(meta, this.name, path, FileBackend.onFirstUse(path, opts.size), this.space),
+      new Replica(meta, this.name, path, FileBackend.onFirstUse(path, opts.size), this.space, this.ioErrors),
     );
   }
 
   private async addReplica(meta: ReplicaMeta, opened?: Replica): Promise<Replica> {
-    const replica = opened ?? (await Replica.open(meta, this.name, this.replicaPath(meta.uuid), this.space));
+    const replica =
+      opened ?? (await Replica.open(meta, this.name, this.replicaPath(meta.uuid), this.space, this.ioErrors));
     this.replicas.set(meta.uuid, replica);
     this.replicaChanges++;
     this.meta.replicas[meta.uuid] = meta;

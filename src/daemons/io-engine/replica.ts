@@ -1,6 +1,7 @@
 import type { BlockBackend } from '../../lib/nbd/backend.js';
 import { FileBackend } from '../../lib/nbd/file-backend.js';
 import type { ClientViews } from '../../lib/nbd/server.js';
+import type { PoolIoErrors } from './pool-io-errors.js';
 import type { PoolSpace } from './pool-space.js';
 import { ReservedReplica } from './reservation.js';
 
@@ -38,10 +39,18 @@ export class Replica implements BlockBackend, ClientViews {
     private file: FileBackend,
     /** The pool's capacity guard, which a thin replica's writes pass. */
     private readonly space: PoolSpace,
+    /** The pool's record of disk errors, which every failed I/O passes. */
+    private readonly errors: PoolIoErrors,
   ) {}
 
-  static async open(meta: ReplicaMeta, poolName: string, path: string, space: PoolSpace): Promise<Replica> {
-    return new Replica(meta, poolName, path, await FileBackend.open(path, meta.size), space);
+  static async open(
+    meta: ReplicaMeta,
+    poolName: string,
+    path: string,
+    space: PoolSpace,
+    errors: PoolIoErrors,
+  ): Promise<Replica> {
+    return new Replica(meta, poolName, path, await FileBackend.open(path, meta.size), space, errors);
   }
 
   /** Bytes the replica's file holds on disk now. */
@@ -67,14 +76,14 @@ export class Replica implements BlockBackend, ClientViews {
   }
 
   read(buf: Buffer, offset: number): Promise<void> {
-    return this.file.read(buf, offset);
+    return this.file.read(buf, offset).catch(this.errors.seen);
   }
 
   private async writing<T>(op: () => Promise<T>): Promise<T> {
     while (this.gate) await this.gate;
     this.inflightWrites++;
     try {
-      return await op();
+      return await op().catch(this.errors.seen);
     } finally {
       if (--this.inflightWrites === 0) for (const w of this.idleWaiters.splice(0)) w();
     }
@@ -108,7 +117,7 @@ export class Replica implements BlockBackend, ClientViews {
     }
   }
   flush(): Promise<void> {
-    return this.file.flush();
+    return this.file.flush().catch(this.errors.seen);
   }
   trim(offset: number, length: number): Promise<void> {
     return this.writing(() => this.file.trim(offset, length));

@@ -9,6 +9,7 @@ import { listingPage, ReplicaList } from './listing-page.js';
 import type { Nexus } from './nexus.js';
 import { NexusIoHolds } from './nexus-holds.js';
 import type { Pool } from './pool.js';
+import { POOL_ERROR_WINDOW_MS } from './pool-io-errors.js';
 import type { Replica } from './replica.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: proto-loader requests are plain objects checked below
@@ -31,6 +32,7 @@ export interface NodeIdentity {
 
 async function poolMsg(p: Pool) {
   const s = await p.stats();
+  const diskError = p.ioErrors.recent();
   return {
     name: p.name,
     uuid: p.uuid,
@@ -39,7 +41,10 @@ async function poolMsg(p: Pool) {
     used: String(s.used),
     committed: String(s.committed),
     free: String(s.free),
-    state: 'Online',
+    state: diskError ? 'Degraded' : 'Online',
+    state_reason: diskError
+      ? `its disk failed I/O: ${diskError}; Degraded until ${POOL_ERROR_WINDOW_MS / 60_000} min pass without another`
+      : '',
     replica_count: p.replicas.size,
     snapshot_count: p.snapshots.length,
   };

@@ -44,6 +44,7 @@ const toPool = (p: Raw): Pool => ({
   committed: num(p.committed),
   free: num(p.free),
   state: p.state,
+  stateReason: p.state_reason ?? '',
   replicaCount: p.replica_count,
   snapshotCount: p.snapshot_count,
 });

@@ -17,6 +17,8 @@ export interface Pool {
   committed: number;
   free: number;
   state: string;
+  /** Why it is not Online (its disk's last error). */
+  stateReason: string;
   replicaCount: number;
   snapshotCount: number;
 }

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RestError } from '../../../src/lib/rest/errors.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type FailingDisk, mountFailingDisk } from '../io-engine/failing-disk.js';
 import { coreFlags, newVolumeId, POOL_CAPACITY, TestCluster } from './cluster.js';
@@ -59,6 +60,19 @@ describe('a replica whose disk fails', () => {
       { what: 'the WaitingForChild event' },
     );
     expect(JSON.parse(waiting).message).toMatch(/faulted at \S+ \(.*EIO.*\); waiting until/);
+    // The pool is Degraded, says why, and takes no new replica meanwhile.
+    const degraded = await waitFor(
+      async () => (await c.events()).find((e) => e.includes('"Degraded"') && e.includes('"pool-node-2"')),
+      { what: 'the pool Degraded event' },
+    );
+    expect(JSON.parse(degraded).message).toMatch(
+      /^pool pool-node-2 on node-2: its disk failed I\/O: EIO: .*; no new replica is placed there while it is Degraded/,
+    );
+    expect((await c.rest.listPools()).find((p) => p.id === 'pool-node-2')?.state?.status).toBe('Degraded');
+    const refused = (await c.rest
+      .createVolume(newVolumeId(), { size: 16 * MiB, replicas: 2, thin: true, policy: { self_heal: true } })
+      .catch((e: RestError) => e)) as RestError;
+    expect(refused.message).toMatch(/pool not online/);
 
     await disk.heal();
     const volume = await c.volumeWhere(id, (v) => v.state.status === 'Online', {

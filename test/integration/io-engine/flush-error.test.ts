@@ -92,6 +92,13 @@ describe('a child whose disk fails a flush', () => {
     await io('write -P 0xbb 0 4M', 'flush');
     await disk.heal();
     expect(await childState()).toBe('Faulted');
+    // The pool says its disk failed, and for how long it stays Degraded.
+    expect(await b.client.getPool('pb')).toMatchObject({
+      state: 'Degraded',
+      stateReason: expect.stringMatching(
+        /^its disk failed I\/O: EIO: .*\(\d+ s ago\); Degraded until 10 min pass/,
+      ),
+    });
     await addBack('Online');
     // What its disk holds, past its page cache: the flushed data, 0xbb then 0xaa.
     expect(await onDisk(replicaFile(b, 'pb', remote), 8)).toEqual([

@@ -18,6 +18,7 @@ export class StatusEvents {
   private readonly lastVolume = new Map<string, string>();
   private readonly lastNode = new Map<string, boolean>();
   private readonly lastPoolFull = new Map<string, boolean>();
+  private readonly lastPoolStatus = new Map<string, string>();
 
   async record(ctx: CoreContext): Promise<void> {
     const { registry } = ctx;
@@ -51,8 +52,23 @@ export class StatusEvents {
       else if (!full && was)
         events.push(makeEvent('pool', id, 'SpaceFreed', `pool ${id} has ${st.free} bytes free again`));
       this.lastPoolFull.set(id, full);
+      const status = this.lastPoolStatus.get(id);
+      if (st.status === 'Degraded' && status !== 'Degraded')
+        events.push(
+          makeEvent(
+            'pool',
+            id,
+            'Degraded',
+            `pool ${id} on ${registry.pools.get(id)?.node ?? 'an unknown node'}: ${st.reason ?? 'its io-engine reports it Degraded'}; no new replica is placed there while it is Degraded; check the disk`,
+          ),
+        );
+      else if (st.status === 'Online' && status === 'Degraded')
+        events.push(makeEvent('pool', id, 'Online', `pool ${id} is Online again`));
+      this.lastPoolStatus.set(id, st.status);
     }
     for (const id of this.lastPoolFull.keys()) if (!registry.poolStates.has(id)) this.lastPoolFull.delete(id);
+    for (const id of this.lastPoolStatus.keys())
+      if (!registry.poolStates.has(id)) this.lastPoolStatus.delete(id);
     const slice = new TimeSlice();
     for (const v of registry.volumes.values()) {
       await slice.pause();
