@@ -78,7 +78,11 @@ export default class DaemonIoEngine extends StorctlCommand {
         logger.info({ signal }, 'stopping');
         handle
           .stop()
-          .catch((err) => logger.error({ err: String(err) }, 'stop failed'))
+          .catch((err) => {
+            // Every part is stopped anyway (the process exits); the code says it was not clean.
+            logger.error({ err: String(err) }, 'stop failed');
+            process.exitCode = 1;
+          })
           .finally(() =>
             store
               .close()

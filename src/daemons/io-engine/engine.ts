@@ -1,5 +1,6 @@
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { localReplicaUri, replicaUuidOfUri, withReplicaUuid } from '../../lib/child-uri.js';
+import { everyStep } from '../../lib/every-step.js';
 import type { Logger } from '../../lib/logger.js';
 import { NbdClient, parseNbdUri } from '../../lib/nbd/client.js';
 import { exportForClient, type NbdServer } from '../../lib/nbd/server.js';
@@ -419,6 +420,6 @@ export class Engine {
         this.ctx.log.error({ nexus: n.uuid, err: String(err) }, 'shutdown failed'),
       );
     }
-    for (const p of this.pools.values()) await p.close();
+    await everyStep([...this.pools.values()].map((p) => () => p.close()));
   }
 }

@@ -1,3 +1,4 @@
+import { everyStep } from '../../lib/every-step.js';
 import { bindTcp } from '../../lib/grpc/listen.js';
 import { loadProto, lookupService } from '../../lib/grpc/proto.js';
 import { listenError } from '../../lib/listen-error.js';
@@ -143,12 +144,14 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     stop() {
       stopping ??= (async () => {
         if (fenceTimer) clearInterval(fenceTimer);
-        await new Promise<void>((r) => server.tryShutdown(() => r()));
-        await engine.serial(() => engine.stop());
-        await nbd.close();
-        unregisterNbdMetrics(nbd);
-        stopPoolMetrics();
-        await liveness?.stop();
+        await everyStep([
+          () => new Promise<void>((r) => server.tryShutdown(() => r())),
+          () => engine.serial(() => engine.stop()),
+          () => nbd.close(),
+          () => unregisterNbdMetrics(nbd),
+          () => stopPoolMetrics(),
+          () => liveness?.stop(),
+        ]);
       })();
       return stopping;
     },

@@ -16,6 +16,7 @@ import {
 } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { everyStep } from '../../lib/every-step.js';
 import { FileBackend } from '../../lib/nbd/file-backend.js';
 import { alreadyExists, exhausted, invalid, notFound, precondition } from './errors.js';
 import { MetadataLog, readJournal } from './metadata-log.js';
@@ -569,10 +570,12 @@ export class Pool {
 
   /** Unload: close files, keep everything on disk. */
   async close(): Promise<void> {
-    await this.durable();
-    await this.metaLog.close();
-    for (const r of this.replicas.values()) await r.close();
-    await this.releaseClaim();
+    await everyStep([
+      () => this.durable(),
+      () => this.metaLog.close(),
+      ...[...this.replicas.values()].map((r) => () => r.close()),
+      () => this.releaseClaim(),
+    ]);
   }
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -121,5 +121,16 @@ describe('a child whose disk fails a flush', () => {
       ...Array(2).fill(0xcc),
       ...Array(4).fill(0xaa),
     ]);
+  }, 60_000);
+
+  it('lets its io-engine stop when the filesystem went read-only under the pool', async () => {
+    // A metadata change committed while the disk fails aborts ext4's journal: read-only from then on.
+    await disk.fail();
+    await writeFile(join(b.poolDir, 'pb', 'dirty'), 'x').catch(() => {});
+    await run('sync', ['-f', join(b.poolDir, 'pb')]).catch(() => {});
+    await expect(writeFile(join(b.poolDir, 'pb', 'probe'), 'x')).rejects.toThrow(/EROFS/);
+    // Its pool's claim cannot be released; the rest still stops and the process exits, saying so.
+    expect(await b.proc.kill('SIGTERM')).toBe(1);
+    expect(b.proc.output).toMatch(/"stop failed".*EROFS|EROFS.*"stop failed"/);
   }, 60_000);
 });
