@@ -244,13 +244,16 @@ export class TestCluster {
     });
   }
 
-  /** A thin volume of `size` bytes with `replicas` replicas, published over NBD on `node`. */
-  async createPublished(id: string, o: { size: number; replicas: number; node: string }) {
+  /** A volume of `size` bytes with `replicas` replicas (thin, no self-heal unless said), published over NBD on `node`. */
+  async createPublished(
+    id: string,
+    o: { size: number; replicas: number; node: string; thin?: boolean; selfHeal?: boolean },
+  ) {
     await this.rest.createVolume(id, {
       size: o.size,
       replicas: o.replicas,
-      thin: true,
-      policy: { self_heal: false },
+      thin: o.thin ?? true,
+      policy: { self_heal: o.selfHeal ?? false },
     });
     return this.rest.publishVolume(id, { protocol: 'nbd', publish_context: {}, node: o.node });
   }

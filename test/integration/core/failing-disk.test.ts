@@ -43,11 +43,12 @@ describe('a replica whose disk fails', () => {
 
   it('is named with its I/O error in the events, and rebuilt with what was flushed once the disk is back', async () => {
     const id = newVolumeId();
-    await c.rest.createVolume(id, { size: 16 * MiB, replicas: 2, thin: false, policy: { self_heal: true } });
-    const published = await c.rest.publishVolume(id, {
-      protocol: 'nbd',
-      publish_context: {},
+    const published = await c.createPublished(id, {
+      size: 16 * MiB,
+      replicas: 2,
       node: 'node-1',
+      thin: false,
+      selfHeal: true,
     });
     const target = published.state.target!.deviceUri;
     const io = (...cmds: string[]) =>

@@ -31,11 +31,12 @@ describe('a restart where one pool does not come back', () => {
 
   it('serves the volume from its other replica, says why, and replaces the lost one', async () => {
     const id = newVolumeId();
-    await c.rest.createVolume(id, { size: 16 * MiB, replicas: 2, thin: false, policy: { self_heal: true } });
-    const published = await c.rest.publishVolume(id, {
-      protocol: 'nbd',
-      publish_context: {},
+    const published = await c.createPublished(id, {
+      size: 16 * MiB,
+      replicas: 2,
       node: 'node-1',
+      thin: false,
+      selfHeal: true,
     });
     const uri = published.state.target!.deviceUri;
     await qemuIo(uri, 'write -P 0x41 0 4M');

@@ -111,18 +111,23 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       await qemuIo(uri, 'read -P 0x3c 0 8M', 'read -P 0x4d 15M 1M', 'read -P 0x5e 30M 2M');
     }, 120_000);
 
-    it('refuses to grow a thin volume beyond a pool before any replica grows', async () => {
+    /** Two nodes, one with a 40 MiB pool, and a 16 MiB volume with a replica on each. */
+    const onSmallPool = async (thin: boolean) => {
       cluster = await TestCluster.start({ backend, engines: 2, pools: false });
-      const c = cluster;
-      await c.createNodePool('node-1', POOL_CAPACITY);
-      await c.createNodePool('node-2', 40 * MiB);
+      await cluster.createNodePool('node-1', POOL_CAPACITY);
+      await cluster.createNodePool('node-2', 40 * MiB);
       const id = newVolumeId();
-      await c.rest.createVolume(id, {
+      await cluster.rest.createVolume(id, {
         size: 16 * MiB,
         replicas: 2,
-        thin: true,
+        thin,
         policy: { self_heal: false },
       });
+      return { c: cluster, id };
+    };
+
+    it('refuses to grow a thin volume beyond a pool before any replica grows', async () => {
+      const { c, id } = await onSmallPool(true);
       // A thin replica does not fit a pool smaller than itself: the 40 MiB pool takes 40 MiB at most.
       const failed = (await c.rest.resizeVolume(id, 48 * MiB).catch((e: RestError) => e)) as RestError;
       expect(failed.kind).toBe('ResourceExhausted');
@@ -150,17 +155,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
     }, 120_000);
 
     it('refuses to grow a thick volume a pool cannot hold before any replica grows', async () => {
-      cluster = await TestCluster.start({ backend, engines: 2, pools: false });
-      const c = cluster;
-      await c.createNodePool('node-1', POOL_CAPACITY);
-      await c.createNodePool('node-2', 40 * MiB);
-      const id = newVolumeId();
-      await c.rest.createVolume(id, {
-        size: 16 * MiB,
-        replicas: 2,
-        thin: false,
-        policy: { self_heal: false },
-      });
+      const { c, id } = await onSmallPool(false);
       // Another thick volume leaves 8 MiB free in the small pool: growing to 32 MiB needs 16 more.
       await c.rest.createVolume(newVolumeId(), {
         size: 16 * MiB,
