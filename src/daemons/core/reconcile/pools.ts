@@ -10,6 +10,8 @@ import { pollNode } from './cache.js';
 export async function reconcilePools(ctx: CoreContext): Promise<boolean> {
   const { registry, engines, log } = ctx;
   let busy = false;
+  for (const id of registry.poolImportFailed.keys())
+    if (!registry.pools.has(id)) registry.poolImportFailed.delete(id);
   for (const p of [...registry.pools.values()]) {
     const engine = engines.tryGet(p.node);
     const polled = registry.polledPools.get(p.node);
