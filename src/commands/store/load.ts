@@ -7,7 +7,7 @@ import { UsageError } from '../../lib/errors.js';
 
 export default class StoreLoad extends StorctlCommand {
   static override description =
-    'load a dump written by `store dump`: validates every line first, then writes all or nothing';
+    'load a dump written by `store dump`: validates every line first, then writes all or nothing. Replicas and targets the io-engines hold that the dump does not name (volumes made after it) are left where they are: core says each in an Orphaned event, and `storctl orphans` lists them';
   static override examples = [
     '<%= config.bin %> <%= command.id %> backup.jsonl',
     '<%= config.bin %> <%= command.id %> backup.jsonl --dry-run',

@@ -294,7 +294,9 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
     it('keeps operator replicas and nexuses through garbage collection, then deletes them on request', async () => {
       const nx = survivors.nexus!;
       // Witness of full GC passes past the grace period: a replica and a nexus made on an io-engine
-      // behind core's back (no spec) are collected; the operator's unmanaged ones must survive them.
+      // behind core's back (no spec) are said once each and left alone (they may be a volume's data
+      // and target a store restored from an older dump no longer knows); the operator's unmanaged
+      // ones survive the same passes.
       const engine = new IoEngineClient(cluster.engine('node-3').grpc);
       const [strayReplica, strayNexus] = [newVolumeId(), newVolumeId()];
       try {
@@ -304,16 +306,21 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
           size: MiB,
           children: [`bdev:///${strayReplica}?uuid=${strayReplica}`],
         });
-        await waitFor(
+        const orphaned = await waitFor(
           async () => {
-            const [ns, rs] = [await engine.listNexuses(), await engine.listReplicas()];
-            return !ns.some((x) => x.uuid === strayNexus) && !rs.some((x) => x.uuid === strayReplica);
+            const said = (await cluster.events()).filter((e) => e.includes('"Orphaned"'));
+            return [strayReplica, strayNexus].every((id) => said.some((e) => e.includes(id))) ? said : null;
           },
-          {
-            what: 'the nexus and replica GC collected the spec-less stray nexus and replica',
-            timeoutMs: 30_000,
-          },
+          { what: 'an Orphaned event for the spec-less nexus and replica', timeoutMs: 30_000 },
         );
+        expect(orphaned.filter((e) => e.includes(strayReplica))).toHaveLength(1);
+        expect(JSON.parse(orphaned.find((e) => e.includes(strayReplica))!).message).toMatch(
+          /^replica on node node-3 that no spec names: left as it is .*`storctl orphans --delete` removes it$/,
+        );
+        expect((await engine.listReplicas()).some((x) => x.uuid === strayReplica)).toBe(true);
+        expect((await engine.listNexuses()).some((x) => x.uuid === strayNexus)).toBe(true);
+        await engine.destroyNexus(strayNexus);
+        await engine.destroyReplica(strayReplica);
       } finally {
         engine.close();
       }

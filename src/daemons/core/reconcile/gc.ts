@@ -115,23 +115,7 @@ export async function collectNexuses(ctx: CoreContext): Promise<void> {
       events: [makeEvent('nexus', n.uuid, 'Destroyed', `garbage collected on node ${n.node}`)],
     });
   });
-  for (const [node, states] of registry.nexusStates) {
-    const engine = engines.tryGet(node);
-    if (!engine) continue;
-    const strays = [...states.keys()].filter(
-      (uuid) => !registry.nexuses.has(uuid) && pastGrace(`nexus/${uuid}`, ctx.config.replicaGcGraceMs),
-    );
-    await eachLimited(strays, GC_IN_FLIGHT, async (uuid) => {
-      // Re-check after the grace period: an operation may have recorded it meanwhile.
-      if (registry.nexuses.has(uuid)) return;
-      await engine.destroyNexus(uuid).catch(() => {});
-      states.delete(uuid);
-      firstSeen.delete(`nexus/${uuid}`);
-      await registry.persist({
-        events: [makeEvent('nexus', uuid, 'Destroyed', `nexus without spec removed from node ${node}`)],
-      });
-    });
-  }
+  await reportStrays(ctx, 'nexus', registry.nexusStates, (uuid) => registry.nexuses.has(uuid));
 }
 
 /**
@@ -181,23 +165,50 @@ export async function collectReplicas(ctx: CoreContext): Promise<void> {
       ],
     });
   });
-  for (const [node, states] of registry.replicaStates) {
-    const engine = engines.tryGet(node);
-    if (!engine) continue;
-    const strays = [...states.values()].filter(
-      (st) => !registry.replicas.has(st.uuid) && pastGrace(`replica/${st.uuid}`, config.replicaGcGraceMs),
-    );
-    await eachLimited(strays, GC_IN_FLIGHT, async (st) => {
-      // Re-check after the grace period: an operation may have recorded it meanwhile.
-      if (registry.replicas.has(st.uuid)) return;
-      await engine.destroyReplica(st.uuid, st.pool).catch(() => {});
-      states.delete(st.uuid);
-      firstSeen.delete(`replica/${st.uuid}`);
-      await registry.persist({
-        events: [
-          makeEvent('replica', st.uuid, 'Destroyed', `replica without spec removed from pool ${st.pool}`),
-        ],
-      });
-    });
+  await reportStrays(ctx, 'replica', registry.replicaStates, (uuid) => registry.replicas.has(uuid));
+}
+
+/** Per core: strays already said, by `stray-<kind>/<uuid>`. */
+const reported = new WeakMap<object, Set<string>>();
+
+/**
+ * Replicas and nexuses an io-engine holds that no spec names are said (event, once each, past the
+ * grace period), never destroyed: core's own operations log a spec before they create anything, so a
+ * stray is what core cannot account for — a volume's data or target the store no longer knows (a
+ * store restored from an older dump, or lost), which destroying within a minute would have turned
+ * into data loss, or into every target down. `storctl orphans` lists them and `--delete` removes them.
+ */
+async function reportStrays(
+  ctx: CoreContext,
+  kind: 'replica' | 'nexus',
+  states: Map<string, Map<string, { uuid: string }>>,
+  known: (uuid: string) => boolean,
+): Promise<void> {
+  const { registry, config } = ctx;
+  const said = reported.get(registry) ?? new Set<string>();
+  reported.set(registry, said);
+  const events = [];
+  const seen = new Set<string>();
+  for (const [node, onNode] of states) {
+    for (const { uuid } of onNode.values()) {
+      if (known(uuid)) continue;
+      const key = `stray-${kind}/${uuid}`;
+      seen.add(key);
+      if (said.has(key) || !pastGrace(key, config.replicaGcGraceMs)) continue;
+      said.add(key);
+      events.push(
+        makeEvent(
+          kind,
+          uuid,
+          'Orphaned',
+          `${kind} on node ${node} that no spec names: left as it is (it may hold a volume's ${kind === 'replica' ? 'data' : 'target'} the store no longer knows); \`storctl orphans\` lists it, \`storctl orphans --delete\` removes it`,
+        ),
+      );
+    }
   }
+  // Gone (removed by `orphans --delete`, or a spec names it now): said again if it comes back.
+  for (const key of said) if (key.startsWith(`stray-${kind}/`) && !seen.has(key)) said.delete(key);
+  for (const key of firstSeen.keys())
+    if (key.startsWith(`stray-${kind}/`) && !seen.has(key)) firstSeen.delete(key);
+  if (events.length) await registry.persist({ events });
 }
