@@ -22,3 +22,11 @@ export function errnoName(errno: number): string {
   const name = Object.entries(Errno).find(([, v]) => v === errno)?.[0];
   return name ? `${name} (${errno})` : `errno ${errno}`;
 }
+
+/**
+ * A Node.js fs error's message without the path it names (`EROFS: read-only file system`), so the
+ * same failure reads the same wherever it happens (a random temporary name made it differ each time).
+ */
+export function withoutPath(err: Error): string {
+  return err.message.replace(/, \w+ '.*'$/, '');
+}

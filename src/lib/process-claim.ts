@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { withoutPath } from './errno.js';
 import { isSameProcessAlive, procStat } from './mount/processes.js';
 
 /** The process a claim names, and what it said about itself (its node, its socket …). */
@@ -38,7 +39,7 @@ export async function claimDirectory<D extends object>(
   await writeFile(tmp, `${JSON.stringify(me)}\n`, { flag: 'wx', mode: 0o600 }).catch(
     (err: NodeJS.ErrnoException) => {
       // Said without the temporary file's random name, so the same failure reads the same each time.
-      throw Object.assign(new Error(`cannot claim ${dir}: ${err.message.replace(/, \w+ '.*'$/, '')}`), {
+      throw Object.assign(new Error(`cannot claim ${dir}: ${withoutPath(err)}`), {
         code: err.code,
       });
     },

@@ -1,3 +1,5 @@
+import { withoutPath } from '../../lib/errno.js';
+
 /** How long a disk error keeps its pool Degraded (ZFS keeps its counts until `zpool clear`). */
 export const POOL_ERROR_WINDOW_MS = 10 * 60_000;
 
@@ -16,7 +18,7 @@ export class PoolIoErrors {
   readonly seen = (err: unknown): never => {
     const code = (err as NodeJS.ErrnoException)?.code;
     if (code && DISK_ERRORS.has(code))
-      this.last = { at: performance.now(), message: (err as Error).message.replace(/, \w+ '.*'$/, '') };
+      this.last = { at: performance.now(), message: withoutPath(err as Error) };
     throw err;
   };
 
