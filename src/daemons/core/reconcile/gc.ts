@@ -5,6 +5,7 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { finishSnapshotDelete } from '../ops/snapshot.js';
 import { finishVolumeDelete } from '../ops/volume-delete.js';
+import { perCore } from '../per-core.js';
 import { toSvcError } from '../svc-error.js';
 
 const firstSeen = new Map<string, number>();
@@ -169,7 +170,7 @@ export async function collectReplicas(ctx: CoreContext): Promise<void> {
 }
 
 /** Per core: strays already said, by `stray-<kind>/<uuid>`. */
-const reported = new WeakMap<object, Set<string>>();
+const reported = perCore<true>();
 
 /**
  * Replicas and nexuses an io-engine holds that no spec names are said (event, once each, past the
@@ -185,8 +186,7 @@ async function reportStrays(
   known: (uuid: string) => boolean,
 ): Promise<void> {
   const { registry, config } = ctx;
-  const said = reported.get(registry) ?? new Set<string>();
-  reported.set(registry, said);
+  const said = reported(ctx);
   const events = [];
   const seen = new Set<string>();
   for (const [node, onNode] of states) {
@@ -195,7 +195,7 @@ async function reportStrays(
       const key = `stray-${kind}/${uuid}`;
       seen.add(key);
       if (said.has(key) || !pastGrace(key, config.replicaGcGraceMs)) continue;
-      said.add(key);
+      said.set(key, true);
       events.push(
         makeEvent(
           kind,
@@ -207,7 +207,7 @@ async function reportStrays(
     }
   }
   // Gone (removed by `orphans --delete`, or a spec names it now): said again if it comes back.
-  for (const key of said) if (key.startsWith(`stray-${kind}/`) && !seen.has(key)) said.delete(key);
+  for (const key of said.keys()) if (key.startsWith(`stray-${kind}/`) && !seen.has(key)) said.delete(key);
   for (const key of firstSeen.keys())
     if (key.startsWith(`stray-${kind}/`) && !seen.has(key)) firstSeen.delete(key);
   if (events.length) await registry.persist({ events });

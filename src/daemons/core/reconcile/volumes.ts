@@ -12,6 +12,7 @@ import { makeEvent } from '../events.js';
 import { poolFull, replicaOnline } from '../health.js';
 import { buildAndShareNexus, childUri, upToDateReplicas, usableReplicas } from '../ops/nexus-build.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
+import { perCore } from '../per-core.js';
 import { toSvcError } from '../svc-error.js';
 
 /** Created, nothing pending, and (unless the caller holds its lock) no operation running on it. */
@@ -267,18 +268,6 @@ interface FaultWatch {
 const watches = perCore<FaultWatch>();
 /** Per core, per volume uuid: why its last self-heal or recreation step failed (none after one that worked). */
 const stepFailures = perCore<string>();
-
-function perCore<T>(): (ctx: CoreContext) => Map<string, T> {
-  const of = new WeakMap<object, Map<string, T>>();
-  return (ctx) => {
-    let m = of.get(ctx.registry);
-    if (!m) {
-      m = new Map();
-      of.set(ctx.registry, m);
-    }
-    return m;
-  };
-}
 
 /** The wait period in effect (0: partial rebuild disabled, a faulted child is replaced at once). */
 const waitPeriod = (ctx: CoreContext) =>
