@@ -144,7 +144,6 @@ async function complete(
   nexus: Nexus,
   child: NexusChild,
   log: Logger,
-  started: number,
   ready: () => boolean,
   online: () => void,
 ): Promise<Result | null> {
@@ -169,7 +168,7 @@ async function complete(
     {
       nexus: nexus.uuid,
       child: child.uri,
-      ms: Date.now() - started,
+      ms: Date.now() - child.rebuildStartedAt!,
       partial: child.rebuildPartial,
       bytes: child.rebuildCopied,
     },
@@ -179,7 +178,6 @@ async function complete(
 }
 
 async function copyAll(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
-  const started = Date.now();
   const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
   log.info({ nexus: nexus.uuid, child: child.uri, partial: false }, 'rebuild started');
   for (let pos = 0; pos < nexus.size; pos += REBUILD_SEGMENT) {
@@ -193,11 +191,10 @@ async function copyAll(nexus: Nexus, child: NexusChild, log: Logger, online: () 
     });
     if (!ok) return 'failed';
   }
-  return (await complete(nexus, child, log, started, () => true, online)) ?? 'failed';
+  return (await complete(nexus, child, log, () => true, online)) ?? 'failed';
 }
 
 async function copyDirty(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
-  const started = Date.now();
   const map = child.rebuildMap!;
   const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
   const maxSegments = REBUILD_SEGMENT / MAP_SEGMENT;
@@ -224,7 +221,7 @@ async function copyDirty(nexus: Nexus, child: NexusChild, log: Logger, online: (
       child.rebuildTotal = Math.max(child.rebuildTotal, child.rebuildCopied + map.dirtyBytes);
       seg = e;
     }
-    const done = await complete(nexus, child, log, started, () => map.count === 0, online);
+    const done = await complete(nexus, child, log, () => map.count === 0, online);
     if (done) return done;
   }
 }
