@@ -15,7 +15,7 @@ export const ExitCode = {
   notFound: 3,
   /** The resource exists, is busy, or is in a state that forbids the request. */
   conflict: 4,
-  /** The store (etcd or the embedded database) cannot be reached or opened. */
+  /** The store (etcd or the embedded database) cannot be reached, opened, or written (it is full). */
   storeUnavailable: 5,
   /** A storctl daemon (core REST, io-engine, CSI socket) cannot be reached. */
   serviceUnavailable: 6,
@@ -107,6 +107,26 @@ export class StoreUnavailableError extends StorctlError {
     super(
       'STORE_UNAVAILABLE',
       `store ${endpoint} is unreachable: ${detailText(detail)}`,
+      ExitCode.storeUnavailable,
+      options,
+    );
+  }
+}
+
+/**
+ * The store refused a write for want of space (etcd's NOSPACE alarm, a full disk under the embedded
+ * store): a definite refusal, so nothing of the write was applied. Exit code 5, as a store that
+ * cannot be used until its operator acts.
+ */
+export class StoreFullError extends StorctlError {
+  constructor(
+    readonly endpoint: string,
+    detail: string,
+    options?: StorctlErrorOptions,
+  ) {
+    super(
+      'STORE_FULL',
+      `store ${endpoint} is full: ${detail}; nothing was written`,
       ExitCode.storeUnavailable,
       options,
     );

@@ -54,8 +54,13 @@ export interface EtcdTlsFiles {
   key: string;
 }
 
-/** With `tls`, clients must use https and present a certificate signed by `tls.ca`. */
-export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<EtcdServer> {
+/**
+ * With `tls`, clients must use https and present a certificate signed by `tls.ca`; with
+ * `quotaBytes`, etcd raises its NOSPACE alarm (and refuses writes) once its database is that large.
+ */
+export async function startEtcd(
+  options: { tls?: EtcdTlsFiles; quotaBytes?: number } = {},
+): Promise<EtcdServer> {
   const bin = findEtcdBinary();
   const tls = options.tls;
   const dir = mkdtempSync(join(tmpdir(), 'storctl-etcd-'));
@@ -82,6 +87,7 @@ export async function startEtcd(options: { tls?: EtcdTlsFiles } = {}): Promise<E
       `--listen-metrics-urls=http://127.0.0.1:${metrics}`,
       '--heartbeat-interval=10',
       '--election-timeout=100',
+      ...(options.quotaBytes ? [`--quota-backend-bytes=${options.quotaBytes}`] : []),
       ...(tls
         ? [
             `--cert-file=${tls.cert}`,

@@ -1,3 +1,4 @@
+import { StoreFullError } from '../../lib/errors.js';
 import type { Compare, Store, TxnOp } from '../../lib/store/types.js';
 import type { LeaseLock } from './lease-lock.js';
 import { SvcError } from './svc-error.js';
@@ -16,9 +17,17 @@ const MAX_OPS = 120;
 /** Details of a store write that failed without an answer: whether it landed is unknown. */
 const STORE_ERROR = 'Store error';
 
-/** The 507 for a store write the store did not answer (it may still land: etcd applies it later). */
+/** Details of a store write the store refused for want of space: nothing of it was applied. */
+export const STORE_FULL = 'StoreFull';
+
+/**
+ * The 507 for a store write that failed: refused by a full store (nothing applied), or not
+ * answered (it may still land: etcd applies it later).
+ */
 export const storeWriteFailed = (err: Error) =>
-  new SvcError('FailedPersist', `store write failed: ${err.message}`, STORE_ERROR);
+  err instanceof StoreFullError
+    ? new SvcError('FailedPersist', `store write refused: ${err.message}`, STORE_FULL)
+    : new SvcError('FailedPersist', `store write failed: ${err.message}`, STORE_ERROR);
 
 /** Whether `err` is such a write (storeWriteFailed), not a refusal such as a lost lease. */
 export const isUnansweredWrite = (err: unknown) =>

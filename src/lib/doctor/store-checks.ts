@@ -19,6 +19,7 @@ import {
   switchOverStageName,
 } from '../specs/index.js';
 import { parseKey } from '../store/keys.js';
+import type { StoreAlarm } from '../store/types.js';
 import { ageOfRevision, type ScannedRecord, type StoreScan } from './store-scan.js';
 
 export const severities = ['error', 'warning'] as const;
@@ -26,6 +27,7 @@ export type Severity = (typeof severities)[number];
 
 /** What `doctor store` checks, in the order findings are listed. */
 export const storeChecks = [
+  'store-alarm',
   'undecodable',
   'pending-operation',
   'missing-pool',
@@ -64,11 +66,44 @@ export interface CheckInput {
   /** Lease owners with whether their lease is alive (asked of the store). */
   leaseOwners: { record: ScannedRecord; value: StoreLeaseOwner; alive: boolean }[];
   switchoverGraceMs: number;
+  /** The store's endpoint (`etcd://h:p,…`), for the commands a finding names. */
+  endpoint: string;
+  /** etcd's raised alarms (none for the embedded store). */
+  alarms: StoreAlarm[];
   now?: number;
 }
 
 const START_CORE =
   'start core (`storctl up`, or `storctl daemon core`): at start it finishes or rolls back every pending operation';
+
+/** An etcd alarm: every write is refused until it is dealt with and disarmed. */
+function alarmFinding(a: StoreAlarm, endpoint: string, revision: number): StoreFinding {
+  const ctl = `etcdctl --endpoints=${endpoint.replace(/^etcd(\+https)?:\/\//, '')}`;
+  const refuses =
+    'etcd refuses every write: core cannot create, publish, scale or delete, a nexus that loses a child shuts down, and a core that restarts cannot start';
+  const known: Record<string, { problem: string; fix: string }> = {
+    NOSPACE: {
+      problem: `etcd's space quota (--quota-backend-bytes) is exhausted (alarm NOSPACE); ${refuses}`,
+      fix: `free space, then clear the alarm: \`${ctl} compact ${revision}\`, \`${ctl} defrag --cluster\`, \`${ctl} alarm disarm\`; or raise --quota-backend-bytes on every member (and run etcd with --auto-compaction-retention so history does not fill it again)`,
+    },
+    CORRUPT: {
+      problem: `etcd found that its members' data differ (alarm CORRUPT); ${refuses}`,
+      fix: `save the store first (\`storctl store dump > store.jsonl\`), then replace the corrupted member from a healthy one as etcd's disaster-recovery guide says, and \`${ctl} alarm disarm\``,
+    },
+  };
+  const { problem, fix } = known[a.alarm] ?? {
+    problem: `etcd raised alarm ${a.alarm}; ${refuses}`,
+    fix: `see etcd's documentation of alarm ${a.alarm}, then \`${ctl} alarm disarm\``,
+  };
+  return {
+    severity: 'error',
+    check: 'store-alarm',
+    subject: `member/${a.member}`,
+    problem,
+    fix,
+    fixable: false,
+  };
+}
 
 /** Every check over one read of the store; pure, so tests can feed it any store they made. */
 export function checkStore(input: CheckInput): StoreFinding[] {
@@ -76,6 +111,8 @@ export function checkStore(input: CheckInput): StoreFinding[] {
   const now = input.now ?? Date.now();
   const specs = snapshot.cluster.specs;
   const out: StoreFinding[] = [];
+
+  for (const a of input.alarms) out.push(alarmFinding(a, input.endpoint, scan.revision));
 
   for (const err of scan.errors)
     out.push({

@@ -41,7 +41,14 @@ export async function diagnoseStore(
     const alive = (await store.leaseTimeToLive(value.lease_id)) >= 0;
     leaseOwners.push({ record: rec, value, alive });
   }
-  const findings = checkStore({ scan, snapshot, leaseOwners, switchoverGraceMs: opts.switchoverGraceMs });
+  const findings = checkStore({
+    scan,
+    snapshot,
+    leaseOwners,
+    switchoverGraceMs: opts.switchoverGraceMs,
+    endpoint: store.endpoint,
+    alarms: (await store.alarms?.()) ?? [],
+  });
   const counts = { error: 0, warning: 0 };
   for (const f of findings) counts[f.severity]++;
   return {

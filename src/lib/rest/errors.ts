@@ -87,6 +87,8 @@ export function nextStep(kind: string, details?: string): string[] {
     case 'Conflict':
       return ['another operation is running on the resource; retry in a moment'];
     case 'FailedPersist':
+      if (details === 'StoreFull')
+        return ['nothing was changed: free space in the store as `storctl doctor store` says, then retry'];
       return isStoreDirty(details)
         ? ['core is still finishing an earlier operation on it; retry once that shows in `storctl events`']
         : [

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { StorctlError, StoreUnavailableError } from '../errors.js';
+import { StorctlError, StoreFullError, StoreUnavailableError } from '../errors.js';
 import type { KeyValue } from './types.js';
 
 /**
@@ -233,8 +233,14 @@ export function mapSqliteError(err: unknown, endpoint: string, busyTimeoutMs: nu
       cause: err,
     });
   }
+  // SQLite rolls the transaction back when a page cannot be written for want of space.
+  if (code === 'SQLITE_FULL')
+    return new StoreFullError(endpoint, message, {
+      suggestions: [`free space on the disk that holds ${path} (\`df -h\`), then retry`],
+      cause: err,
+    });
   if (
-    (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|IOERR|FULL|PERM|AUTH)/.test(code)) ||
+    (typeof code === 'string' && /^SQLITE_(CANTOPEN|READONLY|IOERR|PERM|AUTH)/.test(code)) ||
     (typeof code === 'string' && /^E(ACCES|PERM|NOENT|ROFS|NOSPC|ISDIR|NOTDIR)$/.test(code))
   ) {
     return new StoreUnavailableError(endpoint, message, {

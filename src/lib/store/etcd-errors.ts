@@ -9,7 +9,14 @@ import {
   GRPCUnavailableError,
   isRecoverableError,
 } from 'etcd3/lib/errors.js';
-import { ExitCode, NotFoundError, StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
+import {
+  ExitCode,
+  NotFoundError,
+  StorctlError,
+  StoreFullError,
+  StoreUnavailableError,
+  UsageError,
+} from '../errors.js';
 
 /**
  * etcd3 errors as storctl errors: nothing above the store ever sees an etcd3 or gRPC class.
@@ -40,6 +47,8 @@ export function mapEtcdError(raw: unknown, endpoint: string, leaseHex?: string):
       },
     );
   }
+  // etcd answers RESOURCE_EXHAUSTED, which etcd3 counts as recoverable: it is a refusal that lasts.
+  if (isEtcdFull(message)) return etcdFull(endpoint, err, where);
   if (
     err instanceof GRPCUnavailableError ||
     err instanceof GRPCDeadlineExceededError ||
@@ -59,6 +68,29 @@ export function mapEtcdError(raw: unknown, endpoint: string, leaseHex?: string):
     return new UsageError(`store ${endpoint}: the requested revision is in the future`, { cause: err });
   }
   return new StorctlError('STORE_FAILED', `store ${endpoint}: ${message}`, ExitCode.failure, { cause: err });
+}
+
+/** etcd's answer to a write while its NOSPACE alarm is raised (etcd's ErrGRPCNoSpace). */
+export const isEtcdFull = (message: string) => message.includes('mvcc: database space exceeded');
+
+/** etcd refuses writes until its space quota has room again and the alarm is disarmed. */
+export function etcdFull(
+  endpoint: string,
+  cause: unknown,
+  where = endpoint.replace(/^etcd(\+https)?:\/\//, ''),
+) {
+  const ctl = `etcdctl --endpoints=${where}`;
+  return new StoreFullError(
+    endpoint,
+    "etcd's space quota is exhausted (alarm NOSPACE): it refuses every write",
+    {
+      suggestions: [
+        `free space, then clear the alarm: \`${ctl} compact REVISION\` (the revision \`storctl doctor store\` prints), \`${ctl} defrag --cluster\`, \`${ctl} alarm disarm\``,
+        'or raise --quota-backend-bytes on every etcd member (and run etcd with --auto-compaction-retention)',
+      ],
+      cause,
+    },
+  );
 }
 
 export function unavailable(

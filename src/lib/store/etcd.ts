@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { castGrpcError, isRecoverableError } from 'etcd3/lib/errors.js';
 import { StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
-import { mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
+import { isEtcdFull, mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
 import { decodeRangeResponse, encodeRangeRequest, summarizeRangeResponse } from './etcd-range-codec.js';
 import {
   leaseToDecimal,
@@ -23,6 +23,7 @@ import type {
   RangeOptions,
   RangeResult,
   Store,
+  StoreAlarm,
   TxnOpResult,
   TxnRequest,
   TxnResult,
@@ -308,6 +309,17 @@ export class EtcdStore implements Store {
     }
   }
 
+  async alarms(): Promise<StoreAlarm[]> {
+    const client = await this.client();
+    const res = await this.call(() =>
+      client.maintenance.alarm({ action: 'Get', memberID: 0, alarm: 'None' }),
+    );
+    return (res.alarms ?? []).map((a) => ({
+      member: BigInt(a.memberID).toString(16),
+      alarm: String(a.alarm).toUpperCase(),
+    }));
+  }
+
   async leaseTimeToLive(id: string): Promise<number> {
     assertLeaseId(id);
     const client = await this.client();
@@ -410,7 +422,7 @@ export class EtcdStore implements Store {
       } catch (raw) {
         err = raw instanceof Error && raw.constructor === Error ? castGrpcError(raw) : raw;
       }
-      const transient = err instanceof Error && isRecoverableError(err);
+      const transient = err instanceof Error && isRecoverableError(err) && !isEtcdFull(err.message);
       const unsent = transient && neverSent(err as Error);
       const delay = unsent ? 20 : backoff;
       if (!transient || (options.write && !unsent) || Date.now() + delay > deadline) {

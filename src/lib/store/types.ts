@@ -188,6 +188,17 @@ export interface Store {
    * Compacting to or below an earlier compaction is a no-op; past the current revision a UsageError.
    */
   compact(revision: number): Promise<void>;
+  /**
+   * etcd only: the alarms its members raised (NOSPACE: the space quota is exhausted; CORRUPT: the
+   * members' data differ). While one is raised etcd refuses every write.
+   */
+  alarms?(): Promise<StoreAlarm[]>;
 
   close(): Promise<void>;
+}
+
+export interface StoreAlarm {
+  /** The member that raised it, as etcdctl prints member ids (hex). */
+  member: string;
+  alarm: 'NOSPACE' | 'CORRUPT' | string;
 }

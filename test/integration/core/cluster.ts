@@ -101,13 +101,15 @@ export class TestCluster {
       pools?: boolean;
       poolCapacity?: number;
       env?: NodeJS.ProcessEnv;
+      /** etcd backend: its space quota (startEtcd's quotaBytes). */
+      etcdQuotaBytes?: number;
     } = {},
   ): Promise<TestCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'storctl-core-'));
     let etcd: EtcdServer | null = null;
     let storeUrl = `sqlite:${join(dir, 'store.db')}`;
     if (opts.backend === 'etcd') {
-      etcd = await startEtcd();
+      etcd = await startEtcd({ quotaBytes: opts.etcdQuotaBytes });
       storeUrl = etcd.url;
     }
     const c = new TestCluster(dir, storeUrl, `test-${Date.now().toString(36)}`, opts.env);
