@@ -19,6 +19,18 @@ export interface LeaseLock {
   release(): Promise<void>;
 }
 
+/** Who holds the lease and when it ends unless renewed, for the operator waiting on it. */
+async function describeHolder(store: Store, space: KeySpace, lease: string | undefined) {
+  const ownerKey = coreOwnerKey(space);
+  const [kv, ttl] = await Promise.all([store.get(ownerKey), lease ? store.leaseTimeToLive(lease) : -1]);
+  const owner = kv ? storeLeaseOwner.decode(ownerKey, kv.value) : undefined;
+  return {
+    holder: lease,
+    instance: owner?.lease_id === lease ? owner?.instance_name : undefined,
+    expiresInS: ttl,
+  };
+}
+
 export async function acquireLeaseLock(
   store: Store,
   space: KeySpace,
@@ -46,7 +58,7 @@ export async function acquireLeaseLock(
     if (holder.key === lockKey) break;
     if (!announced) {
       opts.log.info(
-        { holder: holder.key.slice(lockPrefix.length) },
+        await describeHolder(store, space, holder.lease),
         'another core holds the lease; waiting to take over',
       );
       announced = true;

@@ -15,6 +15,7 @@ import { type ClusterEndpoints, endpointsFile, readEndpoints, writeEndpoints } f
 import { openStore, type StoreTlsFiles } from '../store/open.js';
 import { Role, type RoleSpec } from './role.js';
 import { flushStaged, stagedVolumes } from './staged.js';
+import type { Announcement } from './supervisor.js';
 
 const csiNodeStateDir = (dataDir: string) => join(dataDir, 'csi-node');
 
@@ -75,9 +76,15 @@ export function parseRoles(text: string): Set<RoleName> {
 }
 
 /** What a role logs while it waits on something outside it, and what `up` tells the operator. */
-const WAITS: Readonly<Record<string, string>> = {
-  'another core holds the lease; waiting to take over':
-    'waiting for the store lease, which another core holds (another `storctl up` or `daemon core` on this store?); it takes over when that core stops, Ctrl-C gives up',
+const WAITS: Readonly<Record<string, Announcement>> = {
+  'another core holds the lease; waiting to take over': (r) => {
+    const who = typeof r.instance === 'string' ? `core ${r.instance}` : 'another core';
+    const ends =
+      typeof r.expiresInS === 'number' && r.expiresInS >= 0
+        ? ` (its lease ends in ${r.expiresInS} s unless that core renews it)`
+        : '';
+    return `waiting for the store lease, which ${who} holds${ends}: another \`storctl up\` or \`daemon core\` on this store, or this cluster's core that stopped while the store was unreachable; it takes over when that lease ends, Ctrl-C gives up`;
+  },
 };
 
 export interface UpOptions {
@@ -280,7 +287,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
     args: RoleSpec['args'],
     log: string,
     readyMsg: string,
-    { env: roleEnv = env, alsoWaiting = [], afterExit }: RoleOptions = {},
+    { env: roleEnv = env, alsoWaiting = [], beforeRestart }: RoleOptions = {},
   ) => {
     const r = new Role(
       {
@@ -295,7 +302,7 @@ export async function up(o: UpOptions): Promise<UpCluster> {
         announce: WAITS,
         // A role that cannot reach the store waits for it (restarted with backoff, never given up).
         waitingExitCodes: [ExitCode.storeUnavailable, ...alsoWaiting],
-        afterExit,
+        beforeRestart,
       },
       o.say,
     );
@@ -386,6 +393,8 @@ export async function up(o: UpOptions): Promise<UpCluster> {
 
 /** Core, on the REST address asked for; `onUrl` gets the URL it listens on (again after a restart). */
 async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) => void): Promise<void> {
+  // Core instances that exited holding a lease not yet released (releaseLeasesOf).
+  const exitedCores = new Set<string>();
   // After a restart, the address the first core got (its port when --rest asked for port 0): the
   // roles that call core (csi-controller, csi-node, ha-cluster) were given it, and flagless
   // commands need not follow a new one.
@@ -416,8 +425,12 @@ async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) =
     'core ready',
     {
       // The lease of a core that died stays in the store for its TTL (30 s by default), and the core
-      // started in its place would wait that long: the exited core's lease is released first.
-      afterExit: (pid) => releaseLeaseOf(o, defaultCoreInstanceName(pid)),
+      // started in its place would wait that long: the exited core's lease is released first, and
+      // when the store did not answer (an outage), again before each later start.
+      beforeRestart: (pid) => {
+        exitedCores.add(defaultCoreInstanceName(pid));
+        return releaseLeasesOf(o, exitedCores);
+      },
     },
   );
   core.onReady((ready) => {
@@ -428,25 +441,39 @@ async function startCore(o: UpOptions, role: RoleFactory, onUrl: (url: string) =
   await core.start();
 }
 
-/** releaseExitedCoreLease on up's store; what to tell the operator. */
-async function releaseLeaseOf(o: UpOptions, instanceName: string): Promise<string | null> {
+/**
+ * releaseExitedCoreLease on up's store for each core instance that exited; an instance is dropped
+ * from `instances` once that is done (or nothing was left to release). What to tell the operator.
+ */
+export async function releaseLeasesOf(
+  o: Pick<UpOptions, 'storeUrl' | 'storeTls' | 'clusterId' | 'namespace'>,
+  instances: Set<string>,
+): Promise<string | null> {
+  const said: string[] = [];
   try {
     const store = await openStore(o.storeUrl, { tls: o.storeTls });
     try {
       const space = { clusterId: o.clusterId, namespace: o.namespace };
-      const lease = await releaseExitedCoreLease(store, space, instanceName);
-      return (
-        lease &&
-        `core: released the store lease ${lease} of the core that exited, so the next one takes over at once`
-      );
+      for (const instance of instances) {
+        const lease = await releaseExitedCoreLease(store, space, instance);
+        instances.delete(instance);
+        if (lease)
+          said.push(
+            `core: released the store lease ${lease} of the core that exited, so the next one takes over at once`,
+          );
+      }
     } finally {
       await store.close();
     }
   } catch (err) {
-    // The store is down: core waits for it anyway, and its lease expires meanwhile.
-    if (err instanceof StoreUnavailableError) return null;
-    return `core: could not release the store lease of the core that exited (${(err as Error).message}); the next one takes over once it expires`;
+    // The store is down: tried again before the next start (the lease may expire meanwhile).
+    if (err instanceof StoreUnavailableError) return said.join('\n') || null;
+    instances.clear();
+    said.push(
+      `core: could not release the store lease of the core that exited (${(err as Error).message}); the next one takes over once it expires`,
+    );
   }
+  return said.join('\n') || null;
 }
 
 /** One pool per io-engine (`pool-<node>`), unless a previous run created it already. */
@@ -609,7 +636,7 @@ interface RoleOptions {
   env?: NodeJS.ProcessEnv;
   /** More exit codes that mean "waiting for the store" (see RoleSpec.waitingExitCodes). */
   alsoWaiting?: number[];
-  afterExit?: RoleSpec['afterExit'];
+  beforeRestart?: RoleSpec['beforeRestart'];
 }
 
 /**

@@ -1,6 +1,6 @@
 import { ExitCode, type ExitCodeValue, StorctlError } from '../errors.js';
 import { RoleLog } from './role-log.js';
-import { RoleProcess } from './supervisor.js';
+import { type Announcement, RoleProcess } from './supervisor.js';
 
 export interface RoleSpec {
   name: string;
@@ -15,22 +15,22 @@ export interface RoleSpec {
   /** Aborted: a start still waiting for the ready line gives up (the caller stops the process). */
   abort?: AbortSignal;
   /** Log messages that tell why a start takes long, and what `up` says to the operator for each. */
-  announce?: Readonly<Record<string, string>>;
+  announce?: Readonly<Record<string, Announcement>>;
   /**
    * Exit codes that say the role waits for something outside it (the store unreachable, core's
    * lease lost in a store outage): restarted with backoff for as long as it takes, never given up.
    */
   waitingExitCodes?: number[];
   /**
-   * Run once the process has exited (its PID given), before it is started again; what it answers
-   * is said to the operator.
+   * Run after the process exited (its PID given), right before it is started again; what it
+   * answers is said to the operator.
    */
-  afterExit?: (pid: number) => Promise<string | null>;
+  beforeRestart?: (exitedPid: number) => Promise<string | null>;
 }
 
 /** What a role's exit code says (storctl's exit codes, and core's when its lease is lost). */
 const EXIT_REASONS: Record<number, string> = {
-  5: 'the store is unreachable; waiting for it',
+  5: 'the store is unreachable or refuses writes; waiting for it',
   6: 'a daemon it needs is unreachable',
   128: 'lost its store lease in a store outage or to another core',
 };
@@ -143,6 +143,7 @@ export class Role {
   private async supervise(): Promise<void> {
     let delay = 1_000;
     let failedStarts = 0;
+    let saidWait: string | undefined;
     for (;;) {
       const started = Date.now();
       const exited = this.process!;
@@ -150,14 +151,19 @@ export class Role {
       if (this.stopping) return;
       if (Date.now() - started > HEALTHY_RUN_MS) delay = 1_000;
       const why = code === null ? undefined : EXIT_REASONS[code];
+      // While it waits, what it waits for is said once (a full store is not an unreachable one).
+      const waiting = code !== null && this.spec.waitingExitCodes?.includes(code);
+      const detail = waiting ? exited.reason : undefined;
+      const said = detail !== undefined && detail !== saidWait ? `: ${detail}` : '';
+      saidWait = waiting ? detail : undefined;
       this.say(
-        `${this.name} exited (code ${code}${why ? `: ${why}` : ''}); restarting in ${delay / 1000}s (log: ${this.spec.logFile})`,
+        `${this.name} exited (code ${code}${why ? `: ${why}` : ''}); restarting in ${delay / 1000}s (log: ${this.spec.logFile})${said}`,
       );
-      const pid = exited.child.pid;
-      const said = pid === undefined ? null : await this.spec.afterExit?.(pid);
-      if (said) this.say(said);
       await this.pause(delay);
       if (this.stopping) return;
+      const pid = exited.child.pid;
+      const before = pid === undefined ? null : await this.spec.beforeRestart?.(pid);
+      if (before) this.say(before);
       delay = Math.min(delay * 2, 30_000);
       let afterReady: Error | undefined;
       try {
@@ -180,6 +186,7 @@ export class Role {
       }
       this.restarts++;
       failedStarts = 0;
+      saidWait = undefined;
       this.say(afterReady ? `${this.name} restarted, but ${afterReady.message}` : `${this.name} restarted`);
     }
   }

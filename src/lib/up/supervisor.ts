@@ -11,6 +11,19 @@ const TAIL_LINES = 40;
  * role, kept across its restarts), the first JSON line whose `msg` matches `readyMsg` is its ready
  * report, and it is stopped by PID only.
  */
+/** What `up` says when a role logs a message: fixed words, or words made from the log record. */
+export type Announcement = string | ((record: Record<string, unknown>) => string);
+
+/** A JSON log line's fields, or none when the line is not JSON. */
+function logRecord(line: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(line);
+    return v && typeof v === 'object' ? v : {};
+  } catch {
+    return {};
+  }
+}
+
 export class RoleProcess {
   readonly child: ChildProcess;
   private readonly exited: Promise<number | null>;
@@ -26,7 +39,7 @@ export class RoleProcess {
     private readonly log: RoleLog,
     readyMsg: string,
     /** Log messages that tell why a start takes long, and what to say to the operator for each. */
-    announce: { says: Readonly<Record<string, string>>; say: (line: string) => void } = {
+    announce: { says: Readonly<Record<string, Announcement>>; say: (line: string) => void } = {
       says: {},
       say: () => {},
     },
@@ -50,21 +63,15 @@ export class RoleProcess {
           const line = buffer.slice(0, nl);
           buffer = buffer.slice(nl + 1);
           for (const [msg, words] of Object.entries(announce.says))
-            if (line.includes(msg)) announce.say(`${name}: ${words}`);
+            if (line.includes(msg))
+              announce.say(`${name}: ${typeof words === 'string' ? words : words(logRecord(line))}`);
           if (line.includes('"metrics listening"')) {
-            try {
-              this.metricsUrl = String(JSON.parse(line).url);
-            } catch {
-              // not a JSON line
-            }
+            const { url } = logRecord(line);
+            if (url !== undefined) this.metricsUrl = String(url);
           }
           if (line.includes(readyMsg)) {
-            try {
-              const v = JSON.parse(line);
-              if (v.msg === readyMsg) resolve(v);
-            } catch {
-              // not a JSON line
-            }
+            const v = logRecord(line);
+            if (v.msg === readyMsg) resolve(v);
           }
           nl = buffer.indexOf('\n');
         }
@@ -106,6 +113,11 @@ export class RoleProcess {
         .filter((l) => l.trim()),
     );
     if (this.tail.length > TAIL_LINES) this.tail.splice(0, this.tail.length - TAIL_LINES);
+  }
+
+  /** Why it ended, from what it printed last (exitReason), once it has exited. */
+  get reason(): string | undefined {
+    return exitReason(this.tail);
   }
 
   get running(): boolean {

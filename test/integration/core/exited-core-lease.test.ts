@@ -7,7 +7,9 @@ import { releaseExitedCoreLease } from '../../../src/lib/core-lease.js';
 import { createLogger } from '../../../src/lib/logger.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import type { Store } from '../../../src/lib/store/types.js';
+import { releaseLeasesOf } from '../../../src/lib/up/cluster.js';
 import { type EtcdServer, startEtcd } from '../../helpers/etcd.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const log = createLogger('test', 'error');
 
@@ -47,6 +49,45 @@ for (const backend of ['embedded', 'etcd'] as const) {
       });
       expect(next.lease.id).not.toBe(held.lease.id);
       await next.release();
+    });
+
+    if (backend === 'etcd')
+      it("up releases a lease it could not while the store was down once the store is back (etcd's restart renews every lease)", async () => {
+        const s = space();
+        const held = await acquireLeaseLock(store, s, { ttlSeconds: 3600, instanceName: 'host-444', log });
+        const o = { storeUrl: etcd!.url, clusterId: s.clusterId, namespace: s.namespace };
+        const pending = new Set(['host-444']);
+        await etcd!.halt();
+        expect(await releaseLeasesOf(o, pending)).toBeNull();
+        expect([...pending]).toEqual(['host-444']);
+        await etcd!.resume();
+        expect(await releaseLeasesOf(o, pending)).toBe(
+          `core: released the store lease ${held.lease.id} of the core that exited, so the next one takes over at once`,
+        );
+        expect(pending.size).toBe(0);
+        expect(await store.leaseTimeToLive(held.lease.id)).toBe(-1);
+      }, 60_000);
+
+    it('a core waiting for the lease says which instance holds it and when its lease ends unless renewed', async () => {
+      const s = space();
+      const held = await acquireLeaseLock(store, s, { ttlSeconds: 3600, instanceName: 'host-555', log });
+      const said: unknown[] = [];
+      const listening = { info: (fields: unknown, msg: string) => said.push({ ...(fields as object), msg }) };
+      const waiting = acquireLeaseLock(store, s, {
+        ttlSeconds: 3600,
+        instanceName: 'host-666',
+        log: listening as unknown as typeof log,
+      });
+      await waitFor(() => said.length > 0, { what: 'the waiting core said so' });
+      expect(said[0]).toEqual({
+        msg: 'another core holds the lease; waiting to take over',
+        holder: held.lease.id,
+        instance: 'host-555',
+        expiresInS: expect.any(Number),
+      });
+      expect((said[0] as { expiresInS: number }).expiresInS).toBeGreaterThan(3000);
+      await held.release();
+      await (await waiting).release();
     });
 
     it('leaves alone the lease of another instance, and a store with no core lease', async () => {

@@ -156,6 +156,43 @@ describe("up's role supervisor", () => {
     }
   }, 20_000);
 
+  it('while a role waits, why is said once per reason, and beforeRestart runs before each start', async () => {
+    // Ready, then exits as core does when the store refuses writes; twice more waiting; then stays.
+    const before: number[] = [];
+    const { r, said } = countingRole(
+      'waiter',
+      `const full = () => { console.error('Error: store x is full: quota exhausted; nothing was written'); process.exit(5); };
+       if (n === 1) { console.log(JSON.stringify({ msg: 'ready', start: n })); setTimeout(full, 50); }
+       else if (n === 2) full();
+       else if (n === 3) { console.error('Error: store x is unreachable: connect ECONNREFUSED'); process.exit(5); }
+       else { console.log(JSON.stringify({ msg: 'ready', start: n })); setInterval(() => {}, 1000); }`,
+      {
+        waitingExitCodes: [5],
+        beforeRestart: async (pid) => {
+          before.push(pid);
+          return before.length === 3 ? 'released what it held' : null;
+        },
+      },
+    );
+    try {
+      await r.start();
+      await waitFor(() => r.restarts === 1, { what: 'the role back', timeoutMs: 20_000 });
+      const exited = (delay: number) =>
+        `waiter exited (code 5: the store is unreachable or refuses writes; waiting for it); restarting in ${delay}s (log: ${join(dir, 'waiter.log')})`;
+      expect(said).toEqual([
+        `${exited(1)}: store x is full: quota exhausted; nothing was written`,
+        exited(2),
+        `${exited(4)}: store x is unreachable: connect ECONNREFUSED`,
+        'released what it held',
+        'waiter restarted',
+      ]);
+      expect(before).toHaveLength(3);
+      expect(new Set(before).size).toBe(3);
+    } finally {
+      await r.stop();
+    }
+  }, 30_000);
+
   it('a first start that fails otherwise, or keeps waiting, is reported without more tries', async () => {
     const other = flaky('broken', 1, 3);
     await expect(other.r.start()).rejects.toThrow(/code 3\)/);
