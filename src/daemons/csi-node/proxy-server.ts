@@ -247,18 +247,31 @@ export class PathProxy implements BlockBackend {
     }
   }
 
-  /** Run `op` on the current path; a request lost with its path is retried on the next one. */
+  /**
+   * Run `op` on the current path; a request lost with its path is retried on the next one. So is
+   * one the target answered NBD_ESHUTDOWN: the target shut itself down without applying it (a
+   * nexus fenced by a switchover, or one that could not record a child's fault), which says its
+   * path has failed, not the volume; forwarded, it would reach the filesystem as an I/O error.
+   */
   private async onPath(op: (c: NbdClient) => Promise<void>): Promise<void> {
-    for (;;) {
+    const deadline = Date.now() + (this.opts.pathTimeoutMs ?? 30_000);
+    for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
       const c = await this.path();
       try {
         return await op(c);
       } catch (err) {
-        // A remote error (the target answered) is final; a dropped connection is retried.
-        if (!c.closed) {
-          if (errnoOf(err) === Errno.ENOSPC) this.noSpaceAt = Date.now();
-          throw err;
+        if (c.closed) continue;
+        // Any other remote error (the target answered) is final.
+        const errno = errnoOf(err);
+        if (errno === Errno.ENOSPC) this.noSpaceAt = Date.now();
+        if (errno !== Errno.ESHUTDOWN || Date.now() + pause > deadline) throw err;
+        if (this.client === c) {
+          this.lastError = (err as Error).message;
+          this.opts.log?.('target shut down', { target: this.target, err: this.lastError });
+          c.abort(`target shut down: ${this.lastError}`);
         }
+        // It may still accept connections for a moment: a pause, not a tight loop.
+        await new Promise((r) => setTimeout(r, pause));
       }
     }
   }

@@ -172,6 +172,37 @@ describe('csi-node path proxy', () => {
     await local.write(Buffer.alloc(4096, 0x33), 0, true);
   });
 
+  it('a target that shut itself down (NBD_ESHUTDOWN) fails its path, not the request: held until the proxy is re-pointed', async () => {
+    // Target a's nexus shuts itself down: its requests are answered ESHUTDOWN, as the io-engine's are.
+    const { a, proxy, logged, local } = await proxied('shut', 0xaa);
+    const b = await target(dir, 'b-shut', 0xbb);
+    cleanup.push(() => b.server.close());
+    const shutDown = () =>
+      Promise.reject(
+        new BlockIoError('nexus n shut down: NexusInfo could not be persisted', Errno.ESHUTDOWN),
+      );
+    a.backend.write = shutDown;
+    a.backend.flush = shutDown;
+    let acknowledged = false;
+    const write = local.write(Buffer.alloc(4096, 0x44), 0, false).then(() => {
+      acknowledged = true;
+    });
+    await waitFor(() => logged.some((l) => l.startsWith('target shut down')), { what: 'the path given up' });
+    expect(acknowledged).toBe(false);
+    await proxy.repoint(b.uri);
+    await write;
+    await local.flush();
+    const buf = Buffer.alloc(4096);
+    await local.read(buf, 0);
+    expect(buf.equals(Buffer.alloc(4096, 0x44))).toBe(true);
+  });
+
+  it('a request a shut-down target keeps refusing fails once the path timeout has passed', async () => {
+    const { a, local } = await proxied('gone', 0xaa, { pathTimeoutMs: 1500 });
+    a.backend.write = () => Promise.reject(new BlockIoError('nexus n is shut down', Errno.ESHUTDOWN));
+    await expect(local.write(Buffer.alloc(4096), 0, false)).rejects.toThrow(/ESHUTDOWN|EIO|no path/);
+  });
+
   it('forwards reads as their bytes arrive, many at once on one connection, each reply whole and its own', async () => {
     const data = randomBytes(40 * MiB);
     const { local } = await proxied('cut', data);
