@@ -53,6 +53,8 @@ export interface NexusState {
   children: ChildState[];
   deviceUri: string;
   protocol: string;
+  /** Why the nexus shut itself down, when it did. */
+  shutdownReason?: string;
 }
 
 export interface SnapshotState {

@@ -47,6 +47,7 @@ const nexus = (n: Nexus): NexusState => ({
     rebuildStartedAt: c.rebuildStartedAt,
     rebuildEndedAt: c.rebuildEndedAt,
   })),
+  shutdownReason: n.shutdownReason || undefined,
 });
 
 /**

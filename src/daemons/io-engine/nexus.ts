@@ -134,7 +134,10 @@ export class Nexus implements BlockBackend {
     this.shutdown = true;
     this.shutdownReason = reason;
     this.log.error({ nexus: this.uuid, reason }, 'nexus shut itself down');
-    await this.onSelfShutdown?.().catch(() => {});
+    // Not awaited: unexporting waits until the target's requests are answered, and a write that
+    // faulted a child (or arrived while its fault was being recorded) is answered only once this
+    // shutdown has returned. Awaited, neither would ever finish, nor the children be let go.
+    void this.onSelfShutdown?.().catch(() => {});
     for (const c of this.children) await c.detach().catch(() => {});
   }
 

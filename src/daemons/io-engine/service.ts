@@ -99,6 +99,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     volume_id: n.volumeId ?? '',
     nexus_info_key: n.infoWriter.key,
     rebuilds: n.children.filter((c) => c.state === 'Degraded').length,
+    shutdown_reason: n.shutdownReason,
   });
   const snapshotMsg = async (pool: Pool, uuid: string) => {
     const s = pool.snapshots.find((x) => x.uuid === uuid)!;

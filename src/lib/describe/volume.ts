@@ -84,6 +84,9 @@ export function volumePage(
               ['Nexus', target.nexus],
               ['Protocol', target.protocol],
               ['URI', live?.state.target?.deviceUri],
+              ...(live?.state.target?.shutdown_reason
+                ? [['Shut down', live.state.target.shutdown_reason] as [string, string]]
+                : []),
               ['Frontend', frontendNodes(v).join(', ')],
               ['Reservation key', String(target.config.reservationKey)],
               ['Children', nexus?.children.map(childUri).join(', ')],

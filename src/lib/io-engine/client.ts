@@ -93,6 +93,7 @@ const toNexus = (n: Raw): Nexus => ({
   volumeId: n.volume_id,
   nexusInfoKey: n.nexus_info_key,
   rebuilds: n.rebuilds,
+  shutdownReason: n.shutdown_reason ?? '',
 });
 // The proto's BlockDevice carries Mayastor's REST fields as they are; only numbers and absent parts change.
 const toBlockDevice = (d: Raw): BlockDevice => ({

@@ -97,6 +97,8 @@ export interface Nexus {
   volumeId: string;
   nexusInfoKey: string;
   rebuilds: number;
+  /** Why it shut itself down (state Shutdown), else ''. */
+  shutdownReason: string;
 }
 
 export interface CreateNexusOptions {

@@ -53,6 +53,8 @@ export interface Nexus {
   deviceUri: string;
   rebuilds: number;
   children: { uri: string; state: string; rebuildProgress?: number }[];
+  /** storctl's: why a Shutdown nexus shut itself down. */
+  shutdown_reason?: string;
 }
 
 export interface Node {

@@ -85,7 +85,7 @@ export function etcdFull(
     "etcd's space quota is exhausted (alarm NOSPACE): it refuses every write",
     {
       suggestions: [
-        `free space, then clear the alarm: \`${ctl} compact REVISION\` (the revision \`storctl doctor store\` prints), \`${ctl} defrag --cluster\`, \`${ctl} alarm disarm\``,
+        `free space, then clear the alarm, each with \`${ctl}\`: \`compact REVISION\` (\`storctl doctor store\` prints it), \`defrag --cluster\`, \`alarm disarm\``,
         'or raise --quota-backend-bytes on every etcd member (and run etcd with --auto-compaction-retention)',
       ],
       cause,

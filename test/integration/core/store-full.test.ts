@@ -5,6 +5,7 @@ import { RestError } from '../../../src/lib/rest/errors.js';
 import { openStore } from '../../../src/lib/store/open.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { TestCluster } from './cluster.js';
+import { qemuIo } from './qemu.js';
 
 /** etcd raises NOSPACE once its database reaches this (etcd's default is 2 GiB). */
 const QUOTA = 8 << 20;
@@ -22,7 +23,7 @@ const volumeBody = { size: 4 << 20, replicas: 1, thin: true, policy: { self_heal
 describe('core on an etcd out of space (NOSPACE alarm)', () => {
   let c: TestCluster;
   beforeAll(async () => {
-    c = await TestCluster.start({ backend: 'etcd', etcdQuotaBytes: QUOTA, engines: 1 });
+    c = await TestCluster.start({ backend: 'etcd', etcdQuotaBytes: QUOTA, engines: 2 });
   }, 120_000);
   afterAll(() => c?.stop());
 
@@ -34,6 +35,11 @@ describe('core on an etcd out of space (NOSPACE alarm)', () => {
   it('refuses writes saying the store is full, changes nothing, and resumes once space is freed', async () => {
     const before = crypto.randomUUID();
     await c.rest.createVolume(before, volumeBody);
+    // A published volume with a child on each node: the one on node-2 will fault while etcd is full.
+    const published = crypto.randomUUID();
+    const uri = (await c.createPublished(published, { size: 4 << 20, replicas: 2, node: 'node-1' })).state
+      .target!.deviceUri!;
+    await qemuIo(uri, 'write -P 0x3c 0 1M');
 
     // Another application sharing the etcd fills it.
     const store = await openStore(c.storeUrl);
@@ -70,7 +76,19 @@ describe('core on an etcd out of space (NOSPACE alarm)', () => {
       'nothing was changed: free space in the store as `storctl doctor store` says',
     );
     expect(cli.stderr).not.toContain('may or may not');
-    expect((await c.rest.listVolumes()).map((v) => v.spec.uuid)).toEqual([before]);
+    expect((await c.rest.listVolumes()).map((v) => v.spec.uuid).sort()).toEqual([before, published].sort());
+
+    // A child faults: its nexus cannot record that, shuts itself down, and says why.
+    await c.engine('node-2').proc.kill('SIGKILL');
+    await qemuIo(uri, 'write -P 0x3d 0 64k').catch(() => {});
+    const shut = await c.volumeWhere(published, (v) => v.state.target?.state === 'Shutdown', {
+      what: 'the target shut down',
+    });
+    expect(shut.state.target?.shutdown_reason).toMatch(
+      /^NexusInfo could not be persisted: cannot persist NexusInfo \S+: store etcd:\/\/\S+ is full: /,
+    );
+    const described = await runStorctl(['describe', 'volume', published], { env: c.env });
+    expect(described.stdout).toMatch(/^ {2}Shut down: +NexusInfo could not be persisted: .* is full: /m);
 
     // doctor store names the alarm, and the steps with the revision to compact to.
     const doctor = await runStorctl(['doctor', 'store'], { env: c.env });
@@ -101,7 +119,17 @@ describe('core on an etcd out of space (NOSPACE alarm)', () => {
     etcdctl('alarm', 'disarm');
     await c.waitCoreReady(await c.startCore(undefined, false));
     await c.rest.createVolume(refused, volumeBody);
-    expect((await c.rest.listVolumes()).map((v) => v.spec.uuid).sort()).toEqual([before, refused].sort());
+    expect((await c.rest.listVolumes()).map((v) => v.spec.uuid).sort()).toEqual(
+      [before, published, refused].sort(),
+    );
+    // Published again (as HA does for a staged volume), it serves from the replica that was healthy.
+    const back = await c.rest.publishVolume(published, {
+      protocol: 'nbd',
+      publish_context: {},
+      node: 'node-1',
+      republish: true,
+    });
+    await qemuIo(back.state.target!.deviceUri!, 'read -P 0x3c 64k 960k');
     expect((await runStorctl(['doctor', 'store'], { env: c.env })).code).toBe(0);
   }, 120_000);
 });

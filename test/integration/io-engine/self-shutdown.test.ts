@@ -65,6 +65,8 @@ describe('a nexus that cannot record a child fault shuts itself down', () => {
       { what: 'nexus self-shutdown', timeoutMs: 40_000 },
     );
     expect(n.deviceUri).toBe('');
+    // It says why, for core and the operator (`describe volume`).
+    expect(n.shutdownReason).toMatch(/^NexusInfo could not be persisted: cannot persist NexusInfo .*locked/);
     lock.exec('COMMIT');
     lock.close();
     lock = null;
@@ -80,6 +82,59 @@ describe('a nexus that cannot record a child fault shuts itself down', () => {
     await a.client.destroyNexus(uuid);
     expect(JSON.parse((await store.get(created.nexusInfoKey))!.value).clean_shutdown).toBe(false);
   });
+
+  it('a fault found while a write is in flight: the write fails, the export goes, the local replica is free for the next target', async () => {
+    const c = await startEngine(dir, 'node-c');
+    try {
+      await a.client.createPool({ name: 'pa2', capacity: 64 * MiB });
+      await c.client.createPool({ name: 'pc', capacity: 64 * MiB });
+      const local = await a.client.createReplica({
+        uuid: randomUUID(),
+        pool: 'pa2',
+        size: 8 * MiB,
+        thin: true,
+      });
+      const remote = await c.client.createReplica({
+        uuid: randomUUID(),
+        pool: 'pc',
+        size: 8 * MiB,
+        thin: true,
+        share: 'nbd',
+      });
+      const uuid = randomUUID();
+      await a.client.createNexus({ uuid, size: 8 * MiB, children: [local.uri, remote.uri] });
+      const target = (await a.client.publishNexus(uuid)).deviceUri;
+      await qemuIo(target, ['write -P 0x31 0 1M']);
+
+      lock = new Database(join(dir, 'store.db'));
+      lock.exec('BEGIN EXCLUSIVE');
+      await c.stop('SIGKILL');
+      // Sent while the fault is being recorded (the store is locked): it waits for that record.
+      const write = qemuIo(target, ['write -P 0x32 0 64k']).then(
+        () => 'acknowledged',
+        () => 'failed',
+      );
+      await waitFor(
+        async () => {
+          const x = await a.client.getNexus(uuid);
+          return x.state === 'Shutdown' && x.deviceUri === '';
+        },
+        { what: 'the nexus shut down and unexported', timeoutMs: 40_000 },
+      );
+      expect(await write).toBe('failed');
+      lock.exec('COMMIT');
+      lock.close();
+      lock = null;
+      await a.client.destroyNexus(uuid);
+      // What a republish on this node does: a new target from the replica that was healthy.
+      const next = randomUUID();
+      await a.client.createNexus({ uuid: next, size: 8 * MiB, children: [local.uri] });
+      await qemuIo((await a.client.publishNexus(next)).deviceUri, ['read -P 0x31 64k 960k']);
+      await a.client.destroyNexus(next);
+    } finally {
+      await c.stop('SIGKILL');
+    }
+  }, 90_000);
 
   it('leaves a store whose every value decodes and survives dump → load → dump', async () => {
     const checked = await checkStoreReadable(`sqlite:${join(dir, 'store.db')}`, {

@@ -195,6 +195,9 @@ export const schemas: Record<string, Schema> = {
       protocol: ref('Protocol'),
       size: u64,
       state: ref('NexusState'),
+      // storctl's: why a Shutdown nexus shut itself down (its NexusInfo could not be persisted, or
+      // a switchover fenced it); upstream has no such field.
+      shutdown_reason: str,
       uuid,
     },
     ['children', 'deviceUri', 'node', 'rebuilds', 'protocol', 'size', 'state', 'uuid'],

@@ -27,6 +27,7 @@ export function nexusOut(reg: Registry, spec: NexusSpec) {
     protocol: st?.protocol ?? spec.share,
     deviceUri: st?.deviceUri ?? '',
     rebuilds: st?.children.filter((c) => c.rebuildProgress != null).length ?? 0,
+    shutdown_reason: st?.shutdownReason,
     children: (
       st?.children ??
       spec.children.map((c) => ({
