@@ -181,3 +181,74 @@ async function health(clientUrl: string, tls: EtcdTlsFiles | undefined): Promise
     req.on('error', reject);
   });
 }
+
+/** A real etcd cluster of several members on loopback ports, as production runs etcd. */
+export interface EtcdCluster {
+  /** `etcd://h:p,h:p,…` of every member. */
+  readonly url: string;
+  readonly members: { name: string; pid: number; clientUrl: string }[];
+  /** SIGTERM every member and remove the temp dir. */
+  stop(): Promise<void>;
+}
+
+/** `size` etcd members (Debian's etcd-server) forming one cluster, data in a temp dir. */
+export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
+  const bin = findEtcdBinary();
+  const dir = mkdtempSync(join(tmpdir(), 'storctl-etcd-cluster-'));
+  const ports: { client: number; peer: number }[] = [];
+  for (let i = 0; i < size; i++) ports.push({ client: await unusedPort(), peer: await unusedPort() });
+  const names = ports.map((_, i) => `m${i + 1}`);
+  const initial = ports.map((p, i) => `${names[i]}=http://127.0.0.1:${p.peer}`).join(',');
+  const children = ports.map((p, i) =>
+    spawn(
+      bin,
+      [
+        `--name=${names[i]}`,
+        `--data-dir=${join(dir, names[i])}`,
+        '--logger=zap',
+        '--log-level=error',
+        `--listen-client-urls=http://127.0.0.1:${p.client}`,
+        `--advertise-client-urls=http://127.0.0.1:${p.client}`,
+        `--listen-peer-urls=http://127.0.0.1:${p.peer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${p.peer}`,
+        `--initial-cluster=${initial}`,
+        '--initial-cluster-state=new',
+        `--initial-cluster-token=${dir}`,
+      ],
+      { stdio: 'ignore' },
+    ),
+  );
+  const members = children.map((c, i) => ({
+    name: names[i],
+    pid: c.pid!,
+    clientUrl: `http://127.0.0.1:${ports[i].client}`,
+  }));
+  const stop = async () => {
+    for (const c of children) {
+      if (c.exitCode !== null || c.signalCode !== null) continue;
+      process.kill(c.pid!, 'SIGCONT'); // a test may have frozen it
+      const exited = once(c, 'exit');
+      process.kill(c.pid!, 'SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const m of members)
+      await waitFor(
+        async () => {
+          for (const c of children) await failIfExited(c, 'etcd member', () => '');
+          return (await health(m.clientUrl, undefined).catch(() => '')).includes('"health":"true"');
+        },
+        { timeoutMs: 30_000, intervalMs: 50, what: `etcd member ${m.name} healthy` },
+      );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    url: `etcd://${members.map((m) => m.clientUrl.slice('http://'.length)).join(',')}`,
+    members,
+    stop,
+  };
+}

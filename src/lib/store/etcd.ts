@@ -53,6 +53,11 @@ const RETRY_BUDGET_MS = 1_500;
  * (etcd-range-codec.ts), writes, leases and watches on the etcd3 client's raw RPCs. Fault handling
  * per the verified recipe: no per-host circuit breaker (it left the client unusable for 5 s after
  * one error or an etcd restart), a short retry with backoff, and a deadline on every unary call.
+ *
+ * Every call goes to one endpoint, the preferred one: at connect the first member to answer, and
+ * after a call to it fails for want of an answer, the next one. Any member serves any request, so
+ * a member that hangs (a stalled disk, a frozen VM) costs one call, not one call in N for good: a
+ * random endpoint per call took core's lease keepalives to a frozen member of three and core down.
  */
 export class EtcdStore implements Store {
   readonly backend = 'etcd' as const;
@@ -66,10 +71,13 @@ export class EtcdStore implements Store {
    * first use: a command that only reads never loads it (~50 ms of every CLI start).
    */
   private channels: grpc.Client[] | undefined;
-  private etcd3: Promise<Etcd3> | undefined;
+  /** An etcd3 client per endpoint, made on first use. */
+  private readonly clients: (Promise<Etcd3> | undefined)[] = [];
+  /** Index in `hosts` of the endpoint calls go to. */
+  private preferred = 0;
 
   private constructor(
-    private readonly makeClient: () => Promise<Etcd3>,
+    private readonly makeClient: (host: string) => Promise<Etcd3>,
     private readonly makeChannels: () => grpc.Client[],
     readonly hosts: string[],
     secure: boolean,
@@ -83,15 +91,27 @@ export class EtcdStore implements Store {
     return this.endpoint.replace(/^etcd(\+https)?:\/\//, '');
   }
 
+  /** The preferred endpoint's etcd3 client. */
   private client(): Promise<Etcd3> {
-    if (!this.etcd3) this.etcd3 = this.makeClient();
-    return this.etcd3;
+    const i = this.preferred;
+    this.clients[i] ??= this.makeClient(this.hosts[i]);
+    return this.clients[i];
   }
 
-  /** One unary RPC on a random endpoint's channel, its request and answer as bytes. */
-  private unary(path: string, request: Uint8Array, timeoutMs = this.callTimeoutMs): Promise<Buffer> {
+  /** A call to endpoint `used` got no answer: the next call goes to the next endpoint. */
+  private failedOver(used: number): void {
+    if (this.preferred === used && this.hosts.length > 1) this.preferred = (used + 1) % this.hosts.length;
+  }
+
+  /** One unary RPC on an endpoint's channel (the preferred one), its request and answer as bytes. */
+  private unary(
+    path: string,
+    request: Uint8Array,
+    timeoutMs = this.callTimeoutMs,
+    host = this.preferred,
+  ): Promise<Buffer> {
     if (!this.channels) this.channels = this.makeChannels();
-    const channel = this.channels[Math.floor(Math.random() * this.channels.length)];
+    const channel = this.channels[host];
     return new Promise((resolve, reject) => {
       channel.makeUnaryRequest(
         path,
@@ -121,10 +141,10 @@ export class EtcdStore implements Store {
       // process, busy decoding the previous one, acknowledges it: 8 MiB lets whole pages arrive.
       'grpc-node.flow_control_window': 8 * 1024 * 1024,
     };
-    const makeClient = async () => {
+    const makeClient = async (host: string) => {
       const [{ Etcd3 }, { noop }] = await Promise.all([import('etcd3'), import('cockatiel')]);
       return new Etcd3({
-        hosts: options.hosts,
+        hosts: [host],
         credentials: tls,
         defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
         grpcOptions,
@@ -144,12 +164,21 @@ export class EtcdStore implements Store {
     const store = new EtcdStore(makeClient, makeChannels, options.hosts, tls !== undefined, callTimeoutMs);
     const timeoutMs = options.connectTimeoutMs ?? 3_000;
     let timer: NodeJS.Timeout | undefined;
+    let answered = false;
     try {
       await Promise.race([
-        // a short retry budget: a refused connection should fail the command fast
-        store.call(() => store.unary('/etcdserverpb.Maintenance/Status', new Uint8Array(), timeoutMs), {
-          budgetMs: 500,
-        }),
+        // Every endpoint at once: the first to answer is the preferred one (a hung one never is).
+        Promise.any(
+          options.hosts.map(async (_, i) => {
+            // a short retry budget: a refused connection should fail the command fast
+            await store.call(
+              () => store.unary('/etcdserverpb.Maintenance/Status', new Uint8Array(), timeoutMs, i),
+              { budgetMs: 500, host: i },
+            );
+            if (!answered) store.preferred = i;
+            answered = true;
+          }),
+        ).catch((err: AggregateError) => Promise.reject(err.errors[0])),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
         }),
@@ -224,9 +253,8 @@ export class EtcdStore implements Store {
     if (typeof value !== 'string') throw new UsageError(`put of '${key}' needs a string value`);
     if (options.lease !== undefined) assertLeaseId(options.lease);
     const lease = options.lease && options.lease !== '0' ? leaseToDecimal(options.lease) : undefined;
-    const client = await this.client();
     const res = await this.call(
-      () => client.kv.put({ key: Buffer.from(key), value: Buffer.from(value), lease }),
+      async () => (await this.client()).kv.put({ key: Buffer.from(key), value: Buffer.from(value), lease }),
       { write: true, leaseHex: options.lease },
     );
     return { revision: Number(res.header.revision) };
@@ -234,15 +262,17 @@ export class EtcdStore implements Store {
 
   async delete(key: string): Promise<{ deleted: number; revision: number }> {
     assertKey(key);
-    const client = await this.client();
-    const res = await this.call(() => client.kv.deleteRange({ key: Buffer.from(key) }), { write: true });
+    const res = await this.call(async () => (await this.client()).kv.deleteRange({ key: Buffer.from(key) }), {
+      write: true,
+    });
     return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
   }
 
   async deletePrefix(prefix: string): Promise<{ deleted: number; revision: number }> {
     if (typeof prefix !== 'string') throw new UsageError('deletePrefix needs a string prefix');
-    const client = await this.client();
-    const res = await this.call(() => client.kv.deleteRange(prefixBounds(prefix)), { write: true });
+    const res = await this.call(async () => (await this.client()).kv.deleteRange(prefixBounds(prefix)), {
+      write: true,
+    });
     return { deleted: Number(res.deleted), revision: Number(res.header.revision) };
   }
 
@@ -251,10 +281,9 @@ export class EtcdStore implements Store {
     const leaseOf = [...plan.success, ...plan.failure].find(
       (op) => op.type === 'put' && op.lease && op.lease !== '0',
     );
-    const client = await this.client();
     const res = await this.call(
-      () =>
-        client.kv.txn({
+      async () =>
+        (await this.client()).kv.txn({
           compare: plan.compare.map(toCompare),
           success: plan.success.map(toRequestOp),
           failure: plan.failure.map(toRequestOp),
@@ -281,8 +310,9 @@ export class EtcdStore implements Store {
   async grantLease(ttlSeconds: number, options: LeaseOptions = {}): Promise<Lease> {
     assertTtl(ttlSeconds);
     const grantedAt = performance.now();
-    const client = await this.client();
-    const res = await this.call(() => client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }));
+    const res = await this.call(async () =>
+      (await this.client()).leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 }),
+    );
     return trackedLeaseHandle(
       this.leases,
       leaseToHex(res.ID),
@@ -300,8 +330,7 @@ export class EtcdStore implements Store {
   async revokeLease(id: string): Promise<void> {
     assertLeaseId(id);
     try {
-      const client = await this.client();
-      await this.call(() => client.leaseClient.leaseRevoke({ ID: leaseToDecimal(id) }), {
+      await this.call(async () => (await this.client()).leaseClient.leaseRevoke({ ID: leaseToDecimal(id) }), {
         leaseHex: id,
       });
     } catch (err) {
@@ -310,9 +339,8 @@ export class EtcdStore implements Store {
   }
 
   async alarms(): Promise<StoreAlarm[]> {
-    const client = await this.client();
-    const res = await this.call(() =>
-      client.maintenance.alarm({ action: 'Get', memberID: 0, alarm: 'None' }),
+    const res = await this.call(async () =>
+      (await this.client()).maintenance.alarm({ action: 'Get', memberID: 0, alarm: 'None' }),
     );
     return (res.alarms ?? []).map((a) => ({
       member: BigInt(a.memberID).toString(16),
@@ -322,10 +350,12 @@ export class EtcdStore implements Store {
 
   async leaseTimeToLive(id: string): Promise<number> {
     assertLeaseId(id);
-    const client = await this.client();
-    const res = await this.call(() => client.leaseClient.leaseTimeToLive({ ID: leaseToDecimal(id) }), {
-      leaseHex: id,
-    });
+    const res = await this.call(
+      async () => (await this.client()).leaseClient.leaseTimeToLive({ ID: leaseToDecimal(id) }),
+      {
+        leaseHex: id,
+      },
+    );
     const ttl = Number(res.TTL);
     return ttl >= 0 ? ttl : -1;
   }
@@ -347,8 +377,7 @@ export class EtcdStore implements Store {
     if (!Number.isInteger(revision) || revision < 1)
       throw new UsageError(`compact revision must be >= 1, got ${revision}`);
     try {
-      const client = await this.client();
-      await this.call(() => client.kv.compact({ revision, physical: true }));
+      await this.call(async () => (await this.client()).kv.compact({ revision, physical: true }));
     } catch (err) {
       const message = (err as Error).message ?? '';
       if (message.includes('required revision has been compacted')) return; // already compacted that far
@@ -364,19 +393,19 @@ export class EtcdStore implements Store {
   async close(): Promise<void> {
     for (const w of [...this.watches]) await w.close();
     for (const l of [...this.leases]) l.release();
-    if (this.etcd3) (await this.etcd3).close();
+    for (const c of this.clients) if (c) (await c).close();
     for (const c of this.channels ?? []) c.close();
   }
 
   /**
-   * One keepalive round trip: true while the lease exists. A keepalive stream goes to a random
-   * endpoint, so unreachable ones are retried for up to a third of the TTL.
+   * One keepalive round trip: true while the lease exists. One that gets no answer is tried again
+   * (on the next endpoint) for up to a third of the TTL.
    */
   private async keepAliveOnce(hex: string, ttlSeconds: number): Promise<boolean> {
     const deadline = Date.now() + Math.max(1_000, (ttlSeconds * 1000) / 3);
     for (;;) {
       try {
-        return await this.keepAliveRoundTrip(hex);
+        return await this.keepAliveRoundTrip(hex, ttlSeconds);
       } catch (err) {
         if (!(err instanceof StoreUnavailableError) || Date.now() + 50 >= deadline) throw err;
         await new Promise((r) => setTimeout(r, 50));
@@ -384,14 +413,21 @@ export class EtcdStore implements Store {
     }
   }
 
-  private async keepAliveRoundTrip(hex: string): Promise<boolean> {
-    const client = await this.client();
-    const stream = await this.call(() => client.leaseClient.leaseKeepAlive(), { leaseHex: hex });
+  /** A keepalive's answer must come within a quarter of the TTL: time to try the next endpoint. */
+  private async keepAliveRoundTrip(hex: string, ttlSeconds: number): Promise<boolean> {
+    const used = this.preferred;
+    const stream = await this.call(async () => (await this.client()).leaseClient.leaseKeepAlive(), {
+      leaseHex: hex,
+    });
     return new Promise<boolean>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        stream.cancel();
-        reject(unavailable(this.endpoint, 'lease keepalive got no answer', undefined, this.where));
-      }, 5_000);
+      const timer = setTimeout(
+        () => {
+          stream.cancel();
+          this.failedOver(used);
+          reject(unavailable(this.endpoint, 'lease keepalive got no answer', undefined, this.where));
+        },
+        Math.min(5_000, (ttlSeconds * 1000) / 4),
+      );
       stream.on('data', (res) => {
         clearTimeout(timer);
         stream.end();
@@ -406,17 +442,22 @@ export class EtcdStore implements Store {
   }
 
   /**
-   * Run one RPC, retrying transient failures for up to RETRY_BUDGET_MS (each attempt goes to a
-   * random endpoint). A write is repeated only when it surely never reached etcd: repeating a
-   * compare-and-swap that did commit would report it as failed.
+   * Run one RPC on the preferred endpoint (or `host`), retrying transient failures for up to
+   * RETRY_BUDGET_MS; one that went unanswered moves the preferred endpoint on. A write is repeated
+   * only when it surely never reached etcd: repeating a compare-and-swap that did commit would
+   * report it as failed.
    */
   private async call<T>(
     fn: () => Promise<T>,
-    options: { write?: boolean; leaseHex?: string; budgetMs?: number } = {},
+    options: { write?: boolean; leaseHex?: string; budgetMs?: number; host?: number } = {},
   ): Promise<T> {
     const deadline = Date.now() + (options.budgetMs ?? RETRY_BUDGET_MS);
+    // A call that went unanswered is tried once on each other endpoint, past the budget: the
+    // attempt may have spent a whole deadline on a member that hangs.
+    let otherHosts = options.host === undefined ? this.hosts.length - 1 : 0;
     for (let backoff = 50; ; backoff = Math.min(backoff * 2, 500)) {
       let err: unknown;
+      const used = options.host ?? this.preferred;
       try {
         return await fn();
       } catch (raw) {
@@ -424,8 +465,10 @@ export class EtcdStore implements Store {
       }
       const transient = err instanceof Error && isRecoverableError(err) && !isEtcdFull(err.message);
       const unsent = transient && neverSent(err as Error);
+      if (transient) this.failedOver(used);
       const delay = unsent ? 20 : backoff;
-      if (!transient || (options.write && !unsent) || Date.now() + delay > deadline) {
+      const elsewhere = transient && this.preferred !== used && otherHosts-- > 0;
+      if (!transient || (options.write && !unsent) || (Date.now() + delay > deadline && !elsewhere)) {
         if (transient && options.write && !unsent) {
           throw unavailable(
             this.endpoint,
