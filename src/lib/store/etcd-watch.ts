@@ -36,7 +36,8 @@ export class EtcdWatch extends EventEmitter implements Watch {
   private held: IWatchResponse[] | undefined = [];
 
   constructor(
-    private readonly client: Etcd3,
+    /** The client of the store's preferred endpoint, and how to say that endpoint failed. */
+    private readonly endpointClient: () => { etcd: Promise<Etcd3>; failed: () => void },
     private readonly endpoint: string,
     private readonly key: Buffer,
     private readonly rangeEnd: Buffer,
@@ -49,8 +50,8 @@ export class EtcdWatch extends EventEmitter implements Watch {
   }
 
   /**
-   * Resolves once etcd accepted the watch. Unreachable endpoints are retried (each attempt goes to a
-   * random endpoint of the client) until CREATE_TIMEOUT_MS; other failures reject at once (mapped).
+   * Resolves once etcd accepted the watch. Unreachable endpoints are retried (an endpoint that failed
+   * hands over to the next) until CREATE_TIMEOUT_MS; other failures reject at once (mapped).
    */
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -95,8 +96,14 @@ export class EtcdWatch extends EventEmitter implements Watch {
   }
 
   private connect(onCreated?: (err?: unknown) => void): void {
-    this.client.watchClient
-      .watch()
+    const { etcd, failed } = this.endpointClient();
+    // A stream that breaks unasked (its member died, or stopped answering keepalive pings) moves
+    // the store on to the next endpoint: the watch resumes there.
+    const failedIfUnreachable = (err: unknown) => {
+      if (mapEtcdError(err, this.endpoint) instanceof StoreUnavailableError) failed();
+    };
+    etcd
+      .then((client) => client.watchClient.watch())
       .then((stream) => {
         if (this.closed) {
           stream.cancel();
@@ -115,6 +122,7 @@ export class EtcdWatch extends EventEmitter implements Watch {
         });
         const broken = (err: unknown) => {
           if (stream !== this.stream) return;
+          failedIfUnreachable(err);
           this.dropStream();
           if (!created && onCreated) onCreated(err);
           else this.reconnectLater();
@@ -131,6 +139,7 @@ export class EtcdWatch extends EventEmitter implements Watch {
         });
       })
       .catch((err) => {
+        failedIfUnreachable(err);
         if (onCreated) onCreated(err);
         else this.reconnectLater();
       });

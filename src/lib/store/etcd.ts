@@ -140,6 +140,10 @@ export class EtcdStore implements Store {
       // HTTP/2's default 64 KiB window stalls etcd after 64 KiB of a prefetched page until this
       // process, busy decoding the previous one, acknowledges it: 8 MiB lets whole pages arrive.
       'grpc-node.flow_control_window': 8 * 1024 * 1024,
+      // A member that stops answering (frozen, its host gone) fails its streams within 15 s, so a
+      // watch moves on to the next member. etcd refuses pings more often than every 5 s.
+      'grpc.keepalive_time_ms': 10_000,
+      'grpc.keepalive_timeout_ms': 5_000,
     };
     const makeClient = async (host: string) => {
       const [{ Etcd3 }, { noop }] = await Promise.all([import('etcd3'), import('cockatiel')]);
@@ -365,7 +369,11 @@ export class EtcdStore implements Store {
     // An explicit start revision even for "from now", so resuming never depends on the server's header.
     const start = from ?? (await this.revision()) + 1;
     const { key, range_end } = prefixBounds(prefix);
-    const w = new EtcdWatch(await this.client(), this.endpoint, key, range_end, start, (closed) =>
+    const endpointClient = () => {
+      const used = this.preferred;
+      return { etcd: this.client(), failed: () => this.failedOver(used) };
+    };
+    const w = new EtcdWatch(endpointClient, this.endpoint, key, range_end, start, (closed) =>
       this.watches.delete(closed),
     );
     this.watches.add(w);

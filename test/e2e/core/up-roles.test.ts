@@ -233,7 +233,10 @@ describe('storctl up --roles (built CLI)', () => {
       await waitFor(async () => !waiting!.running, { what: 'the second up stopped', timeoutMs: 20_000 });
       expect(await exited).toBe(0);
       // It said why it was waiting, and then that it stopped.
-      expect(waiting.output).toContain('core: waiting for the store lease, which another core holds');
+      // Which core holds it, and when that lease ends unless renewed.
+      expect(waiting.output).toMatch(
+        /core: waiting for the store lease, which core \S+-\d+ holds \(its lease ends in \d+ s unless that core renews it\): another `storctl up` or `daemon core` on this store/,
+      );
       expect(waiting.output).toContain('stopped while starting: core was not ready yet');
       waiting = undefined;
       expect(await isSameProcessAlive(corePid)).toBe(false);

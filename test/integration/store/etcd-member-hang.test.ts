@@ -64,9 +64,12 @@ describe('the etcd store with one of three members frozen', () => {
     }
   }, 120_000);
 
-  it('a member that freezes under an open store costs at most one call, and a lease kept alive survives', async () => {
+  it('a member that freezes under an open store costs at most one call; a lease kept alive and a watch survive', async () => {
     const store = await openStore(cluster.url);
     const lease = await store.grantLease(15);
+    const watch = await store.watch('/hang/');
+    const seen = new Set<string>();
+    watch.on('event', (e) => seen.add(e.type === 'put' ? e.kv.key : e.key));
     try {
       for (const m of cluster.members) {
         await freeze(m);
@@ -78,9 +81,13 @@ describe('the etcd store with one of three members frozen', () => {
               .catch((e: Error) => failed.push(`put: ${e.message}`));
             await store.get(`/hang/${m.name}/${i}`).catch((e: Error) => failed.push(`get: ${e.message}`));
           }
-          // A keepalive (every 5 s) is due while the member is frozen.
+          // The watch delivers what was written while the member is frozen (a keepalive, every
+          // 5 s, is due meanwhile too).
           const renewedBy = Date.now() + 6_000;
-          await waitFor(() => Date.now() > renewedBy, { what: 'a keepalive interval', timeoutMs: 10_000 });
+          await waitFor(() => Date.now() > renewedBy && seen.has(`/hang/${m.name}/3`), {
+            what: `the watch to deliver /hang/${m.name}/3`,
+            timeoutMs: 40_000,
+          });
         } finally {
           thaw(m.pid);
         }
@@ -89,8 +96,9 @@ describe('the etcd store with one of three members frozen', () => {
       }
       expect(await store.leaseTimeToLive(lease.id)).toBeGreaterThan(0);
     } finally {
+      await watch.close();
       await lease.revoke().catch(() => {});
       await store.close();
     }
-  }, 180_000);
+  }, 240_000);
 });
