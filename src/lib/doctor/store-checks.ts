@@ -28,6 +28,7 @@ export type Severity = (typeof severities)[number];
 /** What `doctor store` checks, in the order findings are listed. */
 export const storeChecks = [
   'store-alarm',
+  'store-endpoint',
   'undecodable',
   'pending-operation',
   'missing-pool',
@@ -70,6 +71,8 @@ export interface CheckInput {
   endpoint: string;
   /** etcd's raised alarms (none for the embedded store). */
   alarms: StoreAlarm[];
+  /** Endpoints of the store URL whose member did not answer (etcd), with why. */
+  silentEndpoints: { endpoint: string; error?: string }[];
   now?: number;
 }
 
@@ -113,6 +116,15 @@ export function checkStore(input: CheckInput): StoreFinding[] {
   const out: StoreFinding[] = [];
 
   for (const a of input.alarms) out.push(alarmFinding(a, input.endpoint, scan.revision));
+  for (const e of input.silentEndpoints)
+    out.push({
+      severity: 'warning',
+      check: 'store-endpoint',
+      subject: `endpoint/${e.endpoint}`,
+      problem: `the etcd member at ${e.endpoint} does not answer (${e.error ?? 'no answer'}); the store works on the others, but each member lost takes etcd closer to losing its quorum, and then every write stops`,
+      fix: `look at that member (\`etcdctl --endpoints=${e.endpoint} endpoint status\`, its log and disk): restart it, or replace it (\`etcdctl member remove\` / \`member add\`)`,
+      fixable: false,
+    });
 
   for (const err of scan.errors)
     out.push({

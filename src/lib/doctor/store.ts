@@ -48,6 +48,7 @@ export async function diagnoseStore(
     switchoverGraceMs: opts.switchoverGraceMs,
     endpoint: store.endpoint,
     alarms: (await store.alarms?.()) ?? [],
+    silentEndpoints: ((await store.endpointHealth?.()) ?? []).filter((e) => e.error !== undefined),
   });
   const counts = { error: 0, warning: 0 };
   for (const f of findings) counts[f.severity]++;

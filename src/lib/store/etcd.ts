@@ -342,6 +342,20 @@ export class EtcdStore implements Store {
     }
   }
 
+  async endpointHealth(): Promise<{ endpoint: string; error?: string }[]> {
+    return Promise.all(
+      this.hosts.map(async (h, i) => {
+        const endpoint = h.replace(/^https?:\/\//, '');
+        try {
+          await this.unary('/etcdserverpb.Maintenance/Status', new Uint8Array(), 2_000, i);
+          return { endpoint };
+        } catch (err) {
+          return { endpoint, error: mapEtcdError(err, endpoint).message };
+        }
+      }),
+    );
+  }
+
   async alarms(): Promise<StoreAlarm[]> {
     const res = await this.call(async () =>
       (await this.client()).maintenance.alarm({ action: 'Get', memberID: 0, alarm: 'None' }),

@@ -193,6 +193,8 @@ export interface Store {
    * members' data differ). While one is raised etcd refuses every write.
    */
   alarms?(): Promise<StoreAlarm[]>;
+  /** etcd only: each endpoint of the store URL, and whether its member answers now. */
+  endpointHealth?(): Promise<{ endpoint: string; error?: string }[]>;
 
   close(): Promise<void>;
 }

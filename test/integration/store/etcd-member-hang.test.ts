@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../../src/lib/store/open.js';
 import { type EtcdCluster, startEtcdCluster } from '../../helpers/etcd.js';
+import { runStorctl } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /**
@@ -59,6 +60,12 @@ describe('the etcd store with one of three members frozen', () => {
           await store.close();
         }
       }
+      // doctor store says which member does not answer, as a warning: the store still works.
+      const doctor = await runStorctl(['doctor', 'store', '--store', cluster.url, '--cluster-id', 'hang']);
+      expect(doctor.code, doctor.stderr).toBe(10);
+      const at = frozen.clientUrl.slice('http://'.length);
+      expect(doctor.stdout).toContain(`warning store-endpoint  endpoint/${at}`);
+      expect(doctor.stdout).toContain(`the etcd member at ${at} does not answer`);
     } finally {
       thaw(frozen.pid);
     }
