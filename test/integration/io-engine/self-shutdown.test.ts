@@ -37,21 +37,35 @@ describe('a nexus that cannot record a child fault shuts itself down', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('stops serving instead of running on with a stale NexusInfo', async () => {
-    await a.client.createPool({ name: 'pa', capacity: 64 * MiB });
-    await b.client.createPool({ name: 'pb', capacity: 64 * MiB });
-    const local = await a.client.createReplica({ uuid: randomUUID(), pool: 'pa', size: 8 * MiB, thin: true });
-    const remote = await b.client.createReplica({
+  /**
+   * A published nexus on `a` over a replica of pool `pools[0]` there and one of `pools[1]` on
+   * `remote`, its first MiB written with `pattern`.
+   */
+  async function mirrored(remote: RunningEngine, pools: [string, string], pattern: string) {
+    await a.client.createPool({ name: pools[0], capacity: 64 * MiB });
+    await remote.client.createPool({ name: pools[1], capacity: 64 * MiB });
+    const local = await a.client.createReplica({
       uuid: randomUUID(),
-      pool: 'pb',
+      pool: pools[0],
+      size: 8 * MiB,
+      thin: true,
+    });
+    const other = await remote.client.createReplica({
+      uuid: randomUUID(),
+      pool: pools[1],
       size: 8 * MiB,
       thin: true,
       share: 'nbd',
     });
     const uuid = randomUUID();
-    const created = await a.client.createNexus({ uuid, size: 8 * MiB, children: [local.uri, remote.uri] });
+    const created = await a.client.createNexus({ uuid, size: 8 * MiB, children: [local.uri, other.uri] });
     const target = (await a.client.publishNexus(uuid)).deviceUri;
-    await qemuIo(target, ['write -P 0x21 0 1M']);
+    await qemuIo(target, [`write -P ${pattern} 0 1M`]);
+    return { local, remote: other, uuid, created, target };
+  }
+
+  it('stops serving instead of running on with a stale NexusInfo', async () => {
+    const { local, remote, uuid, created, target } = await mirrored(b, ['pa', 'pb'], '0x21');
 
     // The store refuses writes (another process holds the write lock) while a child dies.
     lock = new Database(join(dir, 'store.db'));
@@ -86,25 +100,7 @@ describe('a nexus that cannot record a child fault shuts itself down', () => {
   it('a fault found while a write is in flight: the write fails, the export goes, the local replica is free for the next target', async () => {
     const c = await startEngine(dir, 'node-c');
     try {
-      await a.client.createPool({ name: 'pa2', capacity: 64 * MiB });
-      await c.client.createPool({ name: 'pc', capacity: 64 * MiB });
-      const local = await a.client.createReplica({
-        uuid: randomUUID(),
-        pool: 'pa2',
-        size: 8 * MiB,
-        thin: true,
-      });
-      const remote = await c.client.createReplica({
-        uuid: randomUUID(),
-        pool: 'pc',
-        size: 8 * MiB,
-        thin: true,
-        share: 'nbd',
-      });
-      const uuid = randomUUID();
-      await a.client.createNexus({ uuid, size: 8 * MiB, children: [local.uri, remote.uri] });
-      const target = (await a.client.publishNexus(uuid)).deviceUri;
-      await qemuIo(target, ['write -P 0x31 0 1M']);
+      const { local, uuid, target } = await mirrored(c, ['pa2', 'pc'], '0x31');
 
       lock = new Database(join(dir, 'store.db'));
       lock.exec('BEGIN EXCLUSIVE');
