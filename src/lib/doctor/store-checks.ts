@@ -18,6 +18,7 @@ import {
   specStatusName,
   switchOverStageName,
 } from '../specs/index.js';
+import { etcdHosts } from '../store/etcd-errors.js';
 import { parseKey } from '../store/keys.js';
 import type { StoreAlarm } from '../store/types.js';
 import { ageOfRevision, type ScannedRecord, type StoreScan } from './store-scan.js';
@@ -81,7 +82,7 @@ const START_CORE =
 
 /** An etcd alarm: every write is refused until it is dealt with and disarmed. */
 function alarmFinding(a: StoreAlarm, endpoint: string, revision: number): StoreFinding {
-  const ctl = `etcdctl --endpoints=${endpoint.replace(/^etcd(\+https)?:\/\//, '')}`;
+  const ctl = `etcdctl --endpoints=${etcdHosts(endpoint)}`;
   const refuses =
     'etcd refuses every write: core cannot create, publish, scale or delete, a nexus that loses a child shuts down, and a core that restarts cannot start';
   const known: Record<string, { problem: string; fix: string }> = {

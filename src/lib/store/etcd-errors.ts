@@ -18,6 +18,9 @@ import {
   UsageError,
 } from '../errors.js';
 
+/** `etcd://h1:p,h2:p` (or etcd+https://…) → `h1:p,h2:p`, as etcdctl's --endpoints takes them. */
+export const etcdHosts = (endpoint: string) => endpoint.replace(/^etcd(\+https)?:\/\//, '');
+
 /**
  * etcd3 errors as storctl errors: nothing above the store ever sees an etcd3 or gRPC class.
  * `leaseHex` names the lease when the call involved one.
@@ -27,7 +30,7 @@ export function mapEtcdError(raw: unknown, endpoint: string, leaseHex?: string):
   // Stream errors arrive as plain grpc-js errors (with a status code); give them etcd3's types.
   const err = raw instanceof Error && raw.constructor === Error ? castGrpcError(raw) : raw;
   const message = err instanceof Error ? err.message : String(err);
-  const where = endpoint.replace(/^etcd(\+https)?:\/\//, '');
+  const where = etcdHosts(endpoint);
   if (err instanceof EtcdLeaseInvalidError || message.includes('requested lease not found')) {
     return new NotFoundError('lease', leaseHex ?? 'unknown', {
       suggestions: ['the lease expired or was revoked; grant a new one'],
@@ -74,11 +77,7 @@ export function mapEtcdError(raw: unknown, endpoint: string, leaseHex?: string):
 export const isEtcdFull = (message: string) => message.includes('mvcc: database space exceeded');
 
 /** etcd refuses writes until its space quota has room again and the alarm is disarmed. */
-export function etcdFull(
-  endpoint: string,
-  cause: unknown,
-  where = endpoint.replace(/^etcd(\+https)?:\/\//, ''),
-) {
+export function etcdFull(endpoint: string, cause: unknown, where = etcdHosts(endpoint)) {
   const ctl = `etcdctl --endpoints=${where}`;
   return new StoreFullError(
     endpoint,
@@ -97,7 +96,7 @@ export function unavailable(
   endpoint: string,
   detail: string,
   cause: unknown,
-  where = endpoint.replace(/^etcd(\+https)?:\/\//, ''),
+  where = etcdHosts(endpoint),
 ): StoreUnavailableError {
   return new StoreUnavailableError(endpoint, detail, {
     suggestions: [

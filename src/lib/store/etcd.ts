@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { castGrpcError, isRecoverableError } from 'etcd3/lib/errors.js';
 import { StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
-import { isEtcdFull, mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
+import { etcdHosts, isEtcdFull, mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
 import { decodeRangeResponse, encodeRangeRequest, summarizeRangeResponse } from './etcd-range-codec.js';
 import {
   leaseToDecimal,
@@ -88,7 +88,7 @@ export class EtcdStore implements Store {
 
   /** The endpoints as host:port list, for messages. */
   get where(): string {
-    return this.endpoint.replace(/^etcd(\+https)?:\/\//, '');
+    return etcdHosts(this.endpoint);
   }
 
   /** The preferred endpoint's etcd3 client. */
