@@ -435,7 +435,10 @@ export class EtcdStore implements Store {
     }
   }
 
-  /** A keepalive's answer must come within a quarter of the TTL: time to try the next endpoint. */
+  /**
+   * A keepalive's answer must come within a quarter of the TTL (1.5-5 s): time to try the next
+   * endpoint, and not so short that a busy machine's late answer counts as none.
+   */
   private async keepAliveRoundTrip(hex: string, ttlSeconds: number): Promise<boolean> {
     const used = this.preferred;
     const stream = await this.call(async () => (await this.client()).leaseClient.leaseKeepAlive(), {
@@ -448,7 +451,7 @@ export class EtcdStore implements Store {
           this.failedOver(used);
           reject(unavailable(this.endpoint, 'lease keepalive got no answer', undefined, this.where));
         },
-        Math.min(5_000, (ttlSeconds * 1000) / 4),
+        Math.max(1_500, Math.min(5_000, (ttlSeconds * 1000) / 4)),
       );
       stream.on('data', (res) => {
         clearTimeout(timer);
