@@ -48,7 +48,7 @@ export const reconcileDuration = new client.Histogram({
 
 export const storeTxnDuration = new client.Histogram({
   name: 'storctl_store_txn_duration_seconds',
-  help: 'store write latency (each a transaction), by backend (etcd, embedded), op (txn, put, delete) and outcome (succeeded, failed compare, error)',
+  help: 'store write latency (each a transaction), by backend (etcd, embedded), op (txn, put, delete) and outcome (succeeded, failed compare, full: refused by a full store, error)',
   labelNames: ['backend', 'op', 'outcome'] as const,
   buckets: LATENCY_BUCKETS,
   registers,

@@ -1,3 +1,4 @@
+import { StoreFullError } from '../errors.js';
 import type { Store } from '../store/types.js';
 import { storeTxnDuration } from './catalog.js';
 
@@ -28,7 +29,8 @@ export function meterStore<S extends Store>(store: S): S {
           return r;
         },
         (err) => {
-          end({ outcome: 'error' });
+          // A full store (etcd's NOSPACE) refuses every write until an operator acts: its own outcome.
+          end({ outcome: err instanceof StoreFullError ? 'full' : 'error' });
           throw err;
         },
       );

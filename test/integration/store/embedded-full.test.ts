@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreFullError } from '../../../src/lib/errors.js';
+import { registry } from '../../../src/lib/metrics/registry.js';
+import { meterStore } from '../../../src/lib/metrics/store.js';
 import { EmbeddedStore } from '../../../src/lib/store/embedded.js';
 
 /**
@@ -25,7 +27,7 @@ describe('the embedded store on a full disk', () => {
     // Room the test frees later, as an operator deleting a log would.
     const filler = join(dir, 'filler');
     writeFileSync(filler, Buffer.alloc(1 << 20));
-    const store = EmbeddedStore.open(join(dir, 'store.db'));
+    const store = meterStore(EmbeddedStore.open(join(dir, 'store.db')));
     try {
       const value = 'v'.repeat(64 << 10);
       let stored = 0;
@@ -46,6 +48,10 @@ describe('the embedded store on a full disk', () => {
         `free space on the disk that holds ${join(dir, 'store.db')} (\`df -h\`), then retry`,
       ]);
       expect(stored).toBeGreaterThan(10);
+      // A daemon's metrics count it apart from other errors, for an alert.
+      expect(await registry.getSingleMetricAsString('storctl_store_txn_duration_seconds')).toMatch(
+        /^storctl_store_txn_duration_seconds_count\{backend="embedded",op="put",outcome="full"\} 1$/m,
+      );
       // Nothing of the refused write; everything before it.
       const { kvs } = await store.range('/k/');
       expect(kvs.length).toBe(stored);
