@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { castGrpcError, isRecoverableError } from 'etcd3/lib/errors.js';
-import { StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
+import { plainGrpcDetail, StorctlError, StoreUnavailableError, UsageError } from '../errors.js';
 import { etcdHosts, isEtcdFull, mapEtcdError, shortGrpc, unavailable } from './etcd-errors.js';
 import { decodeRangeResponse, encodeRangeRequest, summarizeRangeResponse } from './etcd-range-codec.js';
 import {
@@ -350,7 +350,7 @@ export class EtcdStore implements Store {
           await this.unary('/etcdserverpb.Maintenance/Status', new Uint8Array(), 2_000, i);
           return { endpoint };
         } catch (err) {
-          return { endpoint, error: mapEtcdError(err, endpoint).message };
+          return { endpoint, error: plainGrpcDetail(shortGrpc((err as Error).message)) };
         }
       }),
     );

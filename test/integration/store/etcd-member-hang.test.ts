@@ -65,7 +65,9 @@ describe('the etcd store with one of three members frozen', () => {
       expect(doctor.code, doctor.stderr).toBe(10);
       const at = frozen.clientUrl.slice('http://'.length);
       expect(doctor.stdout).toContain(`warning store-endpoint  endpoint/${at}`);
-      expect(doctor.stdout).toContain(`the etcd member at ${at} does not answer`);
+      expect(doctor.stdout).toContain(
+        `the etcd member at ${at} does not answer (no answer within 2 s (deadline exceeded));`,
+      );
     } finally {
       thaw(frozen.pid);
     }
