@@ -90,13 +90,21 @@ describe('the etcd store with one of three members frozen', () => {
               .catch((e: Error) => failed.push(`put: ${e.message}`));
             await store.get(`/hang/${m.name}/${i}`).catch((e: Error) => failed.push(`get: ${e.message}`));
           }
-          // The watch delivers what was written while the member is frozen (a keepalive, every
-          // 5 s, is due meanwhile too).
-          const renewedBy = Date.now() + 6_000;
-          await waitFor(() => Date.now() > renewedBy && seen.has(`/hang/${m.name}/3`), {
-            what: `the watch to deliver /hang/${m.name}/3`,
-            timeoutMs: 40_000,
-          });
+          // The watch delivers what was written while the member is frozen, and the lease is
+          // renewed meanwhile (every 5 s): its time to live is seen to run down, then back up.
+          let ranDown = false;
+          await waitFor(
+            async () => {
+              const ttl = await store.leaseTimeToLive(lease.id);
+              ranDown ||= ttl <= 11;
+              return ranDown && ttl >= 14 && seen.has(`/hang/${m.name}/3`);
+            },
+            {
+              what: `a renewal of the lease and /hang/${m.name}/3 watched`,
+              timeoutMs: 40_000,
+              intervalMs: 200,
+            },
+          );
         } finally {
           thaw(m.pid);
         }
