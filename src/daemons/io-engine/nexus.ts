@@ -505,9 +505,11 @@ export class Nexus implements BlockBackend {
 
   /** The nexus grew: logged children lack the new range. */
   grewTo(size: number): void {
-    for (const c of this.children) c.rebuildMap?.grow(size);
+    for (const c of this.children) {
+      c.rebuildMap?.grow(size);
+      c.unflushedCopies?.grow(size);
+    }
     for (const w of [this.unflushed, ...this.flushing]) w.grow(size);
-    for (const c of this.children) c.unflushedCopies?.grow(size);
   }
 
   startRebuild(child: NexusChild): void {

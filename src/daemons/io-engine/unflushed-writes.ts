@@ -23,9 +23,7 @@ export class UnflushedWrites {
     }
     this.ranges.push(offset, length);
     if (this.ranges.length < 2 * LIST_LIMIT) return;
-    const map = new RebuildMap(this.size);
-    this.eachRange((o, l) => map.mark(o, l));
-    this.map = map;
+    this.map = this.bitmap(this.size);
     this.ranges = [];
   }
 
@@ -40,13 +38,20 @@ export class UnflushedWrites {
       fn(run[0] * MAP_SEGMENT, (run[1] - run[0]) * MAP_SEGMENT);
   }
 
-  /** The nexus grew: later writes may lie beyond the old size. */
+  /**
+   * The nexus grew: later writes may lie beyond the old size. (Not RebuildMap.grow, which marks the
+   * new range: nothing was written there yet.)
+   */
   grow(size: number): void {
     if (size <= this.size) return;
     this.size = size;
-    if (!this.map) return;
-    const grown = new RebuildMap(size);
-    this.eachRange((o, l) => grown.mark(o, l));
-    this.map = grown;
+    if (this.map) this.map = this.bitmap(size);
+  }
+
+  /** A bitmap of `size` bytes holding every range marked so far. */
+  private bitmap(size: number): RebuildMap {
+    const map = new RebuildMap(size);
+    this.eachRange((o, l) => map.mark(o, l));
+    return map;
   }
 }

@@ -344,8 +344,7 @@ export class EtcdStore implements Store {
 
   async endpointHealth(): Promise<{ endpoint: string; error?: string }[]> {
     return Promise.all(
-      this.hosts.map(async (h, i) => {
-        const endpoint = h.replace(/^https?:\/\//, '');
+      this.where.split(',').map(async (endpoint, i) => {
         try {
           await this.unary('/etcdserverpb.Maintenance/Status', new Uint8Array(), 2_000, i);
           return { endpoint };

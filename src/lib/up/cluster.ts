@@ -467,11 +467,12 @@ export async function releaseLeasesOf(
     }
   } catch (err) {
     // The store is down: tried again before the next start (the lease may expire meanwhile).
-    if (err instanceof StoreUnavailableError) return said.join('\n') || null;
-    instances.clear();
-    said.push(
-      `core: could not release the store lease of the core that exited (${(err as Error).message}); the next one takes over once it expires`,
-    );
+    if (!(err instanceof StoreUnavailableError)) {
+      instances.clear();
+      said.push(
+        `core: could not release the store lease of the core that exited (${(err as Error).message}); the next one takes over once it expires`,
+      );
+    }
   }
   return said.join('\n') || null;
 }

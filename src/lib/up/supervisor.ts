@@ -6,11 +6,6 @@ import type { RoleLog } from './role-log.js';
 /** Lines of a role's output kept for its failure message: a Node.js crash's stack trace fits. */
 const TAIL_LINES = 40;
 
-/**
- * One `storctl daemon <role>` child of `storctl up`: its output goes to the role's log (one per
- * role, kept across its restarts), the first JSON line whose `msg` matches `readyMsg` is its ready
- * report, and it is stopped by PID only.
- */
 /** What `up` says when a role logs a message: fixed words, or words made from the log record. */
 export type Announcement = string | ((record: Record<string, unknown>) => string);
 
@@ -24,6 +19,11 @@ function logRecord(line: string): Record<string, unknown> {
   }
 }
 
+/**
+ * One `storctl daemon <role>` child of `storctl up`: its output goes to the role's log (one per
+ * role, kept across its restarts), the first JSON line whose `msg` matches `readyMsg` is its ready
+ * report, and it is stopped by PID only.
+ */
 export class RoleProcess {
   readonly child: ChildProcess;
   private readonly exited: Promise<number | null>;
@@ -85,7 +85,7 @@ export class RoleProcess {
           // ...and written to the log file the message names.
           .then(() => this.log.flushed())
           .then(() => {
-            const why = exitReason(this.tail);
+            const why = this.reason;
             reject(
               new Error(
                 `${name} exited (${signal ?? `code ${code}`}) before it was ready${why ? ` (${why})` : ''}; see ${log.file}`,
