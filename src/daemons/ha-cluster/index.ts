@@ -231,6 +231,7 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
       space: config.keySpace,
       config,
       log,
+      agentEndpoint: (node) => agents.get(node),
     });
     const resumed = await eng.resume();
     engine = eng;

@@ -80,6 +80,8 @@ export class SwitchoverEngine {
       space: KeySpace;
       config: SwitchoverConfig;
       log: Logger;
+      /** Where a node's agent answers now (it registers again on a new port after a restart). */
+      agentEndpoint: (node: string) => string | undefined;
     },
   ) {
     this.slots = new Slots(o.config.workers);
@@ -377,14 +379,17 @@ export class SwitchoverEngine {
     const spec = e.rec.spec;
     if (!spec.new_path) throw new Error('no new target recorded; RepublishVolume must run first');
     if (!spec.callback_uri) return; // no node agent watches this volume's path: nothing to re-point
-    const node = new HaNodeClient(spec.callback_uri);
+    // The agent that reported the path may have restarted since, on another port: ask the one the
+    // node registered last (the recorded address is only a fallback, e.g. after our own restart).
+    const endpoint = (spec.node_name && this.o.agentEndpoint(spec.node_name)) || spec.callback_uri;
+    const node = new HaNodeClient(endpoint);
     try {
       await node.replacePath(spec.volume, spec.new_path, spec.publish_context ?? {});
     } catch (err) {
       const code = (err as { code?: number }).code;
       // The volume is not attached on that node any more: there is no path to re-point.
       if (code === status.FAILED_PRECONDITION) return;
-      throw new Error(`ReplacePath on ${spec.callback_uri}: ${(err as Error).message}`);
+      throw new Error(`ReplacePath on ${endpoint}: ${(err as Error).message}`);
     } finally {
       node.close();
     }

@@ -6,7 +6,7 @@ import { NbdClient } from '../../../src/lib/nbd/client.js';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import type { Backend, TestCluster } from '../core/cluster.js';
-import { HaRig, PAUSABLE_CORE_FLAGS, type PublishedVolume } from './fixture.js';
+import { HaRig, PAUSABLE_CORE_FLAGS, type PublishedVolume, startHaNode } from './fixture.js';
 import { BLOCK, blockOf, DurableWriter } from './writer.js';
 
 const MiB = 1024 * 1024;
@@ -227,6 +227,55 @@ describe.each<Backend>(['embedded', 'etcd'])(
       expect(w.errors).toEqual([]);
       expect((await w.verify()).bad).toEqual([]);
       expect(blockOf(0).length).toBe(BLOCK);
+    });
+
+    it('the ha-node that reported the path restarts on another port mid-switchover: the path is re-pointed through the new one', {
+      timeout: 120_000,
+    }, async () => {
+      const vol = await published('node-1');
+      const writer = new DurableWriter(join(await stage(vol), 'data.bin'));
+      writer.start();
+      await waitFor(() => writer.acked >= 10 || writer.errors.length > 0, { what: 'the writer under way' });
+      const core = cluster.cores[cluster.cores.length - 1];
+      const reporter = new HaClusterClient(ha.endpoint);
+      // RepublishVolume cannot finish while core is paused: meanwhile the reporting agent restarts.
+      process.kill(core.pid, 'SIGSTOP');
+      try {
+        const answer = await reporter.report('csi-node-1', haNode.endpoint, [
+          { volume_id: vol.id, target_uri: vol.uri, reason: 'test' },
+        ]);
+        expect(answer.statuses).toEqual([]);
+        const old = haNode;
+        await old.proc.kill('SIGKILL');
+        haNode = rig.haNode = await startHaNode(cluster, {
+          node: 'csi-node-1',
+          clusters: [ha.endpoint],
+          csiNode: String(rig.node.ready.fsEndpoint),
+        });
+        expect(haNode.endpoint).not.toBe(old.endpoint);
+        await waitFor(() => haNode.proc.output.includes('registered with ha-cluster'), {
+          what: 'the new ha-node registered',
+        });
+      } finally {
+        reporter.close();
+        process.kill(core.pid, 'SIGCONT');
+      }
+      await waitFor(
+        async () => (await stageInStore(vol.id)) === null || (await stageInStore(vol.id)) === 'Errored',
+        {
+          what: 'the switchover to end',
+          timeoutMs: 60_000,
+        },
+      );
+      expect(await events('SwitchOverFailed', vol.id)).toEqual([]);
+      expect(await events('SwitchOverCompleted', vol.id)).toHaveLength(1);
+      const after = writer.acked;
+      await waitFor(() => writer.acked >= after + 10 || writer.errors.length > 0, {
+        what: 'writes to go on',
+      });
+      await writer.stop();
+      expect(writer.errors).toEqual([]);
+      expect((await writer.verify()).bad).toEqual([]);
     });
 
     it('50 volumes reported at once, in duplicate and concurrent reports, each switch over exactly once', {
