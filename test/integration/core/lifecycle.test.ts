@@ -296,27 +296,28 @@ for (const backend of ['embedded', 'etcd'] as Backend[]) {
       const id = newVolumeId();
       const v = await cluster.rest.createVolume(id, {
         size: 16 * MiB,
-        replicas: 3,
+        replicas: 2,
         thin: true,
         policy: { self_heal: false },
       });
       const nodes = Object.values(v.state.replica_topology).map((r) => r.node!);
-      // Freeze one replica's io-engine: it still looks alive (its liveness lease has not expired) but
-      // cannot share its replica, so building the nexus on another node fails half-way.
-      const frozen = cluster.engine(nodes[2]);
-      frozen.proc.child.kill('SIGSTOP');
+      const elsewhere = cluster.engines.map((e) => e.node).find((n) => !nodes.includes(n))!;
+      // Freeze both replicas' io-engines: they still look alive (their liveness leases have not
+      // expired) but cannot share their replicas, so a nexus on the third node has no child.
+      const frozen = nodes.map((n) => cluster.engine(n));
+      for (const f of frozen) f.proc.child.kill('SIGSTOP');
       try {
         const err = await cluster.rest
           .call<never>('PUT', `/volumes/${id}/target`, {
             protocol: 'nbd',
             publish_context: {},
-            node: nodes[0],
+            node: elsewhere,
           })
           .catch((e: RestError) => e);
         expect(err).toBeInstanceOf(RestError);
         expect(err.message).toMatch(/the nexus was destroyed again/);
       } finally {
-        frozen.proc.child.kill('SIGCONT');
+        for (const f of frozen) f.proc.child.kill('SIGCONT');
       }
       const after = await cluster.rest.getVolume(id);
       expect(after.spec.target).toBeUndefined();

@@ -112,8 +112,10 @@ export function newNexusSpec(volume: VolumeSpec, node: string, uuid = randomUUID
 
 /**
  * Create the nexus on its node from the given replicas and share it over `protocol` (null: not
- * shared, as an unshared volume's target is recreated). On any failure the nexus is destroyed again
- * (rollback) and the error says what failed.
+ * shared, as an unshared volume's target is recreated). A replica whose node cannot share it (its
+ * io-engine died since core last saw it) is left out, as Mayastor's core does: the nexus serves from
+ * the others, and the next heal rebuilds it; only when no replica can be shared does the build fail.
+ * On any failure the nexus is destroyed again (rollback) and the error says what failed.
  */
 export async function buildAndShareNexus(
   ctx: CoreContext,
@@ -123,9 +125,11 @@ export async function buildAndShareNexus(
   protocol: string | null,
 ): Promise<{ state: NexusState; uri: string; children: NexusChild[] }> {
   const engine = ctx.engines.get(nexus.node);
+  const shared = await Promise.allSettled(replicas.map((r) => childUri(ctx, r, nexus.node)));
   const children: NexusChild[] = [];
-  for (const r of replicas)
-    children.push({ Replica: { uuid: r.uuid, share_uri: await childUri(ctx, r, nexus.node) } });
+  for (const [i, s] of shared.entries())
+    if (s.status === 'fulfilled') children.push({ Replica: { uuid: replicas[i].uuid, share_uri: s.value } });
+  if (children.length === 0) throw (shared[0] as PromiseRejectedResult).reason;
   const uris = children.map((c) => ('Replica' in c ? c.Replica.share_uri : c.Uri));
   const state = await engine.createNexus({
     uuid: nexus.uuid,

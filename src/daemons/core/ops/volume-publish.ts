@@ -2,7 +2,7 @@ import { isCreated, newTargetConfig, type VolumeSpec } from '../../../lib/specs/
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { PublishVolumeBody } from '../rest/validate.js';
-import { chooseTargetNode } from '../scheduler.js';
+import { chooseTargetNode, type NodeView } from '../scheduler.js';
 import { dirty, HUNG_ENGINE_WAIT_MS, SvcError, toSvcError, withDeadline } from '../svc-error.js';
 import { fenceNexus } from './fence.js';
 import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
@@ -142,20 +142,50 @@ async function publishOn(
  * bounded: the fence keeps the old nexus from serving, and the nexus garbage collector destroys it
  * once its node answers again), fence it, and publish on the new node. The node is chosen (a
  * requested one checked) while the old target still serves: a refusal (an unknown or offline node,
- * none usable) leaves the volume published where it was instead of without a target.
+ * none usable) leaves the volume published where it was instead of without a target. Once the old
+ * target is down, a node that fails to build the new one (its io-engine died since it was chosen) is
+ * not the end: the next usable node is tried, the old node last, so the volume is never left without
+ * a target while any node can host one (HA gives up on a volume that is not published).
  */
 async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolumeBody): Promise<VolumeSpec> {
+  const { registry } = ctx;
   const old = volume.target!;
-  const replicaNodes = ctx.registry.volumeReplicas(volume.uuid).map((r) => ctx.registry.replicaNode(r) ?? '');
-  const node = chooseTargetNode(
-    ctx.registry.nodeViews(),
-    replicaNodes.filter((n) => ctx.registry.isOnline(n)),
+  const onlineReplicaNodes = () =>
+    registry
+      .volumeReplicas(volume.uuid)
+      .map((r) => registry.replicaNode(r) ?? '')
+      .filter((n) => registry.isOnline(n));
+  let node = chooseTargetNode(
+    registry.nodeViews(),
+    onlineReplicaNodes(),
     body.node,
     body.node ? [] : [old.node],
   );
   await teardownTarget(ctx, volume, true, HUNG_ENGINE_WAIT_MS);
   await fenceNexus(ctx, volume.uuid, old.nexus);
-  return publishOn(ctx, ctx.registry.volume(volume.uuid), node, { ...body, republish: false });
+  const failed: string[] = [];
+  for (;;) {
+    try {
+      return await publishOn(ctx, registry.volume(volume.uuid), node, { ...body, republish: false });
+    } catch (err) {
+      failed.push(node);
+      // A store failure leaves nothing another node could fix.
+      if (toSvcError(err).kind === 'FailedPersist' || registry.volume(volume.uuid).operation) throw err;
+      const next = nextTargetNode(registry.nodeViews(), onlineReplicaNodes(), [...failed, old.node]);
+      const fallback =
+        next ?? (registry.isOnline(old.node) && !failed.includes(old.node) ? old.node : undefined);
+      if (!fallback) throw err;
+      node = fallback;
+    }
+  }
+}
+
+function nextTargetNode(nodes: NodeView[], replicaNodes: string[], avoid: string[]): string | undefined {
+  try {
+    return chooseTargetNode(nodes, replicaNodes, undefined, avoid);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Unpublish: destroy the nexus (its node must be online unless `force`), keep the target config inactive. */
