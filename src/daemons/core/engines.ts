@@ -14,6 +14,9 @@ const POOL_CHANGING = new Set<string | symbol>([
   'createSnapshotClone',
 ]);
 
+/** How long a replaced io-engine client stays usable by the operations that still hold it. */
+export const RETIRED_CLIENT_GRACE_MS = 60_000;
+
 /** One gRPC client per online io-engine, made from the endpoint its liveness key advertises. */
 export class Engines {
   private clients = new Map<string, { endpoint: string; startedAt: string | null; api: EngineApi }>();
@@ -35,7 +38,9 @@ export class Engines {
     // be backing off from the calls that failed while the process was gone.
     const have = this.clients.get(node);
     if (have && have.endpoint === live.grpcEndpoint && have.startedAt === live.startedAt) return have.api;
-    have?.api.close();
+    // Closed later, not now: an operation holding the old client between its calls (a create's
+    // replicas, a nexus's children) would get "Channel has been shut down" for its next one.
+    if (have) setTimeout(() => have.api.close(), RETIRED_CLIENT_GRACE_MS).unref();
     const api = this.withPoolRefresh(node, this.factory(node, live.grpcEndpoint));
     this.clients.set(node, { endpoint: live.grpcEndpoint, startedAt: live.startedAt, api });
     return api;
