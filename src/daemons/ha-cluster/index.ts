@@ -87,7 +87,9 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
               throw new GrpcError(grpc.status.NOT_FOUND, `volume ${volume} not found`);
             throw new GrpcError(grpc.status.UNAVAILABLE, `core: ${(err as Error).message}`);
           });
-          const target = servedTarget(v);
+          // Published, even when its target is not served now (its io-engine restarted without it):
+          // moving it is then what helps.
+          const target = v.spec.target ? v.state.target : undefined;
           if (!target)
             throw new GrpcError(
               grpc.status.FAILED_PRECONDITION,

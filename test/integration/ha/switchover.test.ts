@@ -109,6 +109,30 @@ describe.each<Backend>(['embedded', 'etcd'])(
       await reader.close();
     });
 
+    it('an operator moves a target that is not served (its io-engine died) like any other', {
+      timeout: 120_000,
+    }, async () => {
+      const vol = await published('node-2');
+      const engine = cluster.engine('node-2');
+      await engine.proc.kill('SIGKILL');
+      try {
+        await cluster.volumeWhere(vol.id, (v) => v.state.target?.deviceUri === '', {
+          what: 'the target no longer served',
+        });
+        const r = await cli(['switchover', '--volume', vol.id, '--wait', '-o', 'json']);
+        expect(r.stderr).not.toContain('is not published');
+        expect(r.code).toBe(0);
+        expect(JSON.parse(r.stdout)).toMatchObject({ stage: 'Successful', done: true, failed: false });
+      } finally {
+        await cluster.startEngine('node-2', { grpc: engine.grpc, nbd: engine.nbd });
+      }
+      const target = await targetOf(vol.id);
+      expect(target?.node).not.toBe('node-2');
+      const reader = await NbdClient.connect(target!.deviceUri);
+      await reader.read(Buffer.alloc(BLOCK), 0);
+      await reader.close();
+    });
+
     it('split brain: a stalled io-engine whose target moved refuses I/O when it resumes; the new target is the only truth', {
       timeout: 120_000,
     }, async () => {
