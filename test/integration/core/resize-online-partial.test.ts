@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
 import type { RestError } from '../../../src/lib/rest/errors.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, coreFlags, newVolumeId, POOL_CAPACITY, TestCluster } from './cluster.js';
@@ -110,6 +111,40 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       await qemuIo(uri, 'write -P 0x5e 30M 2M');
       await qemuIo(uri, 'read -P 0x3c 0 8M', 'read -P 0x4d 15M 1M', 'read -P 0x5e 30M 2M');
     }, 120_000);
+
+    it('a replica its io-engine no longer has fails a resize and a publish as Unavailable, not as a volume NotFound', async () => {
+      // Core does not poll meanwhile: it still counts the replica the io-engine lost.
+      cluster = await TestCluster.start({
+        backend,
+        engines: 2,
+        coreFlags: coreFlags({ '--cache-period': '1h' }),
+      });
+      const c = cluster;
+      const id = newVolumeId();
+      const v = await c.rest.createVolume(id, {
+        size: 16 * MiB,
+        replicas: 2,
+        thin: true,
+        policy: { self_heal: false },
+      });
+      const [lost] = Object.entries(v.state.replica_topology).find(([, r]) => r.node === 'node-2')!;
+      const engine = new IoEngineClient(c.engine('node-2').grpc);
+      try {
+        await engine.destroyReplica(lost);
+      } finally {
+        engine.close();
+      }
+      const failed = (await c.rest.resizeVolume(id, 32 * MiB).catch((e: RestError) => e)) as RestError;
+      expect(failed.kind).toBe('Unavailable');
+      expect(failed.message).toContain(lost);
+      expect((await c.rest.getVolume(id)).spec.size).toBe(16 * MiB);
+      // A target on that node cannot open the replica either: Unavailable too.
+      const publish = (await c.rest
+        .publishVolume(id, { protocol: 'nbd', publish_context: {}, node: 'node-2' })
+        .catch((e: RestError) => e)) as RestError;
+      expect(publish.kind).toBe('Unavailable');
+      expect(publish.message).toContain(lost);
+    });
 
     /** Two nodes, one with a 40 MiB pool, and a 16 MiB volume with a replica on each. */
     const onSmallPool = async (thin: boolean) => {

@@ -102,8 +102,10 @@ async function publishOn(
         ],
       },
     );
+    // An io-engine without one of the volume's replicas (restarted, its pool not imported yet) is not
+    // a missing volume: NotFound would end an HA switchover for good and tell CSI the volume is gone.
     throw new SvcError(
-      why.kind,
+      why.kind === 'NotFound' ? 'Unavailable' : why.kind,
       `publish of volume '${volume.uuid}' on node '${node}' failed: ${why.message}; the nexus was destroyed again`,
       why.details,
     );

@@ -438,10 +438,16 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
           events: grown.length ? [makeEvent('volume', uuid, 'ResizeIncomplete', incomplete)] : [],
         },
       );
-      if (!grown.length) throw err;
-      // The caller hears what the event says: the volume is left part grown, and how to finish.
       const failed = toSvcError(err);
-      throw new SvcError(failed.kind, `${failed.message}; ${incomplete}`, failed.details);
+      // An io-engine without one of the volume's replicas (restarted, its pool not imported yet) is
+      // not a missing volume: answering NotFound would tell a CSI resizer the volume is gone.
+      const kind = failed.kind === 'NotFound' ? 'Unavailable' : failed.kind;
+      // The caller hears what the event says: the volume is left part grown, and how to finish.
+      const message = grown.length
+        ? `${failed.message}; ${incomplete}`
+        : `${failed.message}; resize again later`;
+      if (kind === failed.kind && !grown.length) throw err;
+      throw new SvcError(kind, message, failed.details);
     }
     volume.size = size;
     volume.operation = null;
