@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { Flags } from '@oclif/core';
-import { defaultCsiNodeStateDir } from '../../daemons/csi-node/config.js';
+import { DEFAULT_PATH_TIMEOUT_MS, defaultCsiNodeStateDir } from '../../daemons/csi-node/config.js';
 import { FS_TYPES } from '../../daemons/csi-node/fs-ops.js';
 import { start } from '../../daemons/csi-node/index.js';
 import { durationFlag, hostPortFlag } from '../../lib/cli-args.js';
@@ -72,8 +72,9 @@ Each staged volume goes through a per-volume NBD path proxy (its own process, so
       default: 'ext4' as const,
     })(),
     'path-timeout': durationFlag({
-      description: 'how long I/O waits for a lost path to come back before it fails',
-      default: 30_000,
+      description:
+        "how long I/O waits for a lost path to come back before it fails (as Linux NVMe-oF's ctrl_loss_tmo)",
+      default: DEFAULT_PATH_TIMEOUT_MS,
       positive: true,
     }),
     'driver-name': Flags.string({

@@ -24,6 +24,13 @@ export interface CsiNodeConfig {
   logLevel?: string;
 }
 
+/**
+ * How long I/O waits for a lost path by default: 10 minutes, the Linux NVMe-oF initiator's default
+ * ctrl_loss_tmo. Failing sooner turns a control-plane outage that outlasts a target's loss (core
+ * restarting while HA waits to move the target) into EIO, and ext4 then goes read-only for good.
+ */
+export const DEFAULT_PATH_TIMEOUT_MS = 600_000;
+
 /** Where csi-node keeps its state unless told otherwise. */
 export function defaultCsiNodeStateDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.STORCTL_CSI_NODE_STATE_DIR ?? join(defaultDataDir(env), 'csi-node');

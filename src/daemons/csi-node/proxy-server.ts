@@ -7,6 +7,7 @@ import { BufferPool } from '../../lib/nbd/buffer-pool.js';
 import { NbdClient } from '../../lib/nbd/client.js';
 import { Errno, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from '../../lib/nbd/protocol.js';
 import { NbdServerConnection } from '../../lib/nbd/server-connection.js';
+import { DEFAULT_PATH_TIMEOUT_MS } from './config.js';
 
 /** The export name the local block device asks the proxy for. */
 export const PROXY_EXPORT = 'volume';
@@ -229,7 +230,7 @@ export class PathProxy implements BlockBackend {
 
   /** The live client, waiting up to pathTimeoutMs for one. */
   private async path(): Promise<NbdClient> {
-    const deadline = Date.now() + (this.opts.pathTimeoutMs ?? 30_000);
+    const deadline = Date.now() + (this.opts.pathTimeoutMs ?? DEFAULT_PATH_TIMEOUT_MS);
     for (;;) {
       const c = this.client;
       if (c && !c.closed) return c;
@@ -254,7 +255,7 @@ export class PathProxy implements BlockBackend {
    * path has failed, not the volume; forwarded, it would reach the filesystem as an I/O error.
    */
   private async onPath(op: (c: NbdClient) => Promise<void>): Promise<void> {
-    const deadline = Date.now() + (this.opts.pathTimeoutMs ?? 30_000);
+    const deadline = Date.now() + (this.opts.pathTimeoutMs ?? DEFAULT_PATH_TIMEOUT_MS);
     for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
       const c = await this.path();
       try {
