@@ -35,6 +35,8 @@ interface Entry {
   rec: StoredSwitchOver;
   /** A stage is being carried out right now. */
   inStage: boolean;
+  /** Core failed our last republish of the volume (which may have torn its target down). */
+  republishFailed: boolean;
   cancelled: boolean;
   lastMessage: string;
   targetNode: string;
@@ -119,6 +121,7 @@ export class SwitchoverEngine {
     return {
       rec,
       inStage: false,
+      republishFailed: false,
       cancelled: false,
       lastMessage: '',
       targetNode: '',
@@ -350,22 +353,30 @@ export class SwitchoverEngine {
   private async republish(e: Entry): Promise<void> {
     const spec = e.rec.spec;
     const v = await this.rest(() => this.o.rest.getVolume(spec.volume));
-    const target = v.state.target;
-    if (!v.spec.target || !target) throw new Permanent(`volume ${spec.volume} is not published`);
-    let uri = target.deviceUri;
-    let node = target.node;
+    const target = v.spec.target ? v.state.target : undefined;
+    // Core's republish tears the old target down before it builds the new one; when no node could
+    // build it (every io-engine down), our last attempt left the volume unpublished: publish it
+    // again once a node can, rather than end here and leave the attached volume without a target.
+    const ours = !target && e.republishFailed;
+    if (!target && !ours) throw new Permanent(`volume ${spec.volume} is not published`);
+    let uri = target?.deviceUri ?? '';
+    let node = target?.node ?? '';
     const moved =
-      uri && uri !== spec.existing_nqn && target.state !== 'Shutdown' && target.state !== 'Faulted';
+      uri && uri !== spec.existing_nqn && target?.state !== 'Shutdown' && target?.state !== 'Faulted';
     if (!moved) {
       const out = await this.rest(() =>
         this.o.rest.publishVolume(spec.volume, {
           protocol: 'nbd',
-          republish: true,
+          republish: !ours,
           node: spec.target_node,
           frontend_node: spec.node_name || undefined,
           publish_context: spec.publish_context ?? {},
         }),
-      );
+      ).catch((err) => {
+        e.republishFailed = !(err instanceof Permanent);
+        throw err;
+      });
+      e.republishFailed = false;
       uri = out.state.target?.deviceUri ?? '';
       node = out.state.target?.node ?? '';
       if (!uri) throw new Error(`core republished volume ${spec.volume} but reports no target URI`);

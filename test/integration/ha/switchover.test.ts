@@ -126,6 +126,9 @@ describe.each<Backend>(['embedded', 'etcd'])(
       } finally {
         await cluster.startEngine('node-2', { grpc: engine.grpc, nbd: engine.nbd });
       }
+      // Its replica on node-2 rebuilt into the new target: core uses node-2 again (the next tests
+      // place replicas there).
+      await rig.healthy(vol.id, 2, 60_000);
       const target = await targetOf(vol.id);
       expect(target?.node).not.toBe('node-2');
       const reader = await NbdClient.connect(target!.deviceUri);

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
+import { waitFor } from '../../helpers/wait.js';
+import { coreFlags, newVolumeId, TestCluster } from '../core/cluster.js';
+import { qemuIo } from '../core/qemu.js';
+import { startHaCluster } from './fixture.js';
+
+const MiB = 1 << 20;
+
+/**
+ * A switchover while every io-engine is down: core's republish tears the old target down, no node
+ * can build the new one, and the volume is left unpublished. The switchover must publish it again
+ * once a node is back, not end Errored ('not published') and leave the volume without a target.
+ */
+describe('a switchover whose republish found no node to build the target on', () => {
+  let c: TestCluster;
+  let ha: { proc: StorctlProcess; endpoint: string };
+  beforeAll(async () => {
+    // Core never marks the killed io-engines offline: the republish tries them and fails.
+    c = await TestCluster.start({ engines: 2, coreFlags: coreFlags({ '--node-deadline': '1h' }) });
+    // Retries every 200 ms, enough of them to outlast the io-engines' restart.
+    ha = await startHaCluster(c, ['--max-retries', '300']);
+  }, 90_000);
+  afterAll(async () => {
+    await ha?.proc.kill('SIGTERM');
+    await c?.stop();
+  });
+
+  it('publishes the volume again once an io-engine is back, and the data is there', {
+    timeout: 120_000,
+  }, async () => {
+    const id = newVolumeId();
+    const v = await c.createPublished(id, { size: 8 * MiB, replicas: 2, node: 'node-1', selfHeal: true });
+    await qemuIo(v.state.target!.deviceUri, 'write -P 0x6b 0 1M');
+    const engines = c.engines.map((e) => ({ node: e.node, grpc: e.grpc, nbd: e.nbd }));
+    for (const e of c.engines) await e.proc.kill('SIGKILL');
+    const switchover = runStorctl(
+      ['switchover', '--volume', id, '--wait', '--timeout', '90s', '-o', 'json'],
+      {
+        env: c.env,
+      },
+    );
+    const events = async () =>
+      (await c.events())
+        .map((e) => JSON.parse(e) as { action: string; id: string })
+        .filter((e) => e.id === id);
+    try {
+      // Both nodes refused the new target: the volume is left unpublished meanwhile.
+      await waitFor(async () => (await events()).filter((e) => e.action === 'PublishFailed').length >= 2, {
+        what: 'the republish to fail on both nodes',
+      });
+    } finally {
+      for (const e of engines) await c.startEngine(e.node, { grpc: e.grpc, nbd: e.nbd });
+    }
+    const r = await switchover;
+    expect(r.stderr).not.toContain('is not published');
+    expect(r.code).toBe(0);
+    expect((await events()).map((e) => e.action)).not.toContain('SwitchOverFailed');
+    const after = await c.rest.getVolume(id);
+    expect(after.state.target?.deviceUri).toBeTruthy();
+    await qemuIo(after.state.target!.deviceUri, 'read -P 0x6b 0 1M');
+  });
+});
