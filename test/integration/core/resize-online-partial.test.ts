@@ -112,7 +112,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       await qemuIo(uri, 'read -P 0x3c 0 8M', 'read -P 0x4d 15M 1M', 'read -P 0x5e 30M 2M');
     }, 120_000);
 
-    it('a replica its io-engine no longer has fails a resize and a publish as Unavailable, not as a volume NotFound', async () => {
+    it('a replica or pool its io-engine no longer has fails a resize, publish or create as Unavailable, not NotFound', async () => {
       // Core does not poll meanwhile: it still counts the replica the io-engine lost.
       cluster = await TestCluster.start({
         backend,
@@ -144,6 +144,19 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         .catch((e: RestError) => e)) as RestError;
       expect(publish.kind).toBe('Unavailable');
       expect(publish.message).toContain(lost);
+      // Nor is a pool it no longer has (exported behind core's back): a create placed there is refused
+      // as Unavailable.
+      const node2 = new IoEngineClient(c.engine('node-2').grpc);
+      try {
+        await node2.exportPool('pool-node-2');
+      } finally {
+        node2.close();
+      }
+      const create = (await c.rest
+        .createVolume(newVolumeId(), { size: 8 * MiB, replicas: 2, thin: true, policy: { self_heal: false } })
+        .catch((e: RestError) => e)) as RestError;
+      expect(create.kind).toBe('Unavailable');
+      expect(create.message).toContain("pool 'pool-node-2' not found");
     });
 
     /** Two nodes, one with a 40 MiB pool, and a 16 MiB volume with a replica on each. */

@@ -196,8 +196,10 @@ export async function createVolume(
           events: [makeEvent('volume', uuid, 'CreateFailed', why.message)],
         },
       );
+      // A pool its io-engine does not have (restarted, not imported yet) is no missing resource of the
+      // request: NotFound would tell a CSI provisioner the source snapshot is gone.
       throw new SvcError(
-        why.kind,
+        why.kind === 'NotFound' ? 'Unavailable' : why.kind,
         `volume '${uuid}' not created: replica creation failed: ${why.message}`,
         why.details,
       );

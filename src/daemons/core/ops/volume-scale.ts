@@ -439,14 +439,12 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
         },
       );
       const failed = toSvcError(err);
+      if (!grown.length && failed.kind !== 'NotFound') throw err;
       // An io-engine without one of the volume's replicas (restarted, its pool not imported yet) is
       // not a missing volume: answering NotFound would tell a CSI resizer the volume is gone.
       const kind = failed.kind === 'NotFound' ? 'Unavailable' : failed.kind;
       // The caller hears what the event says: the volume is left part grown, and how to finish.
-      const message = grown.length
-        ? `${failed.message}; ${incomplete}`
-        : `${failed.message}; resize again later`;
-      if (kind === failed.kind && !grown.length) throw err;
+      const message = grown.length ? `${failed.message}; ${incomplete}` : failed.message;
       throw new SvcError(kind, message, failed.details);
     }
     volume.size = size;
