@@ -26,7 +26,9 @@ export function nodePathsService(volumes: BlockVolumes) {
       } catch (err) {
         throw new GrpcError(status.INVALID_ARGUMENT, `target_uri: ${(err as Error).message}`);
       }
-      await volumes.exclusive(volumeId, () => volumes.replacePath(volumeId, target, VERIFY_MS));
+      // Not behind the volume's other operations: an unstage whose flush waits on the dead path
+      // would hold it until the path timeout, and refuse the re-point that lets it finish.
+      await volumes.replacePath(volumeId, target, VERIFY_MS);
       return {};
     }),
   };

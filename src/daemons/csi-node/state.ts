@@ -106,6 +106,14 @@ export class NodeState {
     return this.update((m) => m.set(v.volumeId, structuredClone(v)));
   }
 
+  /** Change a volume's record if it is still there when the change applies (not deleted meanwhile). */
+  patch(volumeId: string, change: Partial<StagedVolume>): Promise<void> {
+    return this.update((m) => {
+      const v = m.get(volumeId);
+      if (v) m.set(volumeId, { ...v, ...structuredClone(change) });
+    });
+  }
+
   delete(volumeId: string): Promise<void> {
     return this.update((m) => m.delete(volumeId));
   }

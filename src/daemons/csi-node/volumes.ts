@@ -63,6 +63,7 @@ const alreadyExists = (m: string) => new GrpcError(status.ALREADY_EXISTS, m);
  */
 export class BlockVolumes {
   private readonly busy = new Set<string>();
+  private readonly pathChanges = new Map<string, Promise<unknown>>();
   readonly freezer: Freezer;
 
   constructor(
@@ -229,11 +230,29 @@ export class BlockVolumes {
    * connects there and swaps; the block device, the filesystem and every publish stay.
    */
   async repoint(volumeId: string, target: string): Promise<void> {
-    const v = this.state.get(volumeId);
-    if (!v?.proxy) throw notFound(`volume ${volumeId} is not staged on this node`);
-    await repointProxy(v.proxy, target);
-    await this.state.put({ ...v, target });
-    this.cfg.log.info({ volumeId, target }, 're-pointed');
+    return this.onPath(volumeId, async () => {
+      const v = this.state.get(volumeId);
+      if (!v?.proxy) throw notFound(`volume ${volumeId} is not staged on this node`);
+      await repointProxy(v.proxy, target);
+      // An unstage may have ended meanwhile: its record stays deleted.
+      await this.state.patch(volumeId, { target });
+      this.cfg.log.info({ volumeId, target }, 're-pointed');
+    });
+  }
+
+  /**
+   * Run `fn` after the volume's earlier path changes. Apart from `exclusive`: an unstage (or stage)
+   * whose filesystem flush waits on a dead path holds the volume, and only re-pointing the path
+   * (HA's ReplacePath) lets that flush finish.
+   */
+  private onPath<T>(volumeId: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.pathChanges.get(volumeId) ?? Promise.resolve()).catch(() => {}).then(fn);
+    this.pathChanges.set(volumeId, run);
+    const forget = () => {
+      if (this.pathChanges.get(volumeId) === run) this.pathChanges.delete(volumeId);
+    };
+    run.then(forget, forget);
+    return run;
   }
 
   /**

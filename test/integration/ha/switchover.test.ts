@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HaClusterClient } from '../../../src/lib/ha/clients.js';
@@ -303,6 +304,30 @@ describe.each<Backend>(['embedded', 'etcd'])(
       await writer.stop();
       expect(writer.errors).toEqual([]);
       expect((await writer.verify()).bad).toEqual([]);
+    });
+
+    it('a volume being unstaged while its target hangs: HA re-points its path, the unmount flushes, and the data is there', {
+      timeout: 120_000,
+    }, async () => {
+      const vol = await published('node-1');
+      const staging = await stage(vol);
+      const data = randomBytes(8 * MiB);
+      // Written, not synced: the unmount of NodeUnstageVolume writes it, through the path.
+      writeFileSync(join(staging, 'dirty.bin'), data);
+      const engine = cluster.engine('node-1');
+      process.kill(engine.proc.pid, 'SIGSTOP');
+      try {
+        // The unstage holds the volume while its flush waits on the hung target; HA's ReplacePath
+        // must get through to re-point the path, or the flush never ends (until the path times out).
+        await rig.node.csi!.node('NodeUnstageVolume', { volume_id: vol.id, staging_target_path: staging });
+      } finally {
+        process.kill(engine.proc.pid, 'SIGCONT');
+      }
+      expect(await events('SwitchOverFailed', vol.id)).toEqual([]);
+      const target = await targetOf(vol.id);
+      expect(target?.node).not.toBe('node-1');
+      const again = await stage({ ...vol, uri: target!.deviceUri });
+      expect(readFileSync(join(again, 'dirty.bin')).equals(data)).toBe(true);
     });
 
     it('50 volumes reported at once, in duplicate and concurrent reports, each switch over exactly once', {
