@@ -7,6 +7,7 @@ import { probePath } from '../../lib/mount/health.js';
 import { isSameProcessAlive } from '../../lib/mount/processes.js';
 import { uuidV5 } from '../../lib/mount/unit-name.js';
 import { isMountPoint, unmountAll } from '../../lib/mount/unmount.js';
+import { SerialByKey } from '../../lib/serial-by-key.js';
 import { type Attacher, attacherFor } from './attacher.js';
 import { Freezer } from './freeze.js';
 import {
@@ -63,7 +64,12 @@ const alreadyExists = (m: string) => new GrpcError(status.ALREADY_EXISTS, m);
  */
 export class BlockVolumes {
   private readonly busy = new Set<string>();
-  private readonly pathChanges = new Map<string, Promise<unknown>>();
+  /**
+   * Re-points of a volume, one at a time. Apart from `exclusive`: an unstage (or stage) whose
+   * filesystem flush waits on a dead path holds the volume, and only re-pointing the path (HA's
+   * ReplacePath) lets that flush finish.
+   */
+  private readonly pathChanges = new SerialByKey();
   readonly freezer: Freezer;
 
   constructor(
@@ -230,7 +236,7 @@ export class BlockVolumes {
    * connects there and swaps; the block device, the filesystem and every publish stay.
    */
   async repoint(volumeId: string, target: string): Promise<void> {
-    return this.onPath(volumeId, async () => {
+    return this.pathChanges.run(volumeId, async () => {
       const v = this.state.get(volumeId);
       if (!v?.proxy) throw notFound(`volume ${volumeId} is not staged on this node`);
       await repointProxy(v.proxy, target);
@@ -238,21 +244,6 @@ export class BlockVolumes {
       await this.state.patch(volumeId, { target });
       this.cfg.log.info({ volumeId, target }, 're-pointed');
     });
-  }
-
-  /**
-   * Run `fn` after the volume's earlier path changes. Apart from `exclusive`: an unstage (or stage)
-   * whose filesystem flush waits on a dead path holds the volume, and only re-pointing the path
-   * (HA's ReplacePath) lets that flush finish.
-   */
-  private onPath<T>(volumeId: string, fn: () => Promise<T>): Promise<T> {
-    const run = (this.pathChanges.get(volumeId) ?? Promise.resolve()).catch(() => {}).then(fn);
-    this.pathChanges.set(volumeId, run);
-    const forget = () => {
-      if (this.pathChanges.get(volumeId) === run) this.pathChanges.delete(volumeId);
-    };
-    run.then(forget, forget);
-    return run;
   }
 
   /**

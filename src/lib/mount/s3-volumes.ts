@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { GrpcError } from '../grpc/status.js';
 import type { Logger } from '../logger.js';
+import { SerialByKey } from '../serial-by-key.js';
 import { makeDirsUnder } from './confine.js';
 import { ensureCredentialDir, removeCredentialFiles, type S3Credentials } from './credentials.js';
 import { MountConflictError, MountFailedError } from './errors.js';
@@ -76,7 +77,8 @@ async function tail(file: string, bytes = 4096): Promise<string> {
  * on top of a Mounter. Calls for one target are serialised; different targets run in parallel.
  */
 export class S3Volumes {
-  private readonly locks = new Map<string, Promise<unknown>>();
+  /** Calls for one target are serialised. */
+  private readonly byTarget = new SerialByKey();
   private constructor(
     private readonly cfg: S3VolumesConfig,
     readonly state: MountState,
@@ -90,24 +92,13 @@ export class S3Volumes {
     return new S3Volumes(cfg, await MountState.load(layout.stateFile));
   }
 
-  private withLock<T>(target: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(target) ?? Promise.resolve();
-    const run = prev.then(fn, fn);
-    const settled = run.catch(() => {});
-    this.locks.set(target, settled);
-    settled.then(() => {
-      if (this.locks.get(target) === settled) this.locks.delete(target);
-    });
-    return run;
-  }
-
   private async ourMountAt(target: string) {
     // Any S3 FUSE mount counts, so a mount made before a switch of --fuse-binary is reused, not stacked over.
     return mountsAt(await readMountTable(), target).find((m) => isS3FuseMount(m));
   }
 
   publish(input: PublishInput): Promise<PublishResult> {
-    return this.withLock(input.target, () => this.publishLocked(input));
+    return this.byTarget.run(input.target, () => this.publishLocked(input));
   }
 
   private async publishLocked(input: PublishInput): Promise<PublishResult> {
@@ -264,7 +255,7 @@ export class S3Volumes {
   }
 
   unpublish(target: string): Promise<{ unmounted: boolean }> {
-    return this.withLock(target, () => this.unpublishLocked(target));
+    return this.byTarget.run(target, () => this.unpublishLocked(target));
   }
 
   private async unpublishLocked(target: string): Promise<{ unmounted: boolean }> {
@@ -302,7 +293,7 @@ export class S3Volumes {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.locks.values()]);
+    await this.byTarget.idle();
   }
 }
 
