@@ -105,6 +105,16 @@ const KIND_OF_GRPC: Partial<Record<grpcStatus, ErrorKind>> = {
   [grpcStatus.UNAVAILABLE]: 'Unavailable',
 };
 
+/**
+ * The kind to answer when an io-engine failed a step of a request on a volume. Its NotFound is a
+ * replica or pool that io-engine does not have now (restarted, not imported yet), no missing
+ * resource of the request: answered as one, it would tell a CSI sidecar the volume (or the source
+ * snapshot) is gone and end an HA switchover for good.
+ */
+export function stepFailureKind(kind: ErrorKind): ErrorKind {
+  return kind === 'NotFound' ? 'Unavailable' : kind;
+}
+
 /** Map any thrown error to an SvcError, once, at the REST boundary. */
 export function toSvcError(err: unknown): SvcError {
   if (err instanceof SvcError) return err;

@@ -5,7 +5,7 @@ import { makeEvent } from '../events.js';
 import type { Registry } from '../registry.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
 import { placeReplicas } from '../scheduler.js';
-import { SvcError, toSvcError } from '../svc-error.js';
+import { SvcError, stepFailureKind, toSvcError } from '../svc-error.js';
 import { createDifferences, settleDirtyVolume } from './converge.js';
 import { rollbackOp, settleOp } from './settle.js';
 
@@ -196,10 +196,8 @@ export async function createVolume(
           events: [makeEvent('volume', uuid, 'CreateFailed', why.message)],
         },
       );
-      // A pool its io-engine does not have (restarted, not imported yet) is no missing resource of the
-      // request: NotFound would tell a CSI provisioner the source snapshot is gone.
       throw new SvcError(
-        why.kind === 'NotFound' ? 'Unavailable' : why.kind,
+        stepFailureKind(why.kind),
         `volume '${uuid}' not created: replica creation failed: ${why.message}`,
         why.details,
       );

@@ -1,9 +1,17 @@
 import { isCreated, newTargetConfig, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
+import type { Registry } from '../registry.js';
 import type { PublishVolumeBody } from '../rest/validate.js';
-import { chooseTargetNode, type NodeView } from '../scheduler.js';
-import { dirty, HUNG_ENGINE_WAIT_MS, SvcError, toSvcError, withDeadline } from '../svc-error.js';
+import { chooseTargetNode } from '../scheduler.js';
+import {
+  dirty,
+  HUNG_ENGINE_WAIT_MS,
+  SvcError,
+  stepFailureKind,
+  toSvcError,
+  withDeadline,
+} from '../svc-error.js';
 import { fenceNexus } from './fence.js';
 import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
 import { rollbackOp, settleOp } from './settle.js';
@@ -45,12 +53,7 @@ export async function publishVolume(
     }
     if (body.republish)
       throw new SvcError('NotPublished', `volume '${uuid}' is not published; publish it first`);
-    const replicaNodes = registry.volumeReplicas(uuid).map((r) => registry.replicaNode(r) ?? '');
-    const node = chooseTargetNode(
-      registry.nodeViews(),
-      replicaNodes.filter((n) => registry.isOnline(n)),
-      body.node,
-    );
+    const node = chooseTargetNode(registry.nodeViews(), onlineReplicaNodes(registry, uuid), body.node);
     return publishOn(ctx, volume, node, body);
   });
 }
@@ -102,10 +105,8 @@ async function publishOn(
         ],
       },
     );
-    // An io-engine without one of the volume's replicas (restarted, its pool not imported yet) is not
-    // a missing volume: NotFound would end an HA switchover for good and tell CSI the volume is gone.
     throw new SvcError(
-      why.kind === 'NotFound' ? 'Unavailable' : why.kind,
+      stepFailureKind(why.kind),
       `publish of volume '${volume.uuid}' on node '${node}' failed: ${why.message}; the nexus was destroyed again`,
       why.details,
     );
@@ -152,14 +153,9 @@ async function publishOn(
 async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolumeBody): Promise<VolumeSpec> {
   const { registry } = ctx;
   const old = volume.target!;
-  const onlineReplicaNodes = () =>
-    registry
-      .volumeReplicas(volume.uuid)
-      .map((r) => registry.replicaNode(r) ?? '')
-      .filter((n) => registry.isOnline(n));
   let node = chooseTargetNode(
     registry.nodeViews(),
-    onlineReplicaNodes(),
+    onlineReplicaNodes(registry, volume.uuid),
     body.node,
     body.node ? [] : [old.node],
   );
@@ -173,7 +169,7 @@ async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolu
       failed.push(node);
       // A store failure leaves nothing another node could fix.
       if (toSvcError(err).kind === 'FailedPersist' || registry.volume(volume.uuid).operation) throw err;
-      const next = nextTargetNode(registry.nodeViews(), onlineReplicaNodes(), [...failed, old.node]);
+      const next = nextTargetNode(registry, volume.uuid, [...failed, old.node]);
       const fallback =
         next ?? (registry.isOnline(old.node) && !failed.includes(old.node) ? old.node : undefined);
       if (!fallback) throw err;
@@ -182,9 +178,18 @@ async function republish(ctx: CoreContext, volume: VolumeSpec, body: PublishVolu
   }
 }
 
-function nextTargetNode(nodes: NodeView[], replicaNodes: string[], avoid: string[]): string | undefined {
+/** The online nodes holding a replica of the volume: where a target is local to its data. */
+function onlineReplicaNodes(registry: Registry, uuid: string): string[] {
+  return registry
+    .volumeReplicas(uuid)
+    .map((r) => registry.replicaNode(r) ?? '')
+    .filter((n) => registry.isOnline(n));
+}
+
+/** The node a republish tries next, avoiding `avoid`; undefined when none is usable. */
+function nextTargetNode(registry: Registry, uuid: string, avoid: string[]): string | undefined {
   try {
-    return chooseTargetNode(nodes, replicaNodes, undefined, avoid);
+    return chooseTargetNode(registry.nodeViews(), onlineReplicaNodes(registry, uuid), undefined, avoid);
   } catch {
     return undefined;
   }

@@ -12,7 +12,7 @@ import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
 import { placeReplicas } from '../scheduler.js';
-import { dirty, SvcError, toSvcError } from '../svc-error.js';
+import { dirty, SvcError, stepFailureKind, toSvcError } from '../svc-error.js';
 import { childUri, upToDateReplicas } from './nexus-build.js';
 import { markResult, type OpTarget, rollbackOp, type SpecChange, settleOp } from './settle.js';
 import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
@@ -439,13 +439,9 @@ export async function resizeVolume(ctx: CoreContext, uuid: string, size: number)
         },
       );
       const failed = toSvcError(err);
-      if (!grown.length && failed.kind !== 'NotFound') throw err;
-      // An io-engine without one of the volume's replicas (restarted, its pool not imported yet) is
-      // not a missing volume: answering NotFound would tell a CSI resizer the volume is gone.
-      const kind = failed.kind === 'NotFound' ? 'Unavailable' : failed.kind;
       // The caller hears what the event says: the volume is left part grown, and how to finish.
       const message = grown.length ? `${failed.message}; ${incomplete}` : failed.message;
-      throw new SvcError(kind, message, failed.details);
+      throw new SvcError(stepFailureKind(failed.kind), message, failed.details);
     }
     volume.size = size;
     volume.operation = null;
