@@ -92,11 +92,21 @@ export function settleNexus(n: NexusSpec): NexusSpec {
   return fixed;
 }
 
-/** LeaveAsIs: a Creating snapshot whose create is not known to have succeeded stays Creating. */
+/**
+ * LeaveAsIs: a Creating snapshot whose create is not known to have succeeded stays Creating, and
+ * the replica snapshots that create logged join its transactions (any may exist on its io-engine),
+ * for a delete or the snapshot GC to destroy.
+ */
 export function settleSnapshot(s: VolumeSnapshot): VolumeSnapshot {
   const fixed = cloneSpec(s);
   const op = fixed.metadata.operation!;
   fixed.metadata.operation = null;
+  if (op.result !== true && typeof op.operation === 'object' && 'Create' in op.operation) {
+    const { txn_id, replicas } = op.operation.Create;
+    const known = fixed.metadata.transactions[txn_id] ?? [];
+    const unknown = replicas.filter((p) => !known.some((r) => r.spec.uuid === p.spec.uuid));
+    if (unknown.length) fixed.metadata.transactions[txn_id] = [...known, ...unknown];
+  }
   if (op.result === true) {
     if (op.operation === 'Destroy') fixed.status = 'Deleting';
     else if (fixed.status === 'Creating') fixed.status = { Created: null };

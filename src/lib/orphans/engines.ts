@@ -66,9 +66,10 @@ export async function listEngines(
 
 /**
  * Why a replica snapshot an io-engine holds is a leftover, or null. Core names each one
- * `<volume snapshot>/<transaction>` and records it in that VolumeSnapshot only once the attempt
- * commits: one no VolumeSnapshot records, while no attempt of its snapshot is in progress, is left
- * by an attempt that failed (its io-engine answered too late) or by a snapshot deleted meanwhile.
+ * `<volume snapshot>/<transaction>` and logs it in that VolumeSnapshot before taking it: one no
+ * VolumeSnapshot records, while no attempt of its snapshot is in progress, was left by a storctl
+ * that recorded only confirmed ones (an attempt its io-engine answered too late), or its record was
+ * lost (a store restored from an earlier dump).
  */
 export function engineSnapshotOrphanReason(
   s: ReplicaSnapshot,
@@ -84,7 +85,7 @@ export function engineSnapshotOrphanReason(
   );
   if (recorded) return null;
   return owner
-    ? `io-engine ${node} holds it (transaction ${m[2]} of snapshot ${m[1]}), but that snapshot does not record it: an attempt that failed left it`
+    ? `io-engine ${node} holds it (transaction ${m[2]} of snapshot ${m[1]}), but that snapshot does not record it: a failed attempt or a store restored from an earlier dump left it`
     : `io-engine ${node} holds it for snapshot ${m[1]}, which does not exist`;
 }
 

@@ -168,9 +168,12 @@ export function allReplicaSnapshots(s: VolumeSnapshot): ReplicaSnapshot[] {
   return Object.values(s.metadata.transactions).flat();
 }
 
-/** Replica snapshots of the current transaction (the attempt that counts). */
+/**
+ * Replica snapshots of the current transaction (the attempt that counts) that were taken: a failed
+ * attempt also records those its io-engine never confirmed (status Creating), to destroy them.
+ */
 export function currentReplicaSnapshots(s: VolumeSnapshot): ReplicaSnapshot[] {
-  return s.metadata.transactions[s.metadata.txn_id] ?? [];
+  return (s.metadata.transactions[s.metadata.txn_id] ?? []).filter((r) => r.status !== 'Creating');
 }
 
 /**

@@ -112,7 +112,7 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       await qemuIo(uri, 'read -P 0x3c 0 8M', 'read -P 0x4d 15M 1M', 'read -P 0x5e 30M 2M');
     }, 120_000);
 
-    it('a replica or pool its io-engine no longer has fails a resize, publish or create as Unavailable, not NotFound', async () => {
+    it('a replica, replica snapshot or pool its io-engine no longer has fails a resize, publish, snapshot, clone or create as Unavailable, not NotFound', async () => {
       // Core does not poll meanwhile: it still counts the replica the io-engine lost.
       cluster = await TestCluster.start({
         backend,
@@ -128,12 +128,32 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         policy: { self_heal: false },
       });
       const [lost] = Object.entries(v.state.replica_topology).find(([, r]) => r.node === 'node-2')!;
+      const snapId = newVolumeId();
+      const snap = await c.rest.createSnapshot(id, snapId);
       const engine = new IoEngineClient(c.engine('node-2').grpc);
       try {
+        for (const r of snap.state.replica_snapshots)
+          if (r.online!.source_id === lost) await engine.destroyReplicaSnapshot(r.online!.uuid);
         await engine.destroyReplica(lost);
       } finally {
         engine.close();
       }
+      // A snapshot of the volume, and a volume restored from a snapshot whose replica snapshot the
+      // io-engine lost: Unavailable.
+      const snapshot = (await c.rest
+        .createSnapshot(id, newVolumeId())
+        .catch((e: RestError) => e)) as RestError;
+      expect(snapshot.kind).toBe('Unavailable');
+      expect(snapshot.message).toContain(lost);
+      const clone = (await c.rest
+        .createCloneVolume(snapId, newVolumeId(), {
+          size: 16 * MiB,
+          replicas: 2,
+          thin: true,
+          policy: { self_heal: false },
+        })
+        .catch((e: RestError) => e)) as RestError;
+      expect(clone.kind).toBe('Unavailable');
       const failed = (await c.rest.resizeVolume(id, 32 * MiB).catch((e: RestError) => e)) as RestError;
       expect(failed.kind).toBe('Unavailable');
       expect(failed.message).toContain(lost);

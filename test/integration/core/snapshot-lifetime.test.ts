@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
 import { RestError } from '../../../src/lib/rest/errors.js';
 import { waitFor } from '../../helpers/wait.js';
 import { newVolumeId, TestCluster } from './cluster.js';
@@ -31,6 +32,21 @@ describe('snapshot lifetime', () => {
       const pool = pools.find((p) => p.id === r.pool_id)!;
       return join(pool.spec!.disks[0], 'snapshots', `${r.uuid}.img`);
     });
+  };
+
+  /** Replica snapshots the io-engines hold for volume snapshot `snapId` (named `<snapId>/<txn>`). */
+  const heldFor = async (snapId: string) => {
+    const held: string[] = [];
+    for (const node of ['node-1', 'node-2', 'node-3']) {
+      const engine = new IoEngineClient(c.engine(node).grpc);
+      try {
+        for (const s of await engine.listReplicaSnapshots())
+          if (s.name.startsWith(`${snapId}/`)) held.push(s.uuid);
+      } finally {
+        engine.close();
+      }
+    }
+    return held.sort();
   };
 
   it("keeps a volume's snapshots when it is deleted, and a restored volume's data when its snapshot is", async () => {
@@ -140,6 +156,52 @@ describe('snapshot lifetime', () => {
       },
     );
     expect(existsSync(file)).toBe(false);
+    // And the replica snapshot the stopped io-engine took once it ran again.
+    expect(await heldFor(snapId)).toEqual([]);
+  }, 90_000);
+
+  it('leaves nothing of a failed attempt on the io-engines once a retry has created the snapshot', async () => {
+    const id = newVolumeId();
+    const v = await c.rest.createVolume(id, {
+      size: 8 * MiB,
+      replicas: 2,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    const stoppedNode = Object.values(v.state.replica_topology)[1].node!;
+    const stopped = c.engine(stoppedNode);
+    const snapId = newVolumeId();
+    stopped.proc.child.kill('SIGSTOP');
+    try {
+      // One replica snapshot is taken, the other's io-engine does not answer in time (it takes it
+      // once it runs again): the attempt fails.
+      await expect(c.rest.createSnapshot(id, snapId)).rejects.toBeInstanceOf(RestError);
+    } finally {
+      stopped.proc.child.kill('SIGCONT');
+    }
+    await waitFor(async () => (await c.rest.getNode(stoppedNode)).state?.status === 'Online', {
+      what: `${stoppedNode} online again`,
+      timeoutMs: 30_000,
+    });
+    const snap = await c.rest.createSnapshot(id, snapId);
+    expect(snap.definition.metadata.status).toBe('Created');
+    const current = snap.state.replica_snapshots.map((r) => r.online!.uuid).sort();
+    expect(current).toHaveLength(2);
+    // The first attempt's replica snapshots, the one answered and the one taken late, are destroyed
+    // by core's GC: the io-engines hold the created snapshot's two, nothing else.
+    let held: string[] = [];
+    await waitFor(
+      async () => {
+        held = await heldFor(snapId);
+        return JSON.stringify(held) === JSON.stringify(current);
+      },
+      { what: `the io-engines holding only ${current.join(', ')} for ${snapId}`, timeoutMs: 30_000 },
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; they hold ${held.join(', ')}`);
+    });
+    await c.rest.deleteSnapshot(snapId);
+    expect(await heldFor(snapId)).toEqual([]);
+    await c.rest.deleteVolume(id);
   }, 90_000);
 
   it('restores from the replica snapshots whose nodes are up when the first one recorded is down', async () => {

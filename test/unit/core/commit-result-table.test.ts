@@ -154,23 +154,40 @@ describe('recovery decision table', () => {
     ).toEqual([]);
   });
 
-  it('snapshot create: true → Created, null → stays Creating (LeaveAsIs, a retry completes it)', () => {
+  it('snapshot create: true → Created, null → stays Creating (LeaveAsIs, a retry completes it) with the replica snapshots it logged recorded', () => {
+    const rs = (uuid: string) =>
+      ({
+        status: 'Creating',
+        spec: { source_id: { replica_id: X1, pool_id: 'p1', pool_uuid: X2 }, uuid },
+        metadata: {
+          operation: null,
+          timestamp: null,
+          source_spec_size: 1,
+          size: 0,
+          allocated_size: 0,
+          meta: 'Default',
+        },
+      }) as const;
+    const taken = { ...rs('r1'), status: { Created: null } };
     const snap = (result: boolean | null) =>
       ({
         status: 'Creating',
         spec: { source_id: 'v1', uuid: 's1' },
         metadata: {
-          operation: { operation: { Create: {} }, result },
+          operation: { operation: { Create: { txn_id: '2', replicas: [rs('r1'), rs('r2')] } }, result },
           timestamp: null,
           spec_size: 1,
           size: 0,
           total_allocated_size: 0,
-          txn_id: '1',
-          transactions: {},
+          txn_id: '2',
+          transactions: { '1': [rs('r0')], '2': [taken] },
         },
       }) as VolumeSnapshot;
     expect(settleSnapshot(snap(true)).status).toEqual({ Created: null });
-    expect(settleSnapshot(snap(null)).status).toBe('Creating');
-    expect(settleSnapshot(snap(null)).metadata.operation).toBeNull();
+    const settled = settleSnapshot(snap(null));
+    expect(settled.status).toBe('Creating');
+    expect(settled.metadata.operation).toBeNull();
+    // The crash may have come after an io-engine took r2: logged, it is recorded for a delete to destroy.
+    expect(settled.metadata.transactions).toEqual({ '1': [rs('r0')], '2': [taken, rs('r2')] });
   });
 });

@@ -7,7 +7,7 @@ import {
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
-import { notFound, SvcError, toSvcError } from '../svc-error.js';
+import { notFound, SvcError, stepFailureKind, toSvcError } from '../svc-error.js';
 import { settleDirtyVolume } from './converge.js';
 import { rollbackOp } from './settle.js';
 import { commitCreated, newReplicaSpec, newVolumeSpec, sameVolume } from './volume-create.js';
@@ -92,7 +92,11 @@ export async function createCloneVolume(
         { deleteVolumes: [uuid], deleteReplicas: replicas.map((r) => r.uuid) },
       );
       const why = toSvcError(err);
-      throw new SvcError(why.kind, `clone volume '${uuid}' not created: ${why.message}`, why.details);
+      throw new SvcError(
+        stepFailureKind(why.kind),
+        `clone volume '${uuid}' not created: ${why.message}`,
+        why.details,
+      );
     }
     await commitCreated(
       registry,

@@ -12,7 +12,7 @@ import type { EngineApi } from '../engine-api.js';
 import { makeEvent } from '../events.js';
 import { replicaOnline } from '../health.js';
 import { predecessorBytes } from '../snapshot-space.js';
-import { notFound, SvcError, toSvcError } from '../svc-error.js';
+import { notFound, SvcError, stepFailureKind, toSvcError } from '../svc-error.js';
 import { upToDateReplicas } from './nexus-build.js';
 import { retrySettle, rollbackOp, settleOp } from './settle.js';
 import { checkUsable } from './volume-publish.js';
@@ -80,27 +80,27 @@ export async function createSnapshot(
             transactions: {},
           },
         };
+    // Each replica snapshot's uuid is logged with the operation before any is taken: a crash or a
+    // lost answer can leave one on its io-engine, and what is logged can be destroyed later.
+    const planned = await Promise.all(
+      replicas.map(async (r) =>
+        plannedReplicaSnapshot(r, await poolUuidOf(ctx, poolRefName(r.pool)), snapId, txnId, volume.size),
+      ),
+    );
     snap.metadata.txn_id = txnId;
-    snap.metadata.operation = { operation: { Create: { txn_id: txnId, replicas: [] } }, result: null };
+    snap.metadata.operation = { operation: { Create: { txn_id: txnId, replicas: planned } }, result: null };
     await registry.persist({ snapshots: [snap] });
-    const snapshotReplica = async (r: ReplicaSpec): Promise<ReplicaSnapshot> => {
-      const rsUuid = randomUUID();
+    const snapshotReplica = async (r: ReplicaSpec, plan: ReplicaSnapshot): Promise<ReplicaSnapshot> => {
       const engine = engines.get(registry.replicaNode(r)!);
-      const poolUuid = await poolUuidOf(ctx, poolRefName(r.pool));
-      const st = await engine.createReplicaSnapshot(r.uuid, rsUuid, `${snapId}/${txnId}`);
+      const st = await engine.createReplicaSnapshot(r.uuid, plan.spec.uuid, `${snapId}/${txnId}`);
       return {
+        ...plan,
         status: { Created: null },
-        spec: {
-          source_id: { replica_id: r.uuid, pool_id: poolRefName(r.pool), pool_uuid: poolUuid },
-          uuid: rsUuid,
-        },
         metadata: {
-          operation: null,
+          ...plan.metadata,
           timestamp: new Date().toISOString(),
-          source_spec_size: volume.size,
           size: st.size,
           allocated_size: st.allocated,
-          meta: { Volume: { parent: snapId, txn_id: txnId } },
         },
       };
     };
@@ -115,7 +115,7 @@ export async function createSnapshot(
         const engine = engines.get(nexus.node);
         hold = { engine, nexus: nexus.uuid, id: await engine.holdNexusIo(nexus.uuid, SNAPSHOT_HOLD_MS) };
       }
-      const taken = await Promise.allSettled(replicas.map((r) => snapshotReplica(r)));
+      const taken = await Promise.allSettled(replicas.map((r, i) => snapshotReplica(r, planned[i])));
       for (const t of taken) if (t.status === 'fulfilled') records.push(t.value);
       const failed = taken.find((t) => t.status === 'rejected');
       if (failed) throw failed.reason;
@@ -133,9 +133,13 @@ export async function createSnapshot(
     } catch (err) {
       if (hold) await hold.engine.releaseNexusIo(hold.nexus, hold.id).catch(() => {});
       snap.metadata.operation = null;
-      snap.metadata.transactions[txnId] = records;
+      // Those that failed may exist all the same (an answer lost): kept, for a delete to destroy.
+      snap.metadata.transactions[txnId] = planned.map(
+        (p) => records.find((r) => r.spec.uuid === p.spec.uuid) ?? p,
+      );
       await rollbackOp(registry, { kind: 'snapshot', id: snapId }, { snapshots: [snap] });
-      throw err;
+      const why = toSvcError(err);
+      throw new SvcError(stepFailureKind(why.kind), why.message, why.details);
     }
     snap.status = { Created: null };
     snap.metadata.operation = null;
@@ -150,7 +154,8 @@ export async function createSnapshot(
           predecessorBytes(registry, volumeId, r.spec.source_id.replica_id, String(r.metadata.timestamp)),
       ),
     );
-    snap.metadata.transactions = { [txnId]: records };
+    // Earlier failed attempts' replica snapshots stay recorded until the snapshot GC destroys them.
+    snap.metadata.transactions[txnId] = records;
     await settleOp(registry, { kind: 'snapshot', id: snapId }, true, {
       snapshots: [snap],
       events: [
@@ -227,13 +232,79 @@ export async function finishSnapshotDelete(ctx: CoreContext, snap: VolumeSnapsho
   return 0;
 }
 
+/**
+ * The replica snapshots of a created snapshot's earlier, failed attempts (transactions other than
+ * its current one), which nothing reads any more.
+ */
+export function staleReplicaSnapshots(snap: VolumeSnapshot): ReplicaSnapshot[] {
+  return Object.entries(snap.metadata.transactions)
+    .filter(([txn]) => txn !== snap.metadata.txn_id)
+    .flatMap(([, records]) => records);
+}
+
+/**
+ * For the snapshot GC: destroy the replica snapshots of a created snapshot's failed attempts, then
+ * drop them from its record (those whose node did not answer stay for the next pass). Call under
+ * the snapshot's lock.
+ */
+export async function pruneStaleTransactions(ctx: CoreContext, snap: VolumeSnapshot): Promise<void> {
+  const { registry, engines } = ctx;
+  const gone = new Set<string>();
+  for (const rs of staleReplicaSnapshots(snap)) {
+    const node = registry.pools.get(rs.spec.source_id.pool_id)?.node;
+    const engine = node ? engines.tryGet(node) : null;
+    // Its pool reported: a pool not imported yet answers "not found" for what it still holds.
+    if (!engine || !registry.poolStates.has(rs.spec.source_id.pool_id)) continue;
+    await engine.destroyReplicaSnapshot(rs.spec.uuid).then(
+      () => gone.add(rs.spec.uuid),
+      (err) => {
+        if (/not found/i.test(String((err as Error).message))) gone.add(rs.spec.uuid);
+      },
+    );
+  }
+  if (!gone.size) return;
+  const copy = cloneSpec(snap);
+  for (const [txn, records] of Object.entries(copy.metadata.transactions)) {
+    if (txn === copy.metadata.txn_id) continue;
+    const left = records.filter((r) => !gone.has(r.spec.uuid));
+    if (left.length) copy.metadata.transactions[txn] = left;
+    else delete copy.metadata.transactions[txn];
+  }
+  await registry.persist({ snapshots: [copy] });
+}
+
+/** The record of a replica snapshot about to be taken (status Creating until its io-engine answers). */
+function plannedReplicaSnapshot(
+  r: ReplicaSpec,
+  poolUuid: string,
+  snapId: string,
+  txnId: string,
+  volumeSize: number,
+): ReplicaSnapshot {
+  return {
+    status: 'Creating',
+    spec: {
+      source_id: { replica_id: r.uuid, pool_id: poolRefName(r.pool), pool_uuid: poolUuid },
+      uuid: randomUUID(),
+    },
+    metadata: {
+      operation: null,
+      timestamp: null,
+      source_spec_size: volumeSize,
+      size: 0,
+      allocated_size: 0,
+      meta: { Volume: { parent: snapId, txn_id: txnId } },
+    },
+  };
+}
+
 /** A pool's uuid, as last polled from its io-engine, else asked of it now. */
 async function poolUuidOf(ctx: CoreContext, poolId: string): Promise<string> {
   const known = ctx.registry.poolStates.get(poolId)?.uuid;
   if (known) return known;
   const node = ctx.registry.pools.get(poolId)?.node;
   const st = node ? (await ctx.engines.get(node).listPools()).find((p) => p.id === poolId) : undefined;
-  if (!st) throw new SvcError('NotFound', `pool '${poolId}' is not reported by its io-engine`);
+  if (!st) throw new SvcError('Unavailable', `pool '${poolId}' is not reported by its io-engine`);
   ctx.registry.poolStates.set(poolId, st);
   return st.uuid;
 }

@@ -3,7 +3,7 @@ import { allReplicaSnapshots, cloneSpec, poolRefName, type ReplicaSpec } from '.
 import { TimeSlice } from '../../../lib/time-slice.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
-import { finishSnapshotDelete } from '../ops/snapshot.js';
+import { finishSnapshotDelete, pruneStaleTransactions, staleReplicaSnapshots } from '../ops/snapshot.js';
 import { finishVolumeDelete } from '../ops/volume-delete.js';
 import { perCore } from '../per-core.js';
 import { toSvcError } from '../svc-error.js';
@@ -52,8 +52,9 @@ export async function collectVolumes(ctx: CoreContext): Promise<void> {
 
 /**
  * Snapshot GC: finish deletes that a node's outage cut short (Deleting snapshots keep the replica
- * snapshots not destroyed yet), and remove failed creates of a volume since deleted (Creating with
- * no operation pending: no retry can complete them without their volume).
+ * snapshots not destroyed yet), remove failed creates of a volume since deleted (Creating with no
+ * operation pending: no retry can complete them without their volume), and destroy what a created
+ * snapshot's failed attempts left (upstream's CleanupStaleTransactions).
  */
 export async function collectSnapshots(ctx: CoreContext): Promise<void> {
   const { registry, engines } = ctx;
@@ -61,9 +62,12 @@ export async function collectSnapshots(ctx: CoreContext): Promise<void> {
     const s = registry.snapshots.get(id);
     if (!s || s.metadata.operation || registry.isBusy('volume', s.spec.source_id)) return null;
     const abandoned = s.status === 'Creating' && !registry.volumes.has(s.spec.source_id);
-    if (s.status !== 'Deleting' && !abandoned) return null;
+    const stale = typeof s.status === 'object' ? staleReplicaSnapshots(s) : [];
+    if (s.status !== 'Deleting' && !abandoned && !stale.length) return null;
     // Not while every node holding what is left is offline: each try writes the record twice.
-    const nodes = allReplicaSnapshots(s).map((r) => registry.pools.get(r.spec.source_id.pool_id)?.node);
+    const nodes = (stale.length ? stale : allReplicaSnapshots(s)).map(
+      (r) => registry.pools.get(r.spec.source_id.pool_id)?.node,
+    );
     return nodes.length === 0 || nodes.some((n) => n && engines.tryGet(n)) ? s : null;
   };
   const due = [...registry.snapshots.keys()].filter((id) => collectable(id));
@@ -72,7 +76,9 @@ export async function collectSnapshots(ctx: CoreContext): Promise<void> {
     await registry
       .exclusive('snapshot', id, async () => {
         const s = collectable(id); // re-read under the lock: a request may have finished it
-        if (s) await finishSnapshotDelete(ctx, s);
+        if (!s) return;
+        if (typeof s.status === 'object') await pruneStaleTransactions(ctx, s);
+        else await finishSnapshotDelete(ctx, s);
       })
       .catch((err) => ctx.log.warn({ snapshot: id, err: (err as Error).message }, 'snapshot GC failed'));
   });
