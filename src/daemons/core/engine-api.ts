@@ -101,7 +101,8 @@ export interface EngineApi {
   /** NotFound when the hold already ended by its timeout. */
   releaseNexusIo(uuid: string, holdId: string): Promise<void>;
   createReplicaSnapshot(replica: string, snapshotUuid: string, name: string): Promise<SnapshotState>;
-  destroyReplicaSnapshot(snapshotUuid: string): Promise<void>;
+  /** `pool`: the pool that holds it (a pool not imported answers Unavailable, not NotFound). */
+  destroyReplicaSnapshot(snapshotUuid: string, pool: string): Promise<void>;
   /** A new (thin) replica holding a replica snapshot's content, in the snapshot's pool. */
   createSnapshotClone(snapshotUuid: string, cloneUuid: string): Promise<ReplicaState>;
   close(): void;

@@ -120,8 +120,8 @@ export class GrpcEngine implements EngineApi {
       return oneByOne();
     }
   }
-  async destroyReplica(uuid: string) {
-    await this.call((c) => c.destroyReplica(uuid));
+  async destroyReplica(uuid: string, pool: string) {
+    await this.call((c) => c.destroyReplica(uuid, pool));
   }
   async shareReplica(uuid: string) {
     return (await this.call((c) => c.shareReplica(uuid))).uri;
@@ -185,8 +185,8 @@ export class GrpcEngine implements EngineApi {
       await this.call((c) => c.createSnapshotClone({ snapshotUuid, cloneUuid, name: cloneUuid })),
     );
   }
-  async destroyReplicaSnapshot(uuid: string) {
-    await this.call((c) => c.destroyReplicaSnapshot(uuid));
+  async destroyReplicaSnapshot(uuid: string, pool: string) {
+    await this.call((c) => c.destroyReplicaSnapshot(uuid, pool));
   }
   async listBlockDevices(all: boolean) {
     return this.call((c) => c.listBlockDevices(all));

@@ -60,6 +60,17 @@ export class Engine {
 
   // ---- pools -------------------------------------------------------------------------------
 
+  /**
+   * For a destroy that names its pool: while that pool is not imported (an io-engine that just
+   * restarted), what it holds is not loaded, and "not found" would tell core it is gone.
+   */
+  requireImported(pool: string): void {
+    if (pool && !this.pools.has(pool))
+      throw unavailable(
+        `pool '${pool}' is not imported on node '${this.ctx.nodeId}' (yet); retry once it is`,
+      );
+  }
+
   pool(name: string): Pool {
     const p = this.pools.get(name);
     if (!p) throw notFound('pool', name, `on node '${this.ctx.nodeId}'; create or import it first`);

@@ -185,6 +185,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     }),
     DestroyReplica: unary((r: Req) =>
       s(async () => {
+        engine.requireImported(str(r.pool));
         await engine.destroyReplica(str(r.uuid));
         return {};
       }),
@@ -230,6 +231,7 @@ export function ioEngineHandlers(engine: Engine, identity: NodeIdentity): grpc.U
     ),
     DestroyReplicaSnapshot: unary((r: Req) =>
       s(async () => {
+        engine.requireImported(str(r.pool));
         const pool = findSnapshot(str(r.uuid));
         if (!pool) throw notFound('snapshot', str(r.uuid));
         await pool.destroySnapshot(str(r.uuid));

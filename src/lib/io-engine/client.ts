@@ -225,8 +225,9 @@ export class IoEngineClient {
           ),
     );
   }
-  async destroyReplica(uuid: string): Promise<void> {
-    await this.call('DestroyReplica', { uuid });
+  /** With `pool`, a pool not imported answers UNAVAILABLE instead of NOT_FOUND. */
+  async destroyReplica(uuid: string, pool = ''): Promise<void> {
+    await this.call('DestroyReplica', { uuid, pool });
   }
   async resizeReplica(uuid: string, size: number): Promise<Replica> {
     return toReplica(await this.call('ResizeReplica', { uuid, size: String(size) }));
@@ -280,8 +281,9 @@ export class IoEngineClient {
       }),
     );
   }
-  async destroyReplicaSnapshot(uuid: string): Promise<void> {
-    await this.call('DestroyReplicaSnapshot', { uuid });
+  /** With `pool`, a pool not imported answers UNAVAILABLE instead of NOT_FOUND. */
+  async destroyReplicaSnapshot(uuid: string, pool = ''): Promise<void> {
+    await this.call('DestroyReplicaSnapshot', { uuid, pool });
   }
   async listReplicaSnapshots(replicaUuid?: string): Promise<ReplicaSnapshot[]> {
     return (

@@ -1,4 +1,6 @@
+import { rm } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
 import { RestError } from '../../../src/lib/rest/errors.js';
 import { runStorctl } from '../../helpers/storctl.js';
 import { newVolumeId, TestCluster } from './cluster.js';
@@ -62,4 +64,40 @@ describe('core: a pool is emptied before it is deleted', () => {
     await c.rest.deletePool('pool-node-3');
     expect((await c.rest.listPools()).map((p) => p.id)).not.toContain('pool-node-3');
   }, 120_000);
+
+  it('a pool whose disk is gone for good is deleted with the replica and snapshot whose deletes waited for it', async () => {
+    cluster = await TestCluster.start({ engines: 1 });
+    const c = cluster;
+    const id = newVolumeId();
+    const v = await c.rest.createVolume(id, {
+      size: 8 * MiB,
+      replicas: 1,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    const [[replica, { pool }]] = Object.entries(v.state.replica_topology);
+    const snapId = newVolumeId();
+    await c.rest.createSnapshot(id, snapId);
+    const disk = (await c.rest.listPools()).find((p) => p.id === pool)!.spec!.disks[0];
+    const io = new IoEngineClient(c.engine('node-1').grpc);
+    try {
+      await io.exportPool(pool!);
+    } finally {
+      io.close();
+    }
+    await rm(disk, { recursive: true, force: true });
+    // Both deletes wait for the pool, which cannot come back.
+    expect(((await c.rest.deleteSnapshot(snapId).catch((e: RestError) => e)) as RestError).kind).toBe(
+      'Unavailable',
+    );
+    await c.rest.deleteVolume(id);
+    expect((await c.rest.listReplicas()).find((r) => r.uuid === replica)).toBeDefined();
+
+    await c.rest.deletePool(pool!);
+    expect((await c.rest.listPools()).map((p) => p.id)).not.toContain(pool);
+    expect((await c.rest.listReplicas()).find((r) => r.uuid === replica)).toBeUndefined();
+    expect(((await c.rest.getSnapshot(snapId).catch((e: RestError) => e)) as RestError).kind).toBe(
+      'NotFound',
+    );
+  }, 60_000);
 });

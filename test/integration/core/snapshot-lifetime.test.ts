@@ -204,6 +204,38 @@ describe('snapshot lifetime', () => {
     await c.rest.deleteVolume(id);
   }, 90_000);
 
+  it('destroys what a pool holds once it is imported again, when the delete came while it was not', async () => {
+    const id = newVolumeId();
+    const v = await c.rest.createVolume(id, {
+      size: 8 * MiB,
+      replicas: 1,
+      thin: true,
+      policy: { self_heal: false },
+    });
+    const [[replica, { node, pool }]] = Object.entries(v.state.replica_topology);
+    const snapId = newVolumeId();
+    await c.rest.createSnapshot(id, snapId);
+    const io = new IoEngineClient(c.engine(node!).grpc);
+    try {
+      // As right after its io-engine restarted: the pool not imported (yet), what it holds not loaded.
+      await io.exportPool(pool!);
+      const refused = (await c.rest.deleteSnapshot(snapId).catch((e: RestError) => e)) as RestError;
+      expect(refused.kind).toBe('Unavailable');
+      await c.rest.deleteVolume(id);
+      // Core imports the pool again, then its GC destroys both.
+      await waitFor(
+        async () =>
+          (await c.rest.getSnapshot(snapId).catch((e: RestError) => e)) instanceof RestError &&
+          (await c.rest.listReplicas()).every((r) => r.uuid !== replica),
+        { what: `snapshot ${snapId} and replica ${replica} collected`, timeoutMs: 30_000 },
+      );
+      expect(await heldFor(snapId)).toEqual([]);
+      expect((await io.listReplicas()).map((r) => r.uuid)).not.toContain(replica);
+    } finally {
+      io.close();
+    }
+  }, 90_000);
+
   it('restores from the replica snapshots whose nodes are up when the first one recorded is down', async () => {
     const id = newVolumeId();
     const published = await c.createPublished(id, { size: 8 * MiB, replicas: 2, node: 'node-1' });
@@ -229,6 +261,7 @@ describe('snapshot lifetime', () => {
           policy: { self_heal: true },
         })
         .catch((e: RestError) => e);
+      expect((two as RestError).kind).toBe('Unavailable');
       expect((two as RestError).message).toContain('1 of its 2 replica snapshot(s) are on nodes online now');
       const cloneId = newVolumeId();
       const clone = await c.rest.createCloneVolume(snapId, cloneId, {

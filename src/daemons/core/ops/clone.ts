@@ -58,9 +58,11 @@ export async function createCloneVolume(
     const usable = records
       .filter((r) => nodeOf(r)?.online)
       .sort((a, b) => Number(nodeOf(a)!.cordoned) - Number(nodeOf(b)!.cordoned));
+    // Unavailable, not FailedPrecondition: their nodes coming back is all it takes (a CSI
+    // provisioner retries it as such).
     if (usable.length < body.replicas)
       throw new SvcError(
-        'FailedPrecondition',
+        'Unavailable',
         `snapshot '${snapId}': ${usable.length} of its ${records.length} replica snapshot(s) are on nodes online now; a clone of ${body.replicas} replica(s) needs as many; retry once their nodes are back, or ask for fewer replicas`,
       );
     const chosen = usable.slice(0, body.replicas);

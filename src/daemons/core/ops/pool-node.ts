@@ -1,5 +1,11 @@
 import { someIds } from '../../../lib/output/humanize.js';
-import type { CordonDrainState, NodeSpec, PoolSpec, ReplicaSpec } from '../../../lib/specs/index.js';
+import type {
+  CordonDrainState,
+  NodeSpec,
+  PoolSpec,
+  ReplicaSpec,
+  VolumeSnapshot,
+} from '../../../lib/specs/index.js';
 import { allReplicaSnapshots, cloneSpec, poolRefName } from '../../../lib/specs/index.js';
 import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
@@ -60,16 +66,24 @@ export async function createPool(
   });
 }
 
-/** Delete a pool: refused while replicas live on it (InUse 409). */
+/**
+ * Delete a pool: refused while replicas or snapshots live on it (InUse 409). Those being deleted do
+ * not count: their destroy waits for the pool (a pool whose disk is gone never comes back), and
+ * once the pool is destroyed they are gone with it.
+ */
 export async function deletePool(ctx: CoreContext, id: string, node?: string): Promise<void> {
   const { registry, engines } = ctx;
   return registry.exclusive('pool', id, async () => {
     const spec = registry.pools.get(id);
     if (!spec || (node && spec.node !== node)) throw notFound('pool', id, 'Pool');
-    const users = [...registry.replicas.values()].filter((r) => poolRefName(r.pool) === id);
+    const onPool = [...registry.replicas.values()].filter((r) => poolRefName(r.pool) === id);
+    const users = onPool.filter((r) => r.status !== 'Deleting');
     // Checked here, not left to the io-engine, whose refusal cannot say which snapshots to delete.
-    const snapshots = [...registry.snapshots.values()]
-      .filter((s) => allReplicaSnapshots(s).some((r) => r.spec.source_id.pool_id === id))
+    const holding = [...registry.snapshots.values()].filter((s) =>
+      allReplicaSnapshots(s).some((r) => r.spec.source_id.pool_id === id),
+    );
+    const snapshots = holding
+      .filter((s) => s.status !== 'Deleting')
       .map((s) => s.spec.uuid)
       .sort();
     if (users.length || snapshots.length) throw poolInUse(id, spec.node, users, snapshots);
@@ -79,11 +93,23 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
       if (toSvcError(err).kind !== 'NotFound') throw err;
     }
     registry.poolStates.delete(id);
+    const left = holding.map((s) => withoutPool(s, id));
     await registry.persist({
       deletePools: [id],
+      deleteReplicas: onPool.map((r) => r.uuid),
+      snapshots: left.filter((s) => allReplicaSnapshots(s).length),
+      deleteSnapshots: left.filter((s) => !allReplicaSnapshots(s).length).map((s) => s.spec.uuid),
       events: [makeEvent('pool', id, 'Deleted', `from node ${spec.node}`)],
     });
   });
+}
+
+/** A (Deleting) snapshot's record without its replica snapshots in pool `id`. */
+function withoutPool(s: VolumeSnapshot, id: string): VolumeSnapshot {
+  const copy = cloneSpec(s);
+  for (const [txn, records] of Object.entries(copy.metadata.transactions))
+    copy.metadata.transactions[txn] = records.filter((r) => r.spec.source_id.pool_id !== id);
+  return copy;
 }
 
 /** How often a NodeSpec write is retried when the io-engine registered in between. */

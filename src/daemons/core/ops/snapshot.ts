@@ -213,7 +213,7 @@ export async function finishSnapshotDelete(ctx: CoreContext, snap: VolumeSnapsho
     const engine = pool ? engines.tryGet(pool.node) : null;
     try {
       if (!engine) throw new Error('node offline');
-      await engine.destroyReplicaSnapshot(rs.spec.uuid);
+      await engine.destroyReplicaSnapshot(rs.spec.uuid, rs.spec.source_id.pool_id);
     } catch (err) {
       if (!/not found/i.test(String((err as Error).message))) left.push(rs);
     }
@@ -255,7 +255,7 @@ export async function pruneStaleTransactions(ctx: CoreContext, snap: VolumeSnaps
     const engine = node ? engines.tryGet(node) : null;
     // Its pool reported: a pool not imported yet answers "not found" for what it still holds.
     if (!engine || !registry.poolStates.has(rs.spec.source_id.pool_id)) continue;
-    await engine.destroyReplicaSnapshot(rs.spec.uuid).then(
+    await engine.destroyReplicaSnapshot(rs.spec.uuid, rs.spec.source_id.pool_id).then(
       () => gone.add(rs.spec.uuid),
       (err) => {
         if (/not found/i.test(String((err as Error).message))) gone.add(rs.spec.uuid);
