@@ -34,7 +34,7 @@ function waitSpan(s: Span): Promise<void> {
  * A nexus: a mirror over children. Writes go to every healthy child (and to rebuilding children for
  * the range already copied) and complete when all have; reads come from one healthy child, round
  * robin. A child whose I/O fails is faulted and dropped, except the last healthy child, which is kept
- * (the I/O fails instead). Every change of child health is persisted as NexusInfo before the I/O that
+ * (the I/O fails instead; when its connection was lost, the nexus shuts itself down). Every change of child health is persisted as NexusInfo before the I/O that
  * caused it completes.
  */
 export class Nexus implements BlockBackend {
@@ -155,6 +155,16 @@ export class Nexus implements BlockBackend {
     }
     if (child.state === 'Faulted') return true;
     if (child.state === 'Online' && this.onlineCount() <= 1) {
+      // Its connection lost, not its disk: the replica is intact and most likely back soon (its
+      // io-engine restarting), but this nexus cannot serve until then. Failing the I/O would fail
+      // the application's filesystem; shutting down makes the path proxy hold it while HA builds a
+      // new target, from NexusInfo, which still names this child healthy.
+      if (child.backend.connectionLost) {
+        await this.selfShutdown(
+          `the connection to its last healthy child ${child.uri} was lost: ${String(err)}`,
+        );
+        return false;
+      }
       this.log.error(
         { nexus: this.uuid, child: child.uri, err: String(err) },
         'I/O failed on the last healthy child; keeping it',
@@ -201,6 +211,11 @@ export class Nexus implements BlockBackend {
     } finally {
       if (this.healthWrite === p) this.healthWrite = null;
     }
+  }
+
+  /** What I/O on a nexus that shut itself down answers: NBD_ESHUTDOWN, the path failed, not the volume. */
+  private shutdownError(): BlockIoError {
+    return new BlockIoError(`nexus ${this.uuid} shut down: ${this.shutdownReason}`, Errno.ESHUTDOWN);
   }
 
   private checkOpen(): void {
@@ -277,7 +292,9 @@ export class Nexus implements BlockBackend {
         return;
       } catch (err) {
         if (!(await this.childFailed(child, err)))
-          throw new BlockIoError(`read failed on last healthy child ${child.uri}: ${String(err)}`);
+          throw this.shutdown
+            ? this.shutdownError()
+            : new BlockIoError(`read failed on last healthy child ${child.uri}: ${String(err)}`);
       }
     }
   }
@@ -327,8 +344,7 @@ export class Nexus implements BlockBackend {
       await this.mutateInOrder(offset, length, op);
       // A chained NexusInfo write: awaiting the latest covers every earlier one. Not stored: the
       // nexus shut itself down, and the write is not acknowledged.
-      if (this.healthWrite && !(await this.healthWrite))
-        throw new BlockIoError(`nexus ${this.uuid} shut down: ${this.shutdownReason}`, Errno.ESHUTDOWN);
+      if (this.healthWrite && !(await this.healthWrite)) throw this.shutdownError();
     } finally {
       this.leave();
     }
@@ -396,6 +412,7 @@ export class Nexus implements BlockBackend {
         return null;
       } catch (err) {
         await this.childFailed(c, err);
+        if (this.shutdown) throw this.shutdownError();
         throw new BlockIoError(`I/O failed on ${c.uri}: ${String(err)}`, clientErrno(err));
       }
     }
@@ -414,8 +431,7 @@ export class Nexus implements BlockBackend {
         await this.childFailed(targets[i], r.reason);
       }
     }
-    if (this.shutdown)
-      throw new BlockIoError(`nexus ${this.uuid} shut down: ${this.shutdownReason}`, Errno.ESHUTDOWN);
+    if (this.shutdown) throw this.shutdownError();
     if (okHealthy === 0)
       throw new BlockIoError(
         `nexus ${this.uuid}: I/O failed on every healthy child: ${String(firstError ?? 'no healthy child')}`,
@@ -542,6 +558,8 @@ export class Nexus implements BlockBackend {
   async faultChild(uriOrUuid: string): Promise<void> {
     const child = this.children.find((c) => c.uri === uriOrUuid || c.uuid === uriOrUuid);
     if (!child) throw precondition(`nexus '${this.uuid}' has no child '${uriOrUuid}'`);
+    if (child.state === 'Online' && this.onlineCount() <= 1)
+      throw precondition(`child '${child.uri}' is the last healthy child of nexus '${this.uuid}'`);
     if (!(await this.childFailed(child, new Error('faulted by request')))) {
       throw precondition(`child '${child.uri}' is the last healthy child of nexus '${this.uuid}'`);
     }

@@ -9,6 +9,11 @@ export interface BlockBackend {
   readonly size: number;
   readonly readOnly?: boolean;
   /**
+   * A remote backend whose connection is gone: its I/O failed for that, not on the far side's disk,
+   * and what it holds may serve again once reached (its io-engine restarting).
+   */
+  readonly connectionLost?: boolean;
+  /**
    * Fill `buf` completely with the bytes at `offset`. A backend whose bytes arrive in pieces (a
    * remote export) may call `progress(filled)` as they do, `buf[0, filled)` being final, so a server
    * can start the reply before the last byte is in.

@@ -373,6 +373,10 @@ export class NbdClient implements BlockBackend {
     return this.closedError !== null;
   }
 
+  get connectionLost(): boolean {
+    return this.closed;
+  }
+
   /**
    * Drop the connection now: requests in flight fail as on a lost connection, so a caller can send
    * them again elsewhere (a path proxy re-pointed away from a stalled target).

@@ -35,7 +35,7 @@ describe('the last healthy child is never dropped', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('faults the first remote child that dies, keeps the last one and fails the I/O instead', async () => {
+  it('faults the first remote child that dies, keeps the last one and, its connection lost, shuts down instead', async () => {
     await b.client.createPool({ name: 'pb', capacity: 64 * MiB });
     await c.client.createPool({ name: 'pc', capacity: 64 * MiB });
     const rb = await b.client.createReplica({
@@ -63,11 +63,17 @@ describe('the last healthy child is never dropped', () => {
     });
     await qemuIo(target, ['write -P 0x3d 0 1M', 'read -P 0x3d 0 1M']);
 
+    // Its replica is intact, only unreachable: the nexus shuts itself down (I/O answered
+    // NBD_ESHUTDOWN, which a path proxy holds and HA answers with a new target; its export gone)
+    // instead of failing the writes as EIO.
     await c.stop('SIGKILL');
+    await waitFor(async () => (await a.client.getNexus(uuid)).state === 'Shutdown', {
+      what: 'the nexus shut down',
+    });
     await expect(qemuIo(target, ['write -P 0x3e 0 1M'])).rejects.toThrow();
     const n = await a.client.getNexus(uuid);
     expect(n.children.map((ch) => ch.state)).toEqual(['Faulted', 'Online']);
-    expect(n.state).toBe('Degraded');
+    expect(n.state).toBe('Shutdown');
     // NexusInfo still names the last good replica as healthy: it is the one to recover from.
     expect(JSON.parse((await store.get(created.nexusInfoKey))!.value)).toEqual({
       children: [
