@@ -34,8 +34,8 @@ function waitSpan(s: Span): Promise<void> {
  * A nexus: a mirror over children. Writes go to every healthy child (and to rebuilding children for
  * the range already copied) and complete when all have; reads come from one healthy child, round
  * robin. A child whose I/O fails is faulted and dropped, except the last healthy child, which is kept
- * (the I/O fails instead; when its connection was lost, the nexus shuts itself down). Every change of child health is persisted as NexusInfo before the I/O that
- * caused it completes.
+ * (the I/O fails instead; when its connection was lost, the nexus shuts itself down). Every change of
+ * child health is persisted as NexusInfo before the I/O that caused it completes.
  */
 export class Nexus implements BlockBackend {
   readonly children: NexusChild[] = [];
@@ -215,11 +215,12 @@ export class Nexus implements BlockBackend {
 
   /** What I/O on a nexus that shut itself down answers: NBD_ESHUTDOWN, the path failed, not the volume. */
   private shutdownError(): BlockIoError {
-    return new BlockIoError(`nexus ${this.uuid} shut down: ${this.shutdownReason}`, Errno.ESHUTDOWN);
+    const why = this.shutdownReason ? `: ${this.shutdownReason}` : '';
+    return new BlockIoError(`nexus ${this.uuid} shut down${why}`, Errno.ESHUTDOWN);
   }
 
   private checkOpen(): void {
-    if (this.shutdown) throw new BlockIoError(`nexus ${this.uuid} is shut down`, Errno.ESHUTDOWN);
+    if (this.shutdown) throw this.shutdownError();
   }
 
   private pickReader(): NexusChild | null {
@@ -560,9 +561,7 @@ export class Nexus implements BlockBackend {
     if (!child) throw precondition(`nexus '${this.uuid}' has no child '${uriOrUuid}'`);
     if (child.state === 'Online' && this.onlineCount() <= 1)
       throw precondition(`child '${child.uri}' is the last healthy child of nexus '${this.uuid}'`);
-    if (!(await this.childFailed(child, new Error('faulted by request')))) {
-      throw precondition(`child '${child.uri}' is the last healthy child of nexus '${this.uuid}'`);
-    }
+    await this.childFailed(child, new Error('faulted by request'));
   }
 
   /** Stop serving I/O, stop rebuilds, close children, record a clean shutdown. */
