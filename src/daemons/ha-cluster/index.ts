@@ -14,7 +14,7 @@ import { campaign, type Leadership } from '../../lib/store/election.js';
 import type { KeySpace } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
 import { SwitchOverRecords, stageName, stageOf } from './records.js';
-import { type SwitchoverConfig, SwitchoverEngine } from './switchover.js';
+import { publishedTarget, type SwitchoverConfig, SwitchoverEngine } from './switchover.js';
 
 export interface HaClusterConfig extends SwitchoverConfig {
   restUrl: string;
@@ -87,9 +87,7 @@ export async function start(config: HaClusterConfig): Promise<HaClusterDaemon> {
               throw new GrpcError(grpc.status.NOT_FOUND, `volume ${volume} not found`);
             throw new GrpcError(grpc.status.UNAVAILABLE, `core: ${(err as Error).message}`);
           });
-          // Published, even when its target is not served now (its io-engine restarted without it):
-          // moving it is then what helps.
-          const target = v.spec.target ? v.state.target : undefined;
+          const target = publishedTarget(v);
           if (!target)
             throw new GrpcError(
               grpc.status.FAILED_PRECONDITION,
@@ -273,5 +271,6 @@ function newRecord(volume: string, node: string, callback: string, failedTarget:
 
 /** The target core serves for a published volume (with its URI), or undefined when there is none. */
 function servedTarget(v: Volume) {
-  return v.spec.target && v.state.target?.deviceUri ? v.state.target : undefined;
+  const target = publishedTarget(v);
+  return target?.deviceUri ? target : undefined;
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../../lib/logger.js';
 import { recordSwitchover } from '../../lib/metrics/switchover.js';
 import type { RestClient } from '../../lib/rest/client.js';
 import { RestError } from '../../lib/rest/errors.js';
+import type { Volume } from '../../lib/rest/types.js';
 import type { SwitchOverSpec, SwitchOverStage } from '../../lib/specs/index.js';
 import type { KeySpace } from '../../lib/store/keys.js';
 import type { TxnOp } from '../../lib/store/types.js';
@@ -353,7 +354,7 @@ export class SwitchoverEngine {
   private async republish(e: Entry): Promise<void> {
     const spec = e.rec.spec;
     const v = await this.rest(() => this.o.rest.getVolume(spec.volume));
-    const target = v.spec.target ? v.state.target : undefined;
+    const target = publishedTarget(v);
     // Core's republish tears the old target down before it builds the new one; when no node could
     // build it (every io-engine down), our last attempt left the volume unpublished: publish it
     // again once a node can, rather than end here and leave the attached volume without a target.
@@ -409,4 +410,12 @@ export class SwitchoverEngine {
   stop(): void {
     this.stopped = true;
   }
+}
+
+/**
+ * The target of a published volume, also when it is not served now (its io-engine died, or
+ * restarted without it): moving it is then what helps. Undefined when the volume is not published.
+ */
+export function publishedTarget(v: Volume) {
+  return v.spec.target ? v.state.target : undefined;
 }

@@ -17,7 +17,7 @@ import {
   variantName,
 } from './codec.js';
 import { type OperationRecord, operationRecord, type SpecStatus, specCodec, specStatus } from './common.js';
-import { field, struct } from './struct.js';
+import { cloneSpec, field, struct } from './struct.js';
 
 export type SnapshotStatus = SpecStatus<null>;
 
@@ -166,6 +166,23 @@ export function snapshotSourceVolume(s: VolumeSnapshot): string {
 /** Every replica snapshot the record holds, of all its transactions (failed attempts' too). */
 export function allReplicaSnapshots(s: VolumeSnapshot): ReplicaSnapshot[] {
   return Object.values(s.metadata.transactions).flat();
+}
+
+/**
+ * A copy of the record without the replica snapshots `drop` picks; an earlier attempt left with
+ * none goes, the current one stays.
+ */
+export function withoutReplicaSnapshots(
+  s: VolumeSnapshot,
+  drop: (r: ReplicaSnapshot) => boolean,
+): VolumeSnapshot {
+  const copy = cloneSpec(s);
+  for (const [txn, records] of Object.entries(copy.metadata.transactions)) {
+    const kept = records.filter((r) => !drop(r));
+    if (kept.length || txn === copy.metadata.txn_id) copy.metadata.transactions[txn] = kept;
+    else delete copy.metadata.transactions[txn];
+  }
+  return copy;
 }
 
 /**

@@ -46,6 +46,7 @@ import {
   volumeSpec,
   volumeTargetNode,
   volumeTargetProtocol,
+  withoutReplicaSnapshots,
 } from '../../../src/lib/specs/index.js';
 import {
   fixtures,
@@ -185,6 +186,20 @@ describe('pool, replica, nexus, snapshot, switchover and NexusInfo helpers', () 
     expect(currentReplicaSnapshots(s).map((r) => r.spec.uuid)).toEqual([ids.replicaSnapshot]);
     expect(snapshotOperationName(s)).toBeNull();
     expect(snapshotOperationName(volumeSnapshot.decode('k', fx('VolumeSnapshot being')))).toBe('Create');
+  });
+  it('a snapshot record without some of its replica snapshots', () => {
+    const s = volumeSnapshot.decode('k', volumeSnapshotReference);
+    const current = s.metadata.txn_id;
+    const [taken] = currentReplicaSnapshots(s);
+    const earlier = { ...taken, spec: { ...taken.spec, uuid: ids.child2 } };
+    s.metadata.transactions = { earlier: [earlier], [current]: [taken] };
+    // An earlier attempt left empty goes; the current one stays, even empty.
+    expect(withoutReplicaSnapshots(s, () => true).metadata.transactions).toEqual({ [current]: [] });
+    expect(withoutReplicaSnapshots(s, (r) => r.spec.uuid === ids.child2).metadata.transactions).toEqual({
+      [current]: [taken],
+    });
+    expect(withoutReplicaSnapshots(s, () => false).metadata.transactions).toEqual(s.metadata.transactions);
+    expect(s.metadata.transactions.earlier).toEqual([earlier]); // a copy: the record itself is unchanged
   });
   it('switchovers', () => {
     const s = switchOver.decode('k', switchOverReference);

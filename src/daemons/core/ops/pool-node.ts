@@ -1,12 +1,11 @@
 import { someIds } from '../../../lib/output/humanize.js';
-import type {
-  CordonDrainState,
-  NodeSpec,
-  PoolSpec,
-  ReplicaSpec,
-  VolumeSnapshot,
+import type { CordonDrainState, NodeSpec, PoolSpec, ReplicaSpec } from '../../../lib/specs/index.js';
+import {
+  allReplicaSnapshots,
+  cloneSpec,
+  poolRefName,
+  withoutReplicaSnapshots,
 } from '../../../lib/specs/index.js';
-import { allReplicaSnapshots, cloneSpec, poolRefName } from '../../../lib/specs/index.js';
 import { nodeSpec } from '../../../lib/specs/node.js';
 import type { CoreContext } from '../context.js';
 import { eventKey, makeEvent } from '../events.js';
@@ -93,7 +92,7 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
       if (toSvcError(err).kind !== 'NotFound') throw err;
     }
     registry.poolStates.delete(id);
-    const left = holding.map((s) => withoutPool(s, id));
+    const left = holding.map((s) => withoutReplicaSnapshots(s, (r) => r.spec.source_id.pool_id === id));
     await registry.persist({
       deletePools: [id],
       deleteReplicas: onPool.map((r) => r.uuid),
@@ -102,14 +101,6 @@ export async function deletePool(ctx: CoreContext, id: string, node?: string): P
       events: [makeEvent('pool', id, 'Deleted', `from node ${spec.node}`)],
     });
   });
-}
-
-/** A (Deleting) snapshot's record without its replica snapshots in pool `id`. */
-function withoutPool(s: VolumeSnapshot, id: string): VolumeSnapshot {
-  const copy = cloneSpec(s);
-  for (const [txn, records] of Object.entries(copy.metadata.transactions))
-    copy.metadata.transactions[txn] = records.filter((r) => r.spec.source_id.pool_id !== id);
-  return copy;
 }
 
 /** How often a NodeSpec write is retried when the io-engine registered in between. */

@@ -6,6 +6,7 @@ import {
   type ReplicaSnapshot,
   type ReplicaSpec,
   type VolumeSnapshot,
+  withoutReplicaSnapshots,
 } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import type { EngineApi } from '../engine-api.js';
@@ -201,23 +202,13 @@ export async function deleteSnapshot(
  * snapshot's lock.
  */
 export async function finishSnapshotDelete(ctx: CoreContext, snap: VolumeSnapshot): Promise<number> {
-  const { registry, engines } = ctx;
+  const { registry } = ctx;
   const snapId = snap.spec.uuid;
   const copy = cloneSpec(snap);
   copy.status = 'Deleting';
   copy.metadata.operation = { operation: 'Destroy', result: null };
   await registry.persist({ snapshots: [copy] });
-  const left: ReplicaSnapshot[] = [];
-  for (const rs of allReplicaSnapshots(copy)) {
-    const pool = registry.pools.get(rs.spec.source_id.pool_id);
-    const engine = pool ? engines.tryGet(pool.node) : null;
-    try {
-      if (!engine) throw new Error('node offline');
-      await engine.destroyReplicaSnapshot(rs.spec.uuid, rs.spec.source_id.pool_id);
-    } catch (err) {
-      if (!/not found/i.test(String((err as Error).message))) left.push(rs);
-    }
-  }
+  const left = await destroyReplicaSnapshots(ctx, allReplicaSnapshots(copy));
   if (left.length) {
     copy.metadata.operation = null;
     copy.metadata.transactions = { [copy.metadata.txn_id]: left };
@@ -248,29 +239,34 @@ export function staleReplicaSnapshots(snap: VolumeSnapshot): ReplicaSnapshot[] {
  * the snapshot's lock.
  */
 export async function pruneStaleTransactions(ctx: CoreContext, snap: VolumeSnapshot): Promise<void> {
-  const { registry, engines } = ctx;
-  const gone = new Set<string>();
-  for (const rs of staleReplicaSnapshots(snap)) {
-    const node = registry.pools.get(rs.spec.source_id.pool_id)?.node;
-    const engine = node ? engines.tryGet(node) : null;
-    // Its pool reported: a pool not imported yet answers "not found" for what it still holds.
-    if (!engine || !registry.poolStates.has(rs.spec.source_id.pool_id)) continue;
-    await engine.destroyReplicaSnapshot(rs.spec.uuid, rs.spec.source_id.pool_id).then(
-      () => gone.add(rs.spec.uuid),
-      (err) => {
-        if (/not found/i.test(String((err as Error).message))) gone.add(rs.spec.uuid);
-      },
-    );
+  const stale = staleReplicaSnapshots(snap);
+  const left = new Set(await destroyReplicaSnapshots(ctx, stale));
+  if (left.size === stale.length) return;
+  const gone = new Set(stale.filter((r) => !left.has(r)).map((r) => r.spec.uuid));
+  await ctx.registry.persist({ snapshots: [withoutReplicaSnapshots(snap, (r) => gone.has(r.spec.uuid))] });
+}
+
+/**
+ * Destroy replica snapshots on their io-engines; returns those not destroyed (their node offline,
+ * or its io-engine failed). "Not found" counts as destroyed: a destroy names the pool, and an
+ * io-engine that has not imported that pool yet answers Unavailable instead.
+ */
+async function destroyReplicaSnapshots(
+  ctx: CoreContext,
+  records: ReplicaSnapshot[],
+): Promise<ReplicaSnapshot[]> {
+  const left: ReplicaSnapshot[] = [];
+  for (const rs of records) {
+    const pool = ctx.registry.pools.get(rs.spec.source_id.pool_id);
+    const engine = pool ? ctx.engines.tryGet(pool.node) : null;
+    try {
+      if (!engine) throw new Error('node offline');
+      await engine.destroyReplicaSnapshot(rs.spec.uuid, rs.spec.source_id.pool_id);
+    } catch (err) {
+      if (!/not found/i.test(String((err as Error).message))) left.push(rs);
+    }
   }
-  if (!gone.size) return;
-  const copy = cloneSpec(snap);
-  for (const [txn, records] of Object.entries(copy.metadata.transactions)) {
-    if (txn === copy.metadata.txn_id) continue;
-    const left = records.filter((r) => !gone.has(r.spec.uuid));
-    if (left.length) copy.metadata.transactions[txn] = left;
-    else delete copy.metadata.transactions[txn];
-  }
-  await registry.persist({ snapshots: [copy] });
+  return left;
 }
 
 /** The record of a replica snapshot about to be taken (status Creating until its io-engine answers). */
