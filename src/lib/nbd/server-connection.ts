@@ -23,6 +23,8 @@ type Phase = 'clientFlags' | 'optionHeader' | 'optionData' | 'requestHeader' | '
 /** High-water marks: stop reading the socket while this much work is queued. */
 const MAX_INFLIGHT = 128;
 const MAX_PENDING_OUTPUT = 64 * 1024 * 1024;
+/** A write payload with at least this much still to come is read straight into its own buffer. */
+const DIRECT_READ_MIN = 16 * 1024;
 
 /** A read reply being forwarded while its bytes arrive: `out` is header + data, `sent` data bytes are out. */
 interface CutThrough {
@@ -87,6 +89,25 @@ export class NbdServerConnection {
       this.socket.destroy();
     }
     this.q.detach();
+  }
+
+  /**
+   * Where the socket's next read may land instead of the connection's read buffer: the rest of the
+   * write payload being received, when nothing is queued before it and enough is missing to be worth
+   * a read of its own. Saves copying every written byte once more (from the read buffer to the
+   * payload), which cost a third of an io-engine's CPU under sequential writes.
+   */
+  payloadReadBuffer(): Buffer | null {
+    if (this.phase !== 'writePayload' || this.q.length > 0) return null;
+    const missing = this.req.length - this.payloadFilled;
+    return missing >= DIRECT_READ_MIN ? this.payload!.subarray(this.payloadFilled, this.req.length) : null;
+  }
+
+  /** `n` bytes of the write payload arrived where payloadReadBuffer() said. */
+  receivedPayload(n: number): void {
+    this.payloadFilled += n;
+    if (this.payloadFilled < this.req.length) return;
+    this.received(EMPTY);
   }
 
   /** Serve the initial greeting. */
@@ -377,6 +398,8 @@ export class NbdServerConnection {
     this.socket.destroy();
   }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 function writeReplyHeader(b: Buffer, error: number, handle: Buffer): void {
   b.writeUInt32BE(SIMPLE_REPLY_MAGIC, 0);

@@ -50,7 +50,11 @@ export class NbdServer {
 
   private accept(accepted: Socket): void {
     let conn: NbdServerConnection | undefined;
-    const socket = withReadBuffer(accepted, (bytes) => conn?.received(bytes));
+    const socket = withReadBuffer(accepted, {
+      into: () => conn?.payloadReadBuffer() ?? null,
+      received: (bytes) => conn?.received(bytes),
+      receivedInto: (n) => conn?.receivedPayload(n),
+    });
     const remote = `${socket.remoteAddress}:${socket.remotePort}`;
     conn = new NbdServerConnection(
       socket,
@@ -134,21 +138,38 @@ export class NbdServer {
 /** Bytes a connection reads at once into its own reused buffer. */
 const READ_BUFFER = 256 * 1024;
 
+/** Where a connection's reads land. */
+interface ReadTarget {
+  /** A buffer the next read should fill instead of the connection's own (null: its own). */
+  into(): Buffer | null;
+  /** Bytes read into the connection's own buffer (a view valid during the call only). */
+  received(bytes: Buffer): void;
+  /** `n` bytes read into the buffer into() gave. */
+  receivedInto(n: number): void;
+}
+
 /**
- * The accepted connection, re-wrapped to read into one buffer of its own (`onread`), which
- * net.Server has no option for. A plain server socket allocates a new 64 KiB buffer for every read:
- * receiving writes cost twice the CPU (allocation and the garbage collector) and the payload is
- * copied once anyway. The server was told to accept paused, so no byte was read before the re-wrap.
- * The server still counts `accepted` as its connection: it is released (without closing the handle
- * it no longer owns) when the new socket closes.
+ * The accepted connection, re-wrapped to read into buffers of its choosing (`onread`), which
+ * net.Server has no option for: one buffer of its own, or where the reader says (a write payload).
+ * A plain server socket allocates a new 64 KiB buffer for every read: receiving writes cost twice
+ * the CPU (allocation and the garbage collector) and the payload is copied once anyway. The server
+ * was told to accept paused, so no byte was read before the re-wrap. The server still counts
+ * `accepted` as its connection: it is released (without closing the handle it no longer owns) when
+ * the new socket closes.
  */
-function withReadBuffer(accepted: Socket, onBytes: (bytes: Buffer) => void): Socket {
+function withReadBuffer(accepted: Socket, target: ReadTarget): Socket {
   const internal = accepted as unknown as { _handle: unknown };
   const buffer = Buffer.allocUnsafe(READ_BUFFER);
   // `handle` is the documented way net.Server itself builds its sockets, though not in the typings.
   const socket = new Socket({
     handle: internal._handle,
-    onread: { buffer, callback: (n: number, buf: Uint8Array) => onBytes((buf as Buffer).subarray(0, n)) },
+    onread: {
+      buffer: () => target.into() ?? buffer,
+      callback: (n: number, buf: Uint8Array) => {
+        if (buf === buffer) target.received(buffer.subarray(0, n));
+        else target.receivedInto(n);
+      },
+    },
   } as SocketConstructorOpts);
   socket.on('close', () => {
     internal._handle = null;
