@@ -12,6 +12,12 @@
  * 1-child. A bar's ratio is the median over the rounds of the two targets' ratio in that round
  * (runs minutes apart see another machine; the two runs of one round, the same).
  *
+ * The 3-child nexus's peer is a mirror built from the same tools: qemu-nbd serving qemu's quorum
+ * driver over a local file and two nbdkit file exports (1 local + 2 remote, as the nexus), measured
+ * on the write tests only (its reads and 4 KiB runs add minutes and no bar). Its ratio to qemu-nbd
+ * over one file is what mirroring costs a peer on this machine, where every copy shares the same
+ * two cores and disk: each copy is one more transfer over loopback TCP and one more page-cache write.
+ *
  *   npm run build && npx tsx bench/nbd.ts [--size-mib 1024] [--seq-count 2048] [--rand-count 40000] [--rounds 3]
  *
  * qemu-img bench has no random mode; a step of 7919 × 4 KiB (a prime stride, taken modulo the
@@ -171,6 +177,54 @@ async function copy(uri: string, mode: 'copy-read' | 'copy-write'): Promise<Resu
   };
 }
 
+/**
+ * qemu-nbd serving qemu's quorum driver (every write to every child, acknowledged once all answered)
+ * over a local file and two nbdkit file exports: the 3-child nexus's shape built from peer tools.
+ */
+async function startQuorumPeer(dir: string): Promise<string> {
+  const remotes: string[] = [];
+  for (const i of [1, 2]) {
+    const file = join(dir, `quorum-remote-${i}.img`);
+    await fallocated(file);
+    remotes.push(
+      await startPeer('nbdkit', (port) => ['-f', '-p', port, '-i', '127.0.0.1', 'file', file], ''),
+    );
+  }
+  const local = join(dir, 'quorum-local.img');
+  await fallocated(local);
+  const image = [
+    'driver=quorum',
+    'vote-threshold=1',
+    'children.0.driver=raw',
+    'children.0.file.driver=file',
+    `children.0.file.filename=${local}`,
+    ...remotes.flatMap((uri, i) => [
+      `children.${i + 1}.driver=raw`,
+      `children.${i + 1}.file.driver=nbd`,
+      `children.${i + 1}.file.server.type=inet`,
+      `children.${i + 1}.file.server.host=127.0.0.1`,
+      `children.${i + 1}.file.server.port=${new URL(uri).port}`,
+    ]),
+  ].join(',');
+  return startPeer(
+    'qemu-nbd',
+    (port) => [
+      '-p',
+      port,
+      '-b',
+      '127.0.0.1',
+      '-x',
+      'disk',
+      '--persistent',
+      '-e',
+      '16',
+      '--image-opts',
+      image,
+    ],
+    'disk',
+  );
+}
+
 async function fallocated(path: string): Promise<void> {
   await execFileP('fallocate', ['-l', String(SIZE), path]);
 }
@@ -205,14 +259,19 @@ async function main(): Promise<void> {
       'disk',
     );
 
+    const quorumUri = await startQuorumPeer(dir);
+
     const targets: Record<string, string> = {
       'nexus-1-child': target1,
       'nexus-3-children': target3,
       'nbdkit-file': kitUri,
       'qemu-nbd': qUri,
+      'qemu-quorum-3': quorumUri,
     };
     const modes = ['seq-write', 'seq-read', 'rand-write', 'rand-read', 'copy-write', 'copy-read'] as const;
     type Mode = (typeof modes)[number];
+    const MIRROR_MODES: readonly Mode[] = ['seq-write', 'copy-write'];
+    const measured = (name: string, mode: Mode) => name !== 'qemu-quorum-3' || MIRROR_MODES.includes(mode);
     const run = (uri: string, mode: Mode) =>
       mode.startsWith('copy') ? copy(uri, mode as 'copy-read' | 'copy-write') : bench(uri, mode as never);
     const seen: Record<string, Record<string, Result[]>> = {};
@@ -221,6 +280,7 @@ async function main(): Promise<void> {
         const order = Object.entries(targets);
         if (r % 2 === 1) order.reverse();
         for (const [name, uri] of order) {
+          if (!measured(name, mode)) continue;
           seen[name] ??= {};
           await execFileP('sync');
           seen[name][mode] = [...(seen[name][mode] ?? []), await run(uri, mode)];
@@ -246,14 +306,17 @@ async function main(): Promise<void> {
       seen[a][m].map((x, r) => x.mibPerSec / seen[b][m][r].mibPerSec);
     const ratios: Record<string, Record<string, number>> = {};
     const ratiosPerRound: Record<string, Record<string, number[]>> = {};
-    const compare = (a: string, b: string) => {
-      ratios[`${a}_vs_${b}`] = Object.fromEntries(modes.map((m) => [m, round2(median(perRound(a, b, m)))]));
+    const compare = (a: string, b: string, only: readonly Mode[] = modes) => {
+      ratios[`${a}_vs_${b}`] = Object.fromEntries(only.map((m) => [m, round2(median(perRound(a, b, m)))]));
       ratiosPerRound[`${a}_vs_${b}`] = Object.fromEntries(
-        modes.map((m) => [m, perRound(a, b, m).map(round2)]),
+        only.map((m) => [m, perRound(a, b, m).map(round2)]),
       );
     };
     for (const name of ['nexus-1-child', 'nexus-3-children', 'qemu-nbd']) compare(name, 'nbdkit-file');
     compare('nexus-3-children', 'nexus-1-child');
+    // The peer's own cost of mirroring, and our mirror next to it.
+    compare('qemu-quorum-3', 'qemu-nbd', MIRROR_MODES);
+    compare('nexus-3-children', 'qemu-quorum-3', MIRROR_MODES);
     const bars = [
       ...(['seq-read', 'seq-write', 'copy-read', 'copy-write'] as const).map((m) => ({
         bar: `nexus-1-child ${m} >= 0.8 x nbdkit-file`,
@@ -265,7 +328,7 @@ async function main(): Promise<void> {
         value: ratios['nexus-1-child_vs_nbdkit-file'][m],
         met: ratios['nexus-1-child_vs_nbdkit-file'][m] >= 0.6,
       })),
-      ...(['seq-write', 'copy-write'] as const).map((m) => ({
+      ...MIRROR_MODES.map((m) => ({
         bar: `nexus-3-children ${m} >= 0.5 x nexus-1-child`,
         value: ratios['nexus-3-children_vs_nexus-1-child'][m],
         met: ratios['nexus-3-children_vs_nexus-1-child'][m] >= 0.5,
