@@ -1,5 +1,6 @@
 import type { Logger } from '../../lib/logger.js';
 import { rebuildBytes, rebuilds, rebuildsActive } from '../../lib/metrics/catalog.js';
+import { ioBuffer } from '../../lib/nbd/io-buffer.js';
 import { zeroRuns } from '../../lib/nbd/zero-runs.js';
 import type { Nexus } from './nexus.js';
 import type { NexusChild } from './nexus-child.js';
@@ -178,7 +179,7 @@ async function complete(
 }
 
 async function copyAll(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
-  const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
+  const buf = ioBuffer(Math.min(REBUILD_SEGMENT, nexus.size));
   log.info({ nexus: nexus.uuid, child: child.uri, partial: false }, 'rebuild started');
   for (let pos = 0; pos < nexus.size; pos += REBUILD_SEGMENT) {
     if (stopped(nexus, child)) {
@@ -196,7 +197,7 @@ async function copyAll(nexus: Nexus, child: NexusChild, log: Logger, online: () 
 
 async function copyDirty(nexus: Nexus, child: NexusChild, log: Logger, online: () => void): Promise<Result> {
   const map = child.rebuildMap!;
-  const buf = Buffer.allocUnsafe(Math.min(REBUILD_SEGMENT, nexus.size));
+  const buf = ioBuffer(Math.min(REBUILD_SEGMENT, nexus.size));
   const maxSegments = REBUILD_SEGMENT / MAP_SEGMENT;
   log.info(
     { nexus: nexus.uuid, child: child.uri, partial: true, dirtyBytes: map.dirtyBytes },

@@ -1,3 +1,5 @@
+import { ioBuffer, isWholeIoBuffer } from './io-buffer.js';
+
 /**
  * Reuse of large I/O buffers (read replies, write payloads). Allocating a fresh buffer per request
  * made the garbage collector the largest cost of I/O: every fresh megabyte is external memory V8
@@ -35,7 +37,7 @@ export class BufferPool {
     this.used = true;
     const list = this.recent(size);
     const buf = list.pop();
-    if (!buf) return Buffer.allocUnsafeSlow(size);
+    if (!buf) return ioBuffer(size);
     this.pooledBytes -= size;
     return buf;
   }
@@ -43,7 +45,7 @@ export class BufferPool {
   /** Give back a buffer from get(); the caller must not touch it afterwards. */
   put(buf: Buffer): void {
     const size = buf.length;
-    if (size < this.minSize || buf.byteOffset !== 0 || buf.buffer.byteLength !== size) return;
+    if (size < this.minSize || !isWholeIoBuffer(buf)) return;
     const list = this.recent(size);
     // Map order is recency: the first entries are the sizes least recently asked for.
     for (const [other, stale] of this.free) {

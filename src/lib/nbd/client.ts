@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { errnoName } from '../errno.js';
 import { type BlockBackend, BlockIoError, type ReadProgress } from './backend.js';
 import { ByteQueue } from './byte-queue.js';
+import { ioBuffer } from './io-buffer.js';
 import {
   Cmd,
   CmdFlag,
@@ -98,7 +99,7 @@ export class NbdClient implements BlockBackend {
     // The client reads into buffers it chooses (see nextReadBuffer): a read reply's payload goes
     // straight from the socket into the caller's buffer, with no chunk allocated per read.
     let client: NbdClient | undefined;
-    const scratch = Buffer.allocUnsafe(SCRATCH_SIZE);
+    const scratch = ioBuffer(SCRATCH_SIZE);
     const socket = connect({
       host: t.host,
       port: t.port,

@@ -1,6 +1,7 @@
 import { createServer, type Server, Socket, type SocketConstructorOpts } from 'node:net';
 import type { BlockBackend } from './backend.js';
 import { BufferPool } from './buffer-pool.js';
+import { ioBuffer } from './io-buffer.js';
 import { FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES } from './protocol.js';
 import { NbdServerConnection } from './server-connection.js';
 import { NbdTargetStats } from './stats.js';
@@ -159,7 +160,7 @@ interface ReadTarget {
  */
 function withReadBuffer(accepted: Socket, target: ReadTarget): Socket {
   const internal = accepted as unknown as { _handle: unknown };
-  const buffer = Buffer.allocUnsafe(READ_BUFFER);
+  const buffer = ioBuffer(READ_BUFFER);
   // `handle` is the documented way net.Server itself builds its sockets, though not in the typings.
   const socket = new Socket({
     handle: internal._handle,

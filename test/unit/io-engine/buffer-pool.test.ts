@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { BufferPool } from '../../../src/lib/nbd/buffer-pool.js';
+import { IO_BUFFER_LEAD } from '../../../src/lib/nbd/io-buffer.js';
 
 const KiB = 1024;
 
@@ -11,6 +12,21 @@ describe('BufferPool', () => {
     for (const b of first) pool.put(b);
     const second = Array.from({ length: 64 }, () => pool.get(256 * KiB));
     expect(new Set(second)).toEqual(new Set(first));
+  });
+
+  it('hands out buffers that start IO_BUFFER_LEAD into their memory, not on its page boundary; takes back only whole ones', () => {
+    const pool = new BufferPool(64 * 1024 * KiB);
+    const b = pool.get(256 * KiB);
+    expect(b.length).toBe(256 * KiB);
+    expect(b.byteOffset).toBe(IO_BUFFER_LEAD);
+    expect(b.buffer.byteLength).toBe(256 * KiB + IO_BUFFER_LEAD);
+    // A view of part of a pooled buffer, or a buffer from elsewhere, is not pooled.
+    const view = pool.get(256 * KiB).subarray(0, 128 * KiB);
+    pool.put(view);
+    pool.put(Buffer.allocUnsafeSlow(128 * KiB));
+    expect(pool.bytes).toBe(0);
+    pool.put(b);
+    expect(pool.get(256 * KiB)).toBe(b);
   });
 
   it('keeps no more than its byte bound free; the rest is left to the GC', () => {
