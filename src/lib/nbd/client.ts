@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { errnoName } from '../errno.js';
 import { type BlockBackend, BlockIoError, type ReadProgress } from './backend.js';
 import { ByteQueue } from './byte-queue.js';
-import { ioBuffer } from './io-buffer.js';
+import { DIRECT_READ_MIN, ioBuffer } from './io-buffer.js';
 import {
   Cmd,
   CmdFlag,
@@ -28,8 +28,6 @@ import {
 
 /** The buffer headers and small payloads are read into (one per connection). */
 const SCRATCH_SIZE = 256 * 1024;
-/** A payload at least this large still to come is read straight into the caller's buffer. */
-const DIRECT_READ_MIN = 16 * 1024;
 
 export interface NbdTarget {
   host: string;

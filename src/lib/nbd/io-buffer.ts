@@ -7,6 +7,9 @@
  */
 export const IO_BUFFER_LEAD = 64;
 
+/** A payload with at least this much still to come is read from the socket straight into its own buffer. */
+export const DIRECT_READ_MIN = 16 * 1024;
+
 /** A buffer the kernel copies into (socket reads, preads), starting IO_BUFFER_LEAD into its memory. */
 export function ioBuffer(size: number): Buffer {
   return Buffer.allocUnsafeSlow(size + IO_BUFFER_LEAD).subarray(IO_BUFFER_LEAD);

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { type BlockBackend, errnoOf } from './backend.js';
 import type { BufferPool } from './buffer-pool.js';
 import { ByteQueue } from './byte-queue.js';
+import { DIRECT_READ_MIN } from './io-buffer.js';
 import {
   Cmd,
   CmdFlag,
@@ -23,8 +24,6 @@ type Phase = 'clientFlags' | 'optionHeader' | 'optionData' | 'requestHeader' | '
 /** High-water marks: stop reading the socket while this much work is queued. */
 const MAX_INFLIGHT = 128;
 const MAX_PENDING_OUTPUT = 64 * 1024 * 1024;
-/** A write payload with at least this much still to come is read straight into its own buffer. */
-const DIRECT_READ_MIN = 16 * 1024;
 
 /** A read reply being forwarded while its bytes arrive: `out` is header + data, `sent` data bytes are out. */
 interface CutThrough {
