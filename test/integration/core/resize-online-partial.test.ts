@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { IoEngineClient } from '../../../src/lib/io-engine/client.js';
 import type { RestError } from '../../../src/lib/rest/errors.js';
+import { metricsUrl, reconcilerRuns } from '../../helpers/metrics.js';
 import { waitFor } from '../../helpers/wait.js';
 import { type Backend, coreFlags, newVolumeId, POOL_CAPACITY, TestCluster } from './cluster.js';
 import { qemuIo } from './qemu.js';
@@ -172,6 +173,14 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
       } finally {
         node2.close();
       }
+      // Not even after the pool reconciler's next passes: core created the pool, so it knows the
+      // io-engine had it and does not import it before a poll says it is gone. (It imported every
+      // pool core created until the next poll listed it; once it was exported, the next pass did.)
+      const metrics = metricsUrl(c.cores[0])!;
+      const passes = await reconcilerRuns(metrics, 'pools');
+      await waitFor(async () => (await reconcilerRuns(metrics, 'pools')) >= passes + 2, {
+        what: 'two passes of the pool reconciler',
+      });
       const create = (await c.rest
         .createVolume(newVolumeId(), { size: 8 * MiB, replicas: 2, thin: true, policy: { self_heal: false } })
         .catch((e: RestError) => e)) as RestError;
@@ -180,6 +189,8 @@ for (const backend of ['embedded', 'etcd'] as Backend[])
         kind: 'Unavailable',
         message: expect.stringContaining("pool 'pool-node-2' not found"),
       });
+      // Nor did it try to import a pool the io-engine had and call that a failure.
+      expect((await c.events()).filter((e) => e.includes('"ImportFailed"'))).toEqual([]);
     });
 
     /** Two nodes, one with a 40 MiB pool, and a 16 MiB volume with a replica on each. */

@@ -48,6 +48,9 @@ export async function createPool(
     }
     const state = await engines.get(node).createPool(id, disks[0] ?? '', capacity);
     registry.poolStates.set(id, state);
+    // The io-engine has it now: the pool reconciler, which imports the pools a poll did not list,
+    // must not wait for the next poll (--cache-period) to know, nor import it should it go meanwhile.
+    registry.polledPools.get(node)?.add(id);
     // The directory the io-engine used, also when none was named (its pool dir's default).
     const spec: PoolSpec = {
       node,

@@ -42,6 +42,11 @@ export async function reconcilePools(ctx: CoreContext): Promise<boolean> {
       const failed = toSvcError(err);
       // Its io-engine did not answer (it is going away or just restarting): not the pool's failure.
       if (failed.kind === 'Unavailable' || failed.kind === 'DeadlineExceeded') continue;
+      // It has the pool: the poll that did not list it is older than the pool. Read it again.
+      if (failed.kind === 'AlreadyExists') {
+        await pollNode(ctx, p.node);
+        continue;
+      }
       // Retried every pass; said (log and event) once per reason.
       const why = failed.message;
       if (registry.poolImportFailed.get(p.id) === why) continue;
