@@ -42,12 +42,18 @@ export class BlockIoError extends Error {
   }
 }
 
+/**
+ * The errno a backend's failure answers on the wire. EPERM there means the request was refused (a
+ * read-only export, a replica reserved by a newer nexus: io-engine/reservation.ts), so a backing
+ * filesystem gone read-only under an open file (its disk failed and ext4 aborted its journal) is
+ * EIO, a failed disk: as EPERM, a nexus took it for a reservation conflict and shut itself down.
+ */
 export function errnoOf(err: unknown): number {
   if (err instanceof BlockIoError) return err.errno;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOSPC') return Errno.ENOSPC;
   if (code === 'EINVAL') return Errno.EINVAL;
-  if (code === 'EPERM' || code === 'EACCES' || code === 'EROFS') return Errno.EPERM;
+  if (code === 'EPERM' || code === 'EACCES') return Errno.EPERM;
   return Errno.EIO;
 }
 

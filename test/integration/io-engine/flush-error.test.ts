@@ -81,9 +81,17 @@ describe('a child whose disk fails a flush', () => {
   /** Added again as core does within the faulted-child wait period (a partial rebuild). */
   const addBack = async (outcome: 'Online' | 'Faulted') => {
     await a.client.addChildNexus(nexusUuid, remote.uri);
-    await waitFor(async () => (await childState()) === outcome, {
-      what: `the child ${outcome} after its rebuild`,
-    });
+    await waitFor(
+      async () => {
+        const c = (await a.client.getNexus(nexusUuid)).children.find((c) => c.uuid === remote.uuid);
+        if (c?.state === outcome) return true;
+        // Retried; the last one is what a timeout reports: where the rebuild stands, and why.
+        throw new Error(
+          `not yet: ${JSON.stringify(c && { state: c.state, reason: c.reason, progress: c.rebuildProgress, ended: c.rebuildEndedAt })}`,
+        );
+      },
+      { what: `the child ${outcome} after its rebuild` },
+    );
   };
 
   it('is rebuilt with the writes that flush did not make durable on it', async () => {
@@ -123,12 +131,27 @@ describe('a child whose disk fails a flush', () => {
     ]);
   }, 60_000);
 
-  it('lets its io-engine stop when the filesystem went read-only under the pool', async () => {
-    // A metadata change committed while the disk fails aborts ext4's journal: read-only from then on.
+  /** A metadata change committed while the disk fails aborts ext4's journal: read-only from then on. */
+  const abortPoolJournal = async () => {
     await disk.fail();
     await writeFile(join(b.poolDir, 'pb', 'dirty'), 'x').catch(() => {});
     await run('sync', ['-f', join(b.poolDir, 'pb')]).catch(() => {});
     await expect(writeFile(join(b.poolDir, 'pb', 'probe'), 'x')).rejects.toThrow(/EROFS/);
+  };
+
+  it('faults a remote child whose pool went read-only and serves on from the other one', async () => {
+    await abortPoolJournal();
+    await disk.heal(); // the filesystem stays read-only
+    // The replica's EROFS is a failed disk (EIO) on the wire, not EPERM: that is what a replica held by
+    // a newer nexus answers, and a nexus that reads it shuts itself down (fenced), target and all.
+    await io('write -P 0xee 0 1M', 'flush');
+    const child = (await a.client.getNexus(nexusUuid)).children.find((c) => c.uuid === remote.uuid);
+    expect(child).toMatchObject({ state: 'Faulted', reason: expect.stringMatching(/remote error EIO/) });
+    await io('read -P 0xee 0 1M', 'write -P 0xef 1M 1M', 'flush', 'read -P 0xef 1M 1M');
+  }, 60_000);
+
+  it('lets its io-engine stop when the filesystem went read-only under the pool', async () => {
+    await abortPoolJournal();
     // Its pool's claim cannot be released; the rest still stops and the process exits, saying so.
     expect(await b.proc.kill('SIGTERM')).toBe(1);
     expect(b.proc.output).toMatch(/"stop failed".*EROFS|EROFS.*"stop failed"/);
