@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { ReplicaSpec, VolumeSpec } from '../../../lib/specs/index.js';
+import { poolRefName, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import type { Registry } from '../registry.js';
 import type { CreateVolumeBody } from '../rest/validate.js';
-import { placeReplicas } from '../scheduler.js';
+import { type PoolView, placeReplicas } from '../scheduler.js';
 import { SvcError, stepFailureKind, toSvcError } from '../svc-error.js';
 import { createDifferences, settleDirtyVolume } from './converge.js';
 import { rollbackOp, settleOp } from './settle.js';
@@ -26,11 +26,16 @@ export function newReplicaSpec(volume: VolumeSpec, pool: string): ReplicaSpec {
   };
 }
 
-/** Create logged replica specs on their io-engines, in parallel. */
+/** Create logged replica specs on their io-engines, in parallel; `error`: the first failure. */
 export async function createOnEngines(
   ctx: CoreContext,
   specs: ReplicaSpec[],
-): Promise<{ created: ReplicaSpec[]; failed: ReplicaSpec[]; error?: unknown }> {
+): Promise<{
+  created: ReplicaSpec[];
+  failed: ReplicaSpec[];
+  error?: unknown;
+  errors: Map<ReplicaSpec, unknown>;
+}> {
   const { registry, engines } = ctx;
   const results = await Promise.allSettled(
     specs.map(async (r) => {
@@ -43,15 +48,17 @@ export async function createOnEngines(
   );
   const created: ReplicaSpec[] = [];
   const failed: ReplicaSpec[] = [];
+  const errors = new Map<ReplicaSpec, unknown>();
   let error: unknown;
   results.forEach((res, i) => {
     if (res.status === 'fulfilled') created.push(specs[i]);
     else {
       failed.push(specs[i]);
+      errors.set(specs[i], res.reason);
       error ??= res.reason;
     }
   });
-  return { created, failed, error };
+  return { created, failed, error, errors };
 }
 
 /** Best-effort destroy of replicas created by a failed operation; those that fail are left to GC. */
@@ -164,18 +171,25 @@ export async function createVolume(
     const volume = newVolumeSpec(uuid, body);
     const existing = registry.volumes.get(uuid);
     if (existing) return sameVolume(existing, volume);
-    const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), {
+    const placement = {
       size: body.size,
       thin: body.thin,
       count: body.replicas,
       topology: body.topology,
       poolCommitmentPercent: config.poolCommitmentPercent,
       volumeCommitmentPercent: config.volumeCommitmentPercent,
-    });
+    };
+    const pools = placeReplicas(registry.poolViews(), registry.nodeViews(), placement);
     const replicas = pools.map((p) => newReplicaSpec(volume, p.id));
     await registry.persist({ volumes: [volume], replicas });
 
-    const { created, failed, error } = await createOnEngines(ctx, replicas);
+    const { created, failed, error, skipped } = await createPlacedElsewhere(
+      ctx,
+      volume,
+      placement,
+      await createOnEngines(ctx, replicas),
+    );
+    const tried = skipped.length ? ` (skipped ${skipped.join('; ')})` : '';
     if (failed.length > 0) {
       const { left } = await destroyReplicasQuietly(ctx, created);
       // Replicas that could not be destroyed stay as disowned Deleting specs; the replica GC ends them.
@@ -198,21 +212,67 @@ export async function createVolume(
       );
       throw new SvcError(
         stepFailureKind(why.kind),
-        `volume '${uuid}' not created: replica creation failed: ${why.message}`,
+        `volume '${uuid}' not created: replica creation failed: ${why.message}${tried}`,
         why.details,
       );
     }
     await commitCreated(
       registry,
       volume,
-      replicas,
+      created,
       makeEvent(
         'volume',
         uuid,
         'Created',
-        `${body.replicas} replica(s) of ${body.size} bytes on ${pools.map((p) => p.node).join(', ')}`,
+        `${body.replicas} replica(s) of ${body.size} bytes on ${created.map((r) => registry.replicaNode(r)).join(', ')}${tried}`,
       ),
     );
     return volume;
   });
+}
+
+/**
+ * Replicas whose pool failed their create (its io-engine not answering, the pool not imported since
+ * a restart, fuller than last polled) go to the next pools placement offers, on nodes the volume
+ * has no replica on yet, while there are any (as upstream tries its candidates in turn): a create
+ * succeeds if enough pools can take it. The failed specs are replaced in the store before each new
+ * attempt, so a crash leaves only specs whose Create is logged; what a timed-out create may have
+ * made anyway is a replica without a spec, which the replica GC destroys. `skipped`: each pool
+ * passed over and why.
+ */
+async function createPlacedElsewhere(
+  ctx: CoreContext,
+  volume: VolumeSpec,
+  placement: Parameters<typeof placeReplicas>[2],
+  first: Awaited<ReturnType<typeof createOnEngines>>,
+): Promise<{ created: ReplicaSpec[]; failed: ReplicaSpec[]; error?: unknown; skipped: string[] }> {
+  const { registry, log } = ctx;
+  let { created, failed, error, errors } = first;
+  const skipped: string[] = [];
+  const tried = new Set([...created, ...failed].map((r) => poolRefName(r.pool)));
+  while (failed.length > 0) {
+    const usedNodes = new Set(created.map((r) => registry.replicaNode(r)));
+    const candidates = registry.poolViews().filter((p) => !tried.has(p.id) && !usedNodes.has(p.node));
+    let pools: PoolView[];
+    try {
+      pools = placeReplicas(candidates, registry.nodeViews(), { ...placement, count: failed.length });
+    } catch {
+      break; // no other pool can take them: the create fails with the first error
+    }
+    for (const r of failed) {
+      const why = toSvcError(errors.get(r)).message;
+      skipped.push(`${poolRefName(r.pool)}: ${why}`);
+      log.warn(
+        { volume: volume.uuid, pool: poolRefName(r.pool), err: why },
+        'replica placed on another pool',
+      );
+    }
+    for (const p of pools) tried.add(p.id);
+    const next = pools.map((p) => newReplicaSpec(volume, p.id));
+    await registry.persist({ replicas: next, deleteReplicas: failed.map((r) => r.uuid) });
+    const again = await createOnEngines(ctx, next);
+    created = [...created, ...again.created];
+    ({ failed, error, errors } = again);
+  }
+  return { created, failed, error, skipped };
 }
