@@ -21,6 +21,19 @@ export function serviceClient(file: string, service: string): grpc.ServiceClient
 }
 
 /**
+ * Channel options of every storctl gRPC client. A connection of its own (local subchannel pool):
+ * grpc-js shares one per address across a process's clients by default, so a client made for a
+ * daemon restarted on the same address inherited the old client's connection, still backing off
+ * from the attempts that failed while the daemon was gone, and failed every call at once ("No
+ * connection established") until its next attempt. And at most 5 s between reconnect attempts
+ * (grpc-js: 120 s), so a daemon back from a longer outage is reached within seconds.
+ */
+export const CLIENT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.use_local_subchannel_pool': 1,
+  'grpc.max_reconnect_backoff_ms': 5_000,
+};
+
+/**
  * A plain (insecure, loopback or cluster-internal) gRPC client of one storctl service whose unary
  * calls resolve with the response or reject with the grpc ServiceError (its `code` to act on).
  */
@@ -34,7 +47,7 @@ export class UnaryClient {
     private readonly timeoutMs: number,
   ) {
     const Ctor = serviceClient(file, service);
-    this.client = new Ctor(endpoint, grpc.credentials.createInsecure());
+    this.client = new Ctor(endpoint, grpc.credentials.createInsecure(), CLIENT_CHANNEL_OPTIONS);
   }
 
   call<T>(method: string, req: unknown, timeoutMs = this.timeoutMs): Promise<T> {

@@ -1,5 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { plainGrpcDetail } from '../errors.js';
+import { CLIENT_CHANNEL_OPTIONS } from '../grpc/client.js';
 import { loadProto, lookupService } from '../grpc/proto.js';
 import type { BlockDevice } from '../rest/types.js';
 import type {
@@ -154,6 +155,7 @@ export class IoEngineClient {
   ) {
     serviceCtor ??= lookupService(loadProto('io_engine.proto'), 'storctl.io_engine.v1.IoEngine');
     this.client = new serviceCtor(endpoint, grpc.credentials.createInsecure(), {
+      ...CLIENT_CHANNEL_OPTIONS,
       'grpc.max_receive_message_length': MAX_LISTING_BYTES,
     });
   }
