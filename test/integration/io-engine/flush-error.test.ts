@@ -76,14 +76,15 @@ describe('a child whose disk fails a flush', () => {
   // Without FUA (cache=writeback), as a filesystem writes: the data is made durable by flushes.
   const io = (...cmds: string[]) =>
     run('qemu-io', ['-f', 'raw', '-t', 'writeback', ...cmds.flatMap((c) => ['-c', c]), target]);
-  const childState = async () =>
-    (await a.client.getNexus(nexusUuid)).children.find((c) => c.uuid === remote.uuid)?.state;
+  const remoteChild = async () =>
+    (await a.client.getNexus(nexusUuid)).children.find((c) => c.uuid === remote.uuid);
+  const childState = async () => (await remoteChild())?.state;
   /** Added again as core does within the faulted-child wait period (a partial rebuild). */
   const addBack = async (outcome: 'Online' | 'Faulted') => {
     await a.client.addChildNexus(nexusUuid, remote.uri);
     await waitFor(
       async () => {
-        const c = (await a.client.getNexus(nexusUuid)).children.find((c) => c.uuid === remote.uuid);
+        const c = await remoteChild();
         if (c?.state === outcome) return true;
         // Retried; the last one is what a timeout reports: where the rebuild stands, and why.
         throw new Error(
@@ -145,8 +146,10 @@ describe('a child whose disk fails a flush', () => {
     // The replica's EROFS is a failed disk (EIO) on the wire, not EPERM: that is what a replica held by
     // a newer nexus answers, and a nexus that reads it shuts itself down (fenced), target and all.
     await io('write -P 0xee 0 1M', 'flush');
-    const child = (await a.client.getNexus(nexusUuid)).children.find((c) => c.uuid === remote.uuid);
-    expect(child).toMatchObject({ state: 'Faulted', reason: expect.stringMatching(/remote error EIO/) });
+    expect(await remoteChild()).toMatchObject({
+      state: 'Faulted',
+      reason: expect.stringMatching(/remote error EIO/),
+    });
     await io('read -P 0xee 0 1M', 'write -P 0xef 1M 1M', 'flush', 'read -P 0xef 1M 1M');
   }, 60_000);
 
