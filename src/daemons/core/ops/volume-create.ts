@@ -257,7 +257,7 @@ async function createPlacedElsewhere(
     try {
       pools = placeReplicas(candidates, registry.nodeViews(), { ...placement, count: failed.length });
     } catch {
-      break; // no other pool can take them: the create fails with the first error
+      break; // no other pool can take them: the create fails with the last error, naming those skipped
     }
     for (const r of failed) {
       const why = toSvcError(errors.get(r)).message;
