@@ -6,7 +6,15 @@ import { NbdClient, parseNbdUri } from '../../lib/nbd/client.js';
 import { exportForClient, type NbdServer } from '../../lib/nbd/server.js';
 import { type KeySpace, nexusInfoKey, volumeNexusInfoPrefix } from '../../lib/store/keys.js';
 import type { Store } from '../../lib/store/types.js';
-import { alreadyExists, checkName, invalid, notFound, precondition, unavailable } from './errors.js';
+import {
+  alreadyExists,
+  ChildUnreachable,
+  checkName,
+  invalid,
+  notFound,
+  precondition,
+  unavailable,
+} from './errors.js';
 import { Nexus } from './nexus.js';
 import { type ChildState, NexusChild } from './nexus-child.js';
 import { NexusInfoWriter, readNexusInfo } from './nexus-info.js';
@@ -255,7 +263,9 @@ export class Engine {
       try {
         client = await NbdClient.connect(reserved, { requestTimeoutMs: this.ctx.childTimeoutMs });
       } catch (err) {
-        throw precondition(`cannot open child '${uri}' of nexus '${nexus.uuid}': ${(err as Error).message}`);
+        throw new ChildUnreachable(
+          `cannot open child '${uri}' of nexus '${nexus.uuid}': ${(err as Error).message}`,
+        );
       }
       child = new NexusChild(uri, uuid, client, () => client.close(), state);
       const watch = (c: NbdClient) => {
@@ -339,18 +349,45 @@ export class Engine {
       writer,
       this.ctx.log,
     );
-    try {
-      for (const uri of online) nexus.children.push(await this.openChild(nexus, uri, 'Online'));
-      for (const uri of rebuild) nexus.children.push(await this.openChild(nexus, uri, 'Degraded'));
-    } catch (err) {
-      for (const c of nexus.children) await c.detach().catch(() => {});
-      throw err;
+    // Opened together: children behind a partition cost one connect timeout, not one each.
+    const planned = [
+      ...online.map((uri) => ({ uri, state: 'Online' as const })),
+      ...rebuild.map((uri) => ({ uri, state: 'Degraded' as const })),
+    ];
+    const opened = await Promise.allSettled(planned.map((p) => this.openChild(nexus, p.uri, p.state)));
+    const children = opened.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const refused = opened.find((r) => r.status === 'rejected' && !(r.reason instanceof ChildUnreachable));
+    // After an unclean shutdown one healthy child is the source the others are rebuilt from: when
+    // the one chosen cannot be reached, another healthy one is.
+    if (!children.some((c) => c.state === 'Online')) {
+      const source = children.find((c) => c.state === 'Degraded');
+      if (source) source.state = 'Online';
+    }
+    if (refused || !children.some((c) => c.state === 'Online')) {
+      for (const c of children) await c.detach().catch(() => {});
+      throw ((refused ?? opened.find((r) => r.status === 'rejected')) as PromiseRejectedResult).reason;
+    }
+    // A child that cannot be reached (its node, or the network to it, is down) does not keep the
+    // volume without a target while another can serve: it starts Faulted and is rebuilt in full
+    // once back (Mayastor's nexus comes up Degraded the same way).
+    for (const [i, r] of opened.entries()) {
+      if (r.status === 'fulfilled') nexus.children.push(r.value);
+      else {
+        const { uri } = planned[i];
+        const reason = (r.reason as Error).message;
+        nexus.children.push(NexusChild.unreachable(uri, replicaUuidOfUri(uri) ?? uri, o.size, reason));
+        this.ctx.log.warn(
+          { nexus: o.uuid, child: uri, reason },
+          'nexus created without a child it cannot reach',
+        );
+      }
     }
     nexus.onSelfShutdown = async () => {
       if (nexus.exportedAs) await this.ctx.nbd.removeExport(nexus.exportedAs);
       nexus.exportedAs = null;
     };
     if (!(await nexus.persist())) {
+      for (const c of nexus.children) await c.detach().catch(() => {});
       throw unavailable(
         `nexus '${o.uuid}' not created: its NexusInfo ${key} cannot be written to the store; check the store`,
       );

@@ -11,6 +11,13 @@ export const precondition = (message: string) => new GrpcError(grpc.status.FAILE
 export const invalid = (message: string) => new GrpcError(grpc.status.INVALID_ARGUMENT, message);
 export const unavailable = (message: string) => new GrpcError(grpc.status.UNAVAILABLE, message);
 
+/** A remote child that could not be connected to: its io-engine, or the network to it, is down. */
+export class ChildUnreachable extends GrpcError {
+  constructor(message: string) {
+    super(grpc.status.FAILED_PRECONDITION, message);
+  }
+}
+
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,126}$/;
 
 /** Names and uuids become file and export names: a conservative charset, no path separators. */

@@ -1,4 +1,4 @@
-import type { BlockBackend } from '../../lib/nbd/backend.js';
+import { type BlockBackend, BlockIoError } from '../../lib/nbd/backend.js';
 import type { RebuildMap } from './rebuild-map.js';
 import type { UnflushedWrites } from './unflushed-writes.js';
 
@@ -65,6 +65,26 @@ export class NexusChild {
     this.backend = next.backend;
     this.detach = next.detach;
     return previous;
+  }
+
+  /**
+   * A child its nexus could not connect to when created: Faulted from the start, with why, so core
+   * treats it as any faulted child (waits for it, adds it back with a full rebuild, or replaces it).
+   */
+  static unreachable(uri: string, uuid: string, size: number, reason: string): NexusChild {
+    const fail = () => Promise.reject(new BlockIoError(reason));
+    const backend: BlockBackend = {
+      size,
+      connectionLost: true,
+      read: fail,
+      write: fail,
+      flush: fail,
+      trim: fail,
+      writeZeroes: fail,
+    };
+    const child = new NexusChild(uri, uuid, backend, async () => {}, 'Faulted');
+    child.reason = reason;
+    return child;
   }
 
   get healthy(): boolean {

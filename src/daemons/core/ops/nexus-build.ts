@@ -111,6 +111,17 @@ export function newNexusSpec(volume: VolumeSpec, node: string, uuid = randomUUID
 }
 
 /**
+ * For an event: the replicas a new nexus came up without, Faulted because its node could not reach
+ * them (an io-engine down, a network cut), and why; '' when it has them all.
+ */
+export function unreachedChildren(state: NexusState): string {
+  const out = state.children.filter((c) => c.state === 'Faulted');
+  if (!out.length) return '';
+  const each = out.map((c) => `${replicaUuidOfUri(c.uri) ?? c.uri} (${c.reason ?? 'unreachable'})`);
+  return `; Degraded: replica(s) ${each.join(', ')} could not be reached, and are added back once they can`;
+}
+
+/**
  * Create the nexus on its node from the given replicas and share it over `protocol` (null: not
  * shared, as an unshared volume's target is recreated). A replica whose node cannot share it (its
  * io-engine died since core last saw it) is left out, as Mayastor's core does: the nexus serves from

@@ -13,7 +13,7 @@ import {
   withDeadline,
 } from '../svc-error.js';
 import { fenceNexus } from './fence.js';
-import { buildAndShareNexus, newNexusSpec, usableReplicas } from './nexus-build.js';
+import { buildAndShareNexus, newNexusSpec, unreachedChildren, usableReplicas } from './nexus-build.js';
 import { rollbackOp, settleOp } from './settle.js';
 
 export function checkUsable(volume: VolumeSpec): void {
@@ -134,7 +134,14 @@ async function publishOn(
     {
       volumes: [volume],
       nexuses: [nexus],
-      events: [makeEvent('volume', volume.uuid, 'Published', `target ${state.deviceUri} on node ${node}`)],
+      events: [
+        makeEvent(
+          'volume',
+          volume.uuid,
+          'Published',
+          `target ${state.deviceUri} on node ${node}${unreachedChildren(state)}`,
+        ),
+      ],
     },
   );
   return volume;

@@ -10,7 +10,13 @@ import type { CoreContext } from '../context.js';
 import type { PoolState } from '../engine-api.js';
 import { makeEvent } from '../events.js';
 import { poolFull, replicaOnline } from '../health.js';
-import { buildAndShareNexus, childUri, upToDateReplicas, usableReplicas } from '../ops/nexus-build.js';
+import {
+  buildAndShareNexus,
+  childUri,
+  unreachedChildren,
+  upToDateReplicas,
+  usableReplicas,
+} from '../ops/nexus-build.js';
 import { activeNexus, addReplicas, removeReplicas } from '../ops/volume-scale.js';
 import { perCore } from '../per-core.js';
 import { toSvcError } from '../svc-error.js';
@@ -69,7 +75,7 @@ export async function recreateMissingNexuses(ctx: CoreContext): Promise<boolean>
               'nexus',
               nexus.uuid,
               'Recreated',
-              `for volume ${v.uuid} on node ${nexus.node} from ${replicas.length} healthy replica(s)`,
+              `for volume ${v.uuid} on node ${nexus.node} from ${replicas.length} healthy replica(s)${unreachedChildren(state)}`,
             ),
           ],
         });
