@@ -31,6 +31,8 @@ export interface EngineContext {
   log: Logger;
   /** A remote child request unanswered this long faults the child. */
   childTimeoutMs: number;
+  /** A remote child whose io-engine answers nothing, a keep-alive probe included, this long is faulted. */
+  childKeepAliveMs: number;
   nexusInfoRetries: number;
 }
 
@@ -222,6 +224,11 @@ export class Engine {
 
   // ---- nexus -------------------------------------------------------------------------------
 
+  /** How a nexus connects to a remote child: its request timeout and its keep-alive. */
+  private get childConnection() {
+    return { requestTimeoutMs: this.ctx.childTimeoutMs, keepAliveMs: this.ctx.childKeepAliveMs };
+  }
+
   nexus(uuid: string): Nexus {
     const n = this.nexuses.get(uuid);
     if (!n) throw notFound('nexus', uuid, `on node '${this.ctx.nodeId}'`);
@@ -261,7 +268,7 @@ export class Engine {
       const reserved = { ...target, exportName: exportForClient(target.exportName, nexus.uuid) };
       let client: NbdClient;
       try {
-        client = await NbdClient.connect(reserved, { requestTimeoutMs: this.ctx.childTimeoutMs });
+        client = await NbdClient.connect(reserved, this.childConnection);
       } catch (err) {
         throw new ChildUnreachable(
           `cannot open child '${uri}' of nexus '${nexus.uuid}': ${(err as Error).message}`,
@@ -276,7 +283,7 @@ export class Engine {
       };
       watch(client);
       child.reopen = async () => {
-        const fresh = await NbdClient.connect(reserved, { requestTimeoutMs: this.ctx.childTimeoutMs });
+        const fresh = await NbdClient.connect(reserved, this.childConnection);
         watch(fresh);
         return { backend: fresh, detach: () => fresh.close() };
       };

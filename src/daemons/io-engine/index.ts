@@ -26,6 +26,8 @@ export interface IoEngineConfig {
   heartbeatTtlSeconds: number;
   /** A remote child request unanswered this long faults the child. */
   childTimeoutMs?: number;
+  /** A remote child silent this long while I/O waits on it (a cut network) faults the child. */
+  childKeepAliveMs?: number;
   /** NexusInfo write retries before the nexus shuts itself down (docs/mayastor-compat.md §3.6). */
   nexusInfoRetries?: number;
   /** How often each nexus checks whether a switchover fenced it (NexusInfo do_self_shutdown). */
@@ -61,6 +63,8 @@ export async function start(config: IoEngineConfig): Promise<IoEngineHandle> {
     nbd,
     log,
     childTimeoutMs: config.childTimeoutMs ?? 30_000,
+    // A cut network is found in 10 s, not the request timeout's 30 s (NbdClient keepAlive).
+    childKeepAliveMs: config.childKeepAliveMs ?? 10_000,
     nexusInfoRetries: config.nexusInfoRetries ?? 10,
   });
   // Every pool this engine has is Online (one it cannot open is not imported).

@@ -66,6 +66,11 @@ export interface NbdClientOptions {
   /** A request unanswered this long fails the whole connection (default 30 s). */
   requestTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /**
+   * With requests waiting, this long without a byte from the server, a keep-alive probe included,
+   * fails the connection (0, the default: only requestTimeoutMs applies). See keepAlive().
+   */
+  keepAliveMs?: number;
 }
 
 /**
@@ -85,6 +90,9 @@ export class NbdClient implements BlockBackend {
   private corked = false;
   private timer: NodeJS.Timeout | null = null;
   private closeListeners: ((err: Error) => void)[] = [];
+  /** When the server last sent a byte, or a request went out on an idle connection (Date.now()). */
+  private heardAt = Date.now();
+  private probing = false;
 
   private constructor(
     private readonly socket: Socket,
@@ -127,6 +135,8 @@ export class NbdClient implements BlockBackend {
       clearTimeout(connectTimeout);
     }
     const timeoutMs = options.requestTimeoutMs ?? 30_000;
+    const keepAliveMs = options.keepAliveMs ?? 0;
+    client.heardAt = Date.now();
     client.timer = setInterval(
       () => {
         const now = Date.now();
@@ -136,8 +146,10 @@ export class NbdClient implements BlockBackend {
             return;
           }
         }
+        if (keepAliveMs > 0 && client.pending.size > 0) client.keepAlive(now, keepAliveMs);
       },
-      Math.min(1000, timeoutMs),
+      // Often enough that a probe goes out (at half the keep-alive) well before the end of it.
+      Math.min(1000, timeoutMs, keepAliveMs > 0 ? keepAliveMs / 4 : Number.POSITIVE_INFINITY),
     );
     client.timer.unref();
     return client;
@@ -208,7 +220,30 @@ export class NbdClient implements BlockBackend {
     return this.scratch;
   }
 
+  /**
+   * Requests wait and the server has been silent for half of `ms`: a zero-length read, which a live
+   * server answers at once without touching its disk, tells a slow disk (answered) from a connection
+   * that is gone (silence: a cut network drops packets, no reset comes). Silence for all of `ms`
+   * ends the connection, as NVMe's keep-alive timeout ends a controller's, instead of every request
+   * waiting out requestTimeoutMs.
+   */
+  private keepAlive(now: number, ms: number): void {
+    const silent = now - this.heardAt;
+    if (silent >= ms) {
+      this.socket.destroy(new Error(`no answer from the server for ${ms} ms, a keep-alive probe included`));
+      return;
+    }
+    if (silent < ms / 2 || this.probing) return;
+    this.probing = true;
+    this.request(Cmd.READ, 0, 0, 0, null, null)
+      .catch(() => {}) // any answer, an error too, shows the server alive; a lost connection fails it
+      .finally(() => {
+        this.probing = false;
+      });
+  }
+
   private onRead(n: number, buf: Uint8Array): void {
+    this.heardAt = Date.now();
     if (buf !== this.scratch) {
       // The bytes are already where they belong: nextReadBuffer handed out the rest of `reading`.
       const r = this.reading;
@@ -314,8 +349,11 @@ export class NbdClient implements BlockBackend {
     h.writeUInt32BE(id, 12);
     h.writeBigUInt64BE(BigInt(offset), 16);
     h.writeUInt32BE(length, 24);
+    const now = Date.now();
+    // The server's silence counts from the first request it owes an answer to.
+    if (this.pending.size === 0 && !this.reading) this.heardAt = now;
     return new Promise<void>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, readBuf, progress, startedAt: Date.now() });
+      this.pending.set(id, { resolve, reject, readBuf, progress, startedAt: now });
       if (!this.corked) {
         this.corked = true;
         this.socket.cork();

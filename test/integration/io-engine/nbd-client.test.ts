@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { createServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BlockBackend } from '../../../src/lib/nbd/backend.js';
 import { NbdClient, parseNbdUri } from '../../../src/lib/nbd/client.js';
 import { FileBackend } from '../../../src/lib/nbd/file-backend.js';
 import { NbdServer } from '../../../src/lib/nbd/server.js';
@@ -136,6 +138,71 @@ describe('NBD client', () => {
     });
     await expect(read).rejects.toThrow(/connection closed|ECONNRESET/);
     expect(progressed).toBeGreaterThan(0);
+  });
+
+  it('keep-alive: a write held by a slow disk completes; a server that goes silent is dropped', async () => {
+    // A disk whose writes wait until released: the server answers everything else meanwhile.
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let probes = 0;
+    const slow: BlockBackend = {
+      size: backend.size,
+      read: (b, o) => {
+        if (b.length === 0) probes++; // a keep-alive probe: a zero-length read
+        return backend.read(b, o);
+      },
+      write: async (b, o, fua) => {
+        await held;
+        await backend.write(b, o, fua);
+      },
+      flush: () => backend.flush(),
+      trim: (o, l) => backend.trim(o, l),
+      writeZeroes: (o, l, fua) => backend.writeZeroes(o, l, fua),
+    };
+    server.addExport('slow', slow);
+    const opts = { keepAliveMs: 600, requestTimeoutMs: 60_000 };
+    const c = await NbdClient.connect(server.uri('slow'), opts);
+    let written = false;
+    const write = c.write(Buffer.alloc(4096, 7), 0, false).then(() => {
+      written = true;
+    });
+    // Several keep-alive periods with the write unanswered: the probes are, so the connection stays.
+    await waitFor(() => probes >= 3, { what: 'three keep-alive probes answered' });
+    expect(c.closed).toBe(false);
+    expect(written).toBe(false);
+    release();
+    await write;
+    await c.close();
+
+    // A link that drops everything (no reset): a proxy that stops passing bytes once muted.
+    let muted = false;
+    const sockets: Socket[] = [];
+    const proxy = createServer((down) => {
+      const up = netConnect(Number(server.endpoint.split(':').pop()), '127.0.0.1');
+      sockets.push(down, up);
+      down.on('data', (d) => muted || up.write(d));
+      up.on('data', (d) => muted || down.write(d));
+      down.on('error', () => up.destroy());
+      up.on('error', () => down.destroy());
+      down.on('close', () => up.destroy());
+      up.on('close', () => down.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const port = (proxy.address() as { port: number }).port;
+      const cut = await NbdClient.connect(`nbd://127.0.0.1:${port}/disk`, opts);
+      await cut.write(Buffer.alloc(4096, 8), 0, false);
+      muted = true;
+      await expect(cut.write(Buffer.alloc(4096, 9), 0, false)).rejects.toThrow(
+        /no answer from the server for 600 ms, a keep-alive probe included/,
+      );
+      expect(cut.closed).toBe(true);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => proxy.close(r));
+    }
   });
 
   it('interoperates with nbdkit and fails pending I/O when the server dies', async () => {

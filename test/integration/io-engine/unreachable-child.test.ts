@@ -16,11 +16,12 @@ const SIZE = 16 * MiB;
 const sha = (b: Buffer) => createHash('sha256').update(b.subarray(0, SIZE)).digest('hex');
 
 /**
- * A nexus is created (a publish, an HA switchover, a target recreated after a restart) while a
- * remote child's node is down or cut off. It must come up from the children it can reach, with the
- * other one Faulted and why, rather than leave the volume without a target.
+ * A remote child whose io-engine cannot be reached: down, hung, or cut off by the network. A nexus
+ * created then (a publish, an HA switchover, a target recreated after a restart) comes up from the
+ * children it can reach, with that one Faulted and why, rather than leave the volume without a
+ * target; a running nexus faults it within its keep-alive, not after the 30 s request timeout.
  */
-describe('a nexus created while a remote child cannot be reached', () => {
+describe('a remote child that cannot be reached', () => {
   let dir: string;
   let store: Store;
   let a: RunningEngine; // the nexus's node, with the local child
@@ -59,7 +60,7 @@ describe('a nexus created while a remote child cannot be reached', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('comes up Degraded with that child Faulted, serves, and takes it back with a full rebuild', async () => {
+  it('a nexus created without it comes up Degraded with the child Faulted, serves, and takes it back with a full rebuild', async () => {
     await b.stop('SIGKILL');
     // With no child to serve from, the create is still refused, and says why.
     expect(
@@ -109,7 +110,7 @@ describe('a nexus created while a remote child cannot be reached', () => {
     );
   });
 
-  it('after an unclean shutdown, another healthy child is the source when the first cannot be reached', async () => {
+  it('after an unclean shutdown, another healthy child is the source of the new nexus when the first cannot be reached', async () => {
     await a.stop('SIGKILL');
     const info = JSON.parse((await store.get(infoKey))!.value);
     expect(info).toMatchObject({ clean_shutdown: false });
@@ -130,5 +131,25 @@ describe('a nexus created while a remote child cannot be reached', () => {
     ]);
     const target = (await a.client.publishNexus(nexusUuid)).deviceUri;
     await qemuIo(target, ['read -P 0x5e 0 8M']);
+  });
+
+  it('a remote child whose io-engine stops answering (a cut link, a hung process) is faulted by the keep-alive', async () => {
+    b = await startEngine(dir, 'node-b', { nbdPort });
+    await b.client.importPool({ name: 'pb' });
+    await a.client.addChildNexus(nexusUuid, remote.uri);
+    await waitFor(async () => (await a.client.getNexus(nexusUuid)).state === 'Online', {
+      what: 'the child back and rebuilt',
+    });
+    const target = (await a.client.getNexus(nexusUuid)).deviceUri;
+    // Frozen, its socket still open: no reset ever comes, only silence.
+    b.proc.child.kill('SIGSTOP');
+    try {
+      await qemuIo(target, ['write -P 0x6f 0 1M', 'read -P 0x6f 0 1M']);
+      const child = (await a.client.getNexus(nexusUuid)).children.find((ch) => ch.uuid === remote.uuid)!;
+      expect(child.state).toBe('Faulted');
+      expect(child.reason).toMatch(/no answer from the server for 10000 ms, a keep-alive probe included/);
+    } finally {
+      b.proc.child.kill('SIGCONT');
+    }
   });
 });
