@@ -10,7 +10,14 @@ import type { CreateVolumeBody } from '../rest/validate.js';
 import { notFound, SvcError, stepFailureKind, toSvcError } from '../svc-error.js';
 import { settleDirtyVolume } from './converge.js';
 import { rollbackOp } from './settle.js';
-import { commitCreated, newReplicaSpec, newVolumeSpec, sameVolume } from './volume-create.js';
+import {
+  commitCreated,
+  destroyReplicasQuietly,
+  leftToGc,
+  newReplicaSpec,
+  newVolumeSpec,
+  sameVolume,
+} from './volume-create.js';
 
 /**
  * PUT /snapshots/{snapshot}/volumes/{volume}: a new volume whose replicas are clones of the
@@ -83,15 +90,17 @@ export async function createCloneVolume(
         made.push(r);
       }
     } catch (err) {
-      for (const r of made)
-        await engines
-          .tryGet(registry.replicaNode(r) ?? '')
-          ?.destroyReplica(r.uuid, r.pool as string)
-          .catch(() => {});
+      const { destroyed } = await destroyReplicasQuietly(ctx, made);
+      // The clone that failed may be made once its request gets through; the ones after it were not asked for.
+      const unknown = [...made.filter((r) => !destroyed.includes(r)), replicas[made.length]];
       await rollbackOp(
         registry,
         { kind: 'volume', id: uuid },
-        { deleteVolumes: [uuid], deleteReplicas: replicas.map((r) => r.uuid) },
+        {
+          deleteVolumes: [uuid],
+          deleteReplicas: replicas.filter((r) => !unknown.includes(r)).map((r) => r.uuid),
+          replicas: unknown.map(leftToGc),
+        },
       );
       const why = toSvcError(err);
       throw new SvcError(

@@ -61,6 +61,16 @@ export async function createOnEngines(
   return { created, failed, error, errors };
 }
 
+/**
+ * A replica spec kept for the replica GC, disowned and Deleting: the GC destroys the replica, if
+ * there is one, and then drops the spec. For replicas a failed operation made and could not destroy,
+ * and for creates that failed: a create whose answer was lost (a timeout, a cut network) may be
+ * carried out after all once its request gets through, and would leave a replica no spec names.
+ */
+export function leftToGc(r: ReplicaSpec): ReplicaSpec {
+  return { ...r, status: 'Deleting', owners: { volume: null, disown_all: true }, operation: null };
+}
+
 /** Best-effort destroy of replicas created by a failed operation; those that fail are left to GC. */
 export async function destroyReplicasQuietly(
   ctx: CoreContext,
@@ -191,22 +201,15 @@ export async function createVolume(
     );
     const tried = skipped.length ? ` (skipped ${skipped.join('; ')})` : '';
     if (failed.length > 0) {
-      const { left } = await destroyReplicasQuietly(ctx, created);
-      // Replicas that could not be destroyed stay as disowned Deleting specs; the replica GC ends them.
-      const orphans = left.map((r) => ({
-        ...r,
-        status: 'Deleting' as const,
-        owners: { volume: null, disown_all: true },
-        operation: null,
-      }));
+      const { destroyed } = await destroyReplicasQuietly(ctx, created);
       const why = toSvcError(error);
       await rollbackOp(
         registry,
         { kind: 'volume', id: uuid },
         {
           deleteVolumes: [uuid],
-          deleteReplicas: [...failed, ...created.filter((r) => !left.includes(r))].map((r) => r.uuid),
-          replicas: orphans,
+          deleteReplicas: destroyed.map((r) => r.uuid),
+          replicas: [...failed, ...created.filter((r) => !destroyed.includes(r))].map(leftToGc),
           events: [makeEvent('volume', uuid, 'CreateFailed', why.message)],
         },
       );
@@ -235,10 +238,10 @@ export async function createVolume(
  * Replicas whose pool failed their create (its io-engine not answering, the pool not imported since
  * a restart, fuller than last polled) go to the next pools placement offers, on nodes the volume
  * has no replica on yet, while there are any (as upstream tries its candidates in turn): a create
- * succeeds if enough pools can take it. The failed specs are replaced in the store before each new
- * attempt, so a crash leaves only specs whose Create is logged; what a timed-out create may have
- * made anyway is a replica without a spec, which the replica GC destroys. `skipped`: each pool
- * passed over and why.
+ * succeeds if enough pools can take it. The failed specs are handed to the replica GC (leftToGc) in
+ * the store write that logs the new attempt's, so a crash leaves only specs whose Create is logged,
+ * and a create that timed out but was carried out later leaves no replica behind. `skipped`: each
+ * pool passed over and why.
  */
 async function createPlacedElsewhere(
   ctx: CoreContext,
@@ -269,7 +272,7 @@ async function createPlacedElsewhere(
     }
     for (const p of pools) tried.add(p.id);
     const next = pools.map((p) => newReplicaSpec(volume, p.id));
-    await registry.persist({ replicas: next, deleteReplicas: failed.map((r) => r.uuid) });
+    await registry.persist({ replicas: [...next, ...failed.map(leftToGc)] });
     const again = await createOnEngines(ctx, next);
     created = [...created, ...again.created];
     ({ failed, error, errors } = again);

@@ -1,11 +1,11 @@
-import { activeTarget, cloneSpec, type ReplicaSpec, type VolumeSpec } from '../../../lib/specs/index.js';
+import { activeTarget, cloneSpec, type VolumeSpec } from '../../../lib/specs/index.js';
 import { volumeNexusInfoPrefix } from '../../../lib/store/keys.js';
 import type { CoreContext } from '../context.js';
 import { makeEvent } from '../events.js';
 import { SvcError, toSvcError } from '../svc-error.js';
 import { settleDirtyVolume } from './converge.js';
 import { settleOp } from './settle.js';
-import { destroyReplicasQuietly } from './volume-create.js';
+import { destroyReplicasQuietly, leftToGc } from './volume-create.js';
 
 /**
  * Delete (idempotent for a retry): a volume being deleted (status Deleting, left by an earlier delete
@@ -72,12 +72,7 @@ export async function finishVolumeDelete(ctx: CoreContext, volume: VolumeSpec): 
   );
   const { left } = await destroyReplicasQuietly(ctx, replicas);
   const leftIds = new Set(left.map((r) => r.uuid));
-  const orphans: ReplicaSpec[] = left.map((r) => ({
-    ...r,
-    status: 'Deleting',
-    owners: { volume: null, disown_all: true },
-    operation: null,
-  }));
+  const orphans = left.map(leftToGc);
   await settleOp(registry, { kind: 'volume', id: uuid }, true, {
     deleteVolumes: [uuid],
     deleteReplicas: replicas.filter((r) => !leftIds.has(r.uuid)).map((r) => r.uuid),

@@ -15,7 +15,7 @@ import { placeReplicas } from '../scheduler.js';
 import { dirty, SvcError, stepFailureKind, toSvcError } from '../svc-error.js';
 import { childUri, upToDateReplicas } from './nexus-build.js';
 import { markResult, type OpTarget, rollbackOp, type SpecChange, settleOp } from './settle.js';
-import { createOnEngines, destroyReplicasQuietly, newReplicaSpec } from './volume-create.js';
+import { createOnEngines, destroyReplicasQuietly, leftToGc, newReplicaSpec } from './volume-create.js';
 import { checkUsable } from './volume-publish.js';
 
 /** The active nexus of a published volume, if its node is online. */
@@ -73,8 +73,11 @@ async function makeReplicas(
   await registry.persist({ replicas: specs });
   const { created, failed, error } = await createOnEngines(ctx, specs);
   if (failed.length) {
-    await destroyReplicasQuietly(ctx, created);
-    await rollbackOp(registry, replicaTargets(specs), { deleteReplicas: specs.map((r) => r.uuid) });
+    const { destroyed } = await destroyReplicasQuietly(ctx, created);
+    await rollbackOp(registry, replicaTargets(specs), {
+      deleteReplicas: destroyed.map((r) => r.uuid),
+      replicas: specs.filter((r) => !destroyed.includes(r)).map(leftToGc),
+    });
     throw toSvcError(error);
   }
   for (const r of specs) {
@@ -173,12 +176,7 @@ export async function removeReplicas(
       nexusCopy.children = nexusCopy.children.filter((c) => c !== child);
     }
   }
-  const disowned = victims.map((r) => ({
-    ...r,
-    status: 'Deleting' as const,
-    owners: { volume: null, disown_all: true },
-    operation: null,
-  }));
+  const disowned = victims.map(leftToGc);
   // Removed from the volume here, so said here: the destroy below may wait out the request timeout
   // on a dead node (its event then came seconds after the volume no longer listed the replica) or
   // never happen (a crash leaves the disowned replica to the GC).

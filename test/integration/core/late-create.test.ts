@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { runInNetns } from '../../helpers/netns.js';
+
+/**
+ * A replica create whose answer is lost (node-2's gRPC cut off, no reset) times out in core, which
+ * places the replica elsewhere or rolls the volume back; the io-engine carries the create out once
+ * the link is back. That replica must go to the replica GC, not stay on node-2 as an orphan nobody
+ * owns (`storctl orphans`, an `Orphaned` event, its space held).
+ */
+describe('replica creates that time out and happen later', () => {
+  it('leave nothing behind: what they made is garbage collected', { timeout: 180_000 }, async () => {
+    const run = await runInNetns(new URL('./late-create.scenario.ts', import.meta.url), 170_000);
+    const line = run.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+    if (run.code !== 0 || !line)
+      throw new Error(`scenario failed (${run.code}):\n${run.stdout}\n${run.stderr}`);
+    const r = JSON.parse(line.slice('RESULT '.length));
+    const context = JSON.stringify(r, null, 1);
+    expect(r.placed, context).toEqual(['node-1', 'node-3']);
+    expect(r.created.join('\n'), context).toMatch(/skipped pool-node-2: io-engine node-2: no answer within/);
+    expect(r.refused, context).toMatch(/not created: replica creation failed/);
+    expect(r.arrived, context).toBe(true);
+    expect(r.violations, context).toEqual([]);
+    expect(r.consistent, context).toBe(true);
+    expect(r.orphaned, context).toEqual([]);
+  });
+});
