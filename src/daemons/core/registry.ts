@@ -86,6 +86,12 @@ export class Registry {
   /** Per node: pool ids its io-engine reported at the last poll (absent = not polled yet). */
   readonly polledPools = new Map<string, Set<string>>();
   /**
+   * Nodes whose io-engine did not answer core's last poll at all (deadline exceeded, unavailable)
+   * while their liveness lease holds: a cut between core and the node. Placement tries their pools
+   * last, so a create does not wait out the request timeout on them while other pools can serve.
+   */
+  readonly unanswering = new Set<string>();
+  /**
    * Pools whose last re-import failed (pool reconciler), with why: their replicas read as missing,
    * not unknown.
    */
@@ -470,6 +476,7 @@ export class Registry {
         node: p.node,
         labels: p.labels ?? {},
         online: st?.status === 'Online' && this.isOnline(p.node),
+        answering: !this.unanswering.has(p.node),
         capacity: st?.capacity ?? 0,
         used: st?.used ?? 0,
         committed: committed.get(p.id)?.size ?? 0,

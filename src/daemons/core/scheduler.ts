@@ -7,6 +7,8 @@ export interface PoolView {
   node: string;
   labels: Record<string, string>;
   online: boolean;
+  /** False while its io-engine does not answer core (Registry.unanswering): tried last. */
+  answering: boolean;
   capacity: number;
   used: number;
   /** Sum of the sizes of replicas placed on it (thin replicas count in full). */
@@ -104,6 +106,7 @@ export function placeReplicas(pools: PoolView[], nodes: NodeView[], req: Placeme
   const preferred = nodeTopo && 'Explicit' in nodeTopo ? (nodeTopo.Explicit.preferred_nodes ?? []) : [];
   eligible.sort(
     (a, b) =>
+      Number(b.answering) - Number(a.answering) ||
       Number(preferred.includes(b.node)) - Number(preferred.includes(a.node)) ||
       a.replicaCount - b.replicaCount ||
       b.capacity - b.committed - (a.capacity - a.committed) ||

@@ -14,7 +14,9 @@ import { checkConsistency } from './invariants.js';
 
 const MiB = 1024 * 1024;
 const GRPC_ADDRESS = '127.0.0.3';
-const prefersNode2 = { node: { Explicit: { allowed_nodes: [], preferred_nodes: ['node-2'] } } };
+const prefersNode2 = {
+  node_topology: { explicit: { allowed_nodes: ['node-1', 'node-2', 'node-3'], preferred_nodes: ['node-2'] } },
+};
 
 const c = await TestCluster.start({ engines: 3, pools: false });
 let cut = false;
@@ -54,6 +56,20 @@ try {
       () => 'created',
       (e: Error) => e.message,
     );
+  // Once core's poll of node-2 has gone unanswered, placement tries node-2's pool last: no wait.
+  await waitFor(() => c.cores[0].output.includes('"node":"node-2","err":"io-engine node-2: no answer'), {
+    what: "core's poll of node-2 to go unanswered",
+  });
+  const avoidedId = newVolumeId();
+  const avoidStart = Date.now();
+  const avoided = await c.rest.createVolume(avoidedId, {
+    size: 8 * MiB,
+    replicas: 2,
+    thin: true,
+    policy: { self_heal: false },
+    topology: prefersNode2,
+  });
+  const avoidMs = Date.now() - avoidStart;
   cutAddress(GRPC_ADDRESS, false);
   cut = false;
 
@@ -74,6 +90,11 @@ try {
     `RESULT ${JSON.stringify({
       placed,
       refused,
+      avoided: Object.values(avoided.state.replica_topology)
+        .map((r) => r.node)
+        .sort(),
+      avoidedEvent: events.find((e) => e.includes('"Created"') && e.includes(avoidedId)),
+      avoidMs,
       arrived,
       consistent,
       violations,

@@ -20,6 +20,7 @@ const pool = (id: string, nodeId: string, o: Partial<PoolView> = {}): PoolView =
   node: nodeId,
   labels: {},
   online: true,
+  answering: true,
   capacity: 10 * GiB,
   used: 0,
   committed: 0,
@@ -35,6 +36,21 @@ describe('replica placement', () => {
     const twoOnN1 = [...pools, pool('p1b', 'n1', { replicaCount: -1 })];
     const chosen = placeReplicas(twoOnN1, nodes, req);
     expect(new Set(chosen.map((p) => p.node)).size).toBe(3);
+  });
+
+  it('tries pools whose io-engine does not answer core last, even on a preferred node', () => {
+    const silent = [
+      pool('p1', 'n1', { answering: false }),
+      pool('p2', 'n2'),
+      pool('p3', 'n3', { capacity: GiB }),
+    ];
+    const prefersN1 = { node: { Explicit: { allowed_nodes: [], preferred_nodes: ['n1'] } }, pool: null };
+    expect(placeReplicas(silent, nodes, { ...req, count: 2, topology: prefersN1 }).map((p) => p.id)).toEqual([
+      'p2',
+      'p3',
+    ]);
+    // Still placed there when nothing else can take the replica.
+    expect(placeReplicas(silent, nodes, req).map((p) => p.id)).toEqual(['p2', 'p3', 'p1']);
   });
 
   it('skips offline and cordoned nodes and says why when it cannot place', () => {

@@ -1,5 +1,6 @@
 import { IoEngineError } from '../../../lib/io-engine/client.js';
 import type { CoreContext } from '../context.js';
+import { toSvcError } from '../svc-error.js';
 
 /** Poll every online io-engine for its pools, replicas and nexuses (Mayastor's cache poller). */
 export async function pollEngines(ctx: CoreContext): Promise<void> {
@@ -22,6 +23,7 @@ export async function pollNode(ctx: CoreContext, node: string): Promise<void> {
     registry.replicaStates.delete(node);
     registry.nexusStates.delete(node);
     registry.polledPools.delete(node);
+    registry.unanswering.delete(node);
     return;
   }
   const version = registry.stateVersion.get(node) ?? 0;
@@ -32,6 +34,7 @@ export async function pollNode(ctx: CoreContext, node: string): Promise<void> {
       engine.listNexuses(),
     ]);
     if (pollFailures.delete(node)) log.info({ node }, 'io-engine poll works again');
+    registry.unanswering.delete(node);
     const listed = new Set(pools.map((p) => p.id));
     registry.polledPools.set(node, listed);
     for (const p of pools) registry.poolStates.set(p.id, p);
@@ -46,6 +49,9 @@ export async function pollNode(ctx: CoreContext, node: string): Promise<void> {
     // Said once per node and kind of failure (a deadline's message differs every time), not every
     // pass: until a poll works, core sees none of the node's replica or nexus state.
     const kind = err instanceof IoEngineError ? err.codeName : (err as Error).message;
+    const silent = ['DeadlineExceeded', 'Unavailable'].includes(toSvcError(err).kind);
+    if (silent) registry.unanswering.add(node);
+    else registry.unanswering.delete(node);
     if (pollFailures.get(node) !== kind)
       log.warn(
         { node, err: (err as Error).message },
