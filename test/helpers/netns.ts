@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 const SETUP = 'ip link set lo up && ip rule add pref 100 lookup local && ip rule del pref 0 lookup local';
 
 /** Run the TypeScript file `scenario` in a namespace of its own; resolves with what it printed and its exit code. */
-export function runInNetns(
+function runInNetns(
   scenario: URL,
   timeoutMs: number,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -29,6 +29,25 @@ export function runInNetns(
     );
   });
 }
+
+/**
+ * Run `scenario` in a namespace of its own and return what it reported with reportResult(); throws
+ * with all it printed when it failed or reported nothing.
+ */
+export async function scenarioResult<T>(scenario: URL, timeoutMs: number): Promise<T> {
+  const run = await runInNetns(scenario, timeoutMs);
+  const line = run.stdout.split('\n').find((l) => l.startsWith(RESULT));
+  if (run.code !== 0 || !line)
+    throw new Error(`scenario failed (${run.code}):\n${run.stdout}\n${run.stderr}`);
+  return JSON.parse(line.slice(RESULT.length)) as T;
+}
+
+/** In a scenario: report its result to scenarioResult (last). */
+export function reportResult(result: unknown): void {
+  console.log(`${RESULT}${JSON.stringify(result)}`);
+}
+
+const RESULT = 'RESULT ';
 
 /** In a scenario: cut (or, with `on` false, restore) every path to `address`. */
 export function cutAddress(address: string, on = true): void {

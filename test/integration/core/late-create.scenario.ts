@@ -6,7 +6,7 @@
  */
 import { watch } from 'node:fs';
 import { join } from 'node:path';
-import { cutAddress } from '../../helpers/netns.js';
+import { cutAddress, reportResult } from '../../helpers/netns.js';
 import { unusedPort } from '../../helpers/ports.js';
 import { waitFor } from '../../helpers/wait.js';
 import { newVolumeId, TestCluster } from './cluster.js';
@@ -86,22 +86,20 @@ try {
   ).catch(() => false);
   const violations = (await checkConsistency(c)).violations;
   const events = await c.events();
-  console.log(
-    `RESULT ${JSON.stringify({
-      placed,
-      refused,
-      avoided: Object.values(avoided.state.replica_topology)
-        .map((r) => r.node)
-        .sort(),
-      avoidedEvent: events.find((e) => e.includes('"Created"') && e.includes(avoidedId)),
-      avoidMs,
-      arrived,
-      consistent,
-      violations,
-      orphaned: events.filter((e) => e.includes('"Orphaned"')),
-      created: events.filter((e) => e.includes('"Created"') && e.includes('"volume"')),
-    })}`,
-  );
+  reportResult({
+    placed,
+    refused,
+    avoided: Object.values(avoided.state.replica_topology)
+      .map((r) => r.node)
+      .sort(),
+    avoidedEvent: events.find((e) => e.includes('"Created"') && e.includes(avoidedId)),
+    avoidMs,
+    arrived,
+    consistent,
+    violations,
+    orphaned: events.filter((e) => e.includes('"Orphaned"')),
+    created: events.filter((e) => e.includes('"Created"') && e.includes('"volume"')),
+  });
 } finally {
   if (cut) cutAddress(GRPC_ADDRESS, false);
   await c.stop();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runInNetns } from '../../helpers/netns.js';
+import { scenarioResult } from '../../helpers/netns.js';
 
 /**
  * A replica create whose answer is lost (node-2's gRPC cut off, no reset) times out in core, which
@@ -8,13 +8,26 @@ import { runInNetns } from '../../helpers/netns.js';
  * owns (`storctl orphans`, an `Orphaned` event, its space held). Once core's poll of the node has
  * gone unanswered, creates place their replicas elsewhere first instead of waiting on it again.
  */
+/** What late-create.scenario.ts reports. */
+interface LateCreateResult {
+  placed: string[] | string;
+  refused: string;
+  avoided: string[];
+  avoidedEvent: string | undefined;
+  avoidMs: number;
+  arrived: boolean;
+  consistent: boolean;
+  violations: string[];
+  orphaned: string[];
+  created: string[];
+}
+
 describe('replica creates that time out and happen later', () => {
   it('leave nothing behind: what they made is garbage collected', { timeout: 180_000 }, async () => {
-    const run = await runInNetns(new URL('./late-create.scenario.ts', import.meta.url), 170_000);
-    const line = run.stdout.split('\n').find((l) => l.startsWith('RESULT '));
-    if (run.code !== 0 || !line)
-      throw new Error(`scenario failed (${run.code}):\n${run.stdout}\n${run.stderr}`);
-    const r = JSON.parse(line.slice('RESULT '.length));
+    const r = await scenarioResult<LateCreateResult>(
+      new URL('./late-create.scenario.ts', import.meta.url),
+      170_000,
+    );
     const context = JSON.stringify(r, null, 1);
     expect(r.placed, context).toEqual(['node-1', 'node-3']);
     expect(r.created.join('\n'), context).toMatch(/skipped pool-node-2: io-engine node-2: no answer within/);

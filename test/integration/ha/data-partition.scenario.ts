@@ -4,7 +4,7 @@
  * while core still reaches it. Prints `RESULT <json>` last.
  */
 import { join } from 'node:path';
-import { cutAddress } from '../../helpers/netns.js';
+import { cutAddress, reportResult } from '../../helpers/netns.js';
 import { unusedPort } from '../../helpers/ports.js';
 import { waitFor } from '../../helpers/wait.js';
 import { HaRig } from './fixture.js';
@@ -49,18 +49,16 @@ try {
   await writer.stop();
   const final = await c.rest.getVolume(vol.id);
   const events = (await c.events()).filter((e) => e.includes(vol.id));
-  console.log(
-    `RESULT ${JSON.stringify({
-      movedTo: moved?.state.target?.node ?? null,
-      ackedAtCut,
-      ackedWhileCut,
-      errors: writer.errors,
-      verify: await writer.verify(),
-      finalStatus: final.state.status,
-      finalChildren: (final.state.target?.children ?? []).map((ch) => ch.state),
-      events,
-    })}`,
-  );
+  reportResult({
+    movedTo: moved?.state.target?.node ?? null,
+    ackedAtCut,
+    ackedWhileCut,
+    errors: writer.errors,
+    verify: await writer.verify(),
+    finalStatus: final.state.status,
+    finalChildren: (final.state.target?.children ?? []).map((ch) => ch.state),
+    events,
+  });
 } finally {
   if (cut) cutAddress(DATA_ADDRESS, false);
   await rig.stop();

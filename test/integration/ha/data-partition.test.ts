@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runInNetns } from '../../helpers/netns.js';
+import { scenarioResult } from '../../helpers/netns.js';
 
 /**
  * The data network of the target's node is cut (its NBD address unreachable, no reset: packets are
@@ -8,15 +8,26 @@ import { runInNetns } from '../../helpers/netns.js';
  * node's replica either, and comes up without it (Faulted, replaced by self-heal) rather than
  * falling back to the cut node, where the application would wait for the link.
  */
+/** What data-partition.scenario.ts reports. */
+interface PartitionResult {
+  movedTo: string | null;
+  ackedAtCut: number;
+  ackedWhileCut: number;
+  errors: string[];
+  verify: { checked: number; bad: number[] };
+  finalStatus: string;
+  finalChildren: string[];
+  events: string[];
+}
+
 describe('HA with the target node cut off the data network', () => {
   it('moves the target to a reachable node: the application goes on before the link is back, nothing lost', {
     timeout: 240_000,
   }, async () => {
-    const run = await runInNetns(new URL('./data-partition.scenario.ts', import.meta.url), 220_000);
-    const line = run.stdout.split('\n').find((l) => l.startsWith('RESULT '));
-    if (run.code !== 0 || !line)
-      throw new Error(`scenario failed (${run.code}):\n${run.stdout}\n${run.stderr}`);
-    const r = JSON.parse(line.slice('RESULT '.length));
+    const r = await scenarioResult<PartitionResult>(
+      new URL('./data-partition.scenario.ts', import.meta.url),
+      220_000,
+    );
     const context = JSON.stringify(r, null, 1);
     expect(r.movedTo, context).toMatch(/^node-[23]$/);
     expect(r.ackedWhileCut, context).toBeGreaterThanOrEqual(r.ackedAtCut + 50);
