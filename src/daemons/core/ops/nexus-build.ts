@@ -118,7 +118,7 @@ export function unreachedChildren(state: NexusState): string {
   const out = state.children.filter((c) => c.state === 'Faulted');
   if (!out.length) return '';
   const each = out.map((c) => `${replicaUuidOfUri(c.uri) ?? c.uri} (${c.reason ?? 'unreachable'})`);
-  return `; Degraded: replica(s) ${each.join(', ')} could not be reached, and are added back once they can`;
+  return `; Degraded: replica(s) ${each.join(', ')} could not be reached (Faulted: rebuilt once back, or replaced)`;
 }
 
 /**
