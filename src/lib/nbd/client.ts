@@ -90,8 +90,14 @@ export class NbdClient implements BlockBackend {
   private corked = false;
   private timer: NodeJS.Timeout | null = null;
   private closeListeners: ((err: Error) => void)[] = [];
-  /** When the server last sent a byte, or a request went out on an idle connection (Date.now()). */
+  /**
+   * When the server was last heard (Date.now()): a request going out on an idle connection sets it,
+   * and so does each keep-alive check that finds reads since the last one. Socket reads only count
+   * (`reads`), so no clock is read per read.
+   */
   private heardAt = Date.now();
+  private reads = 0;
+  private readsSeen = 0;
   private probing = false;
 
   private constructor(
@@ -136,7 +142,6 @@ export class NbdClient implements BlockBackend {
     }
     const timeoutMs = options.requestTimeoutMs ?? 30_000;
     const keepAliveMs = options.keepAliveMs ?? 0;
-    client.heardAt = Date.now();
     client.timer = setInterval(
       () => {
         const now = Date.now();
@@ -228,6 +233,10 @@ export class NbdClient implements BlockBackend {
    * waiting out requestTimeoutMs.
    */
   private keepAlive(now: number, ms: number): void {
+    if (this.reads !== this.readsSeen) {
+      this.readsSeen = this.reads;
+      this.heardAt = now;
+    }
     const silent = now - this.heardAt;
     if (silent >= ms) {
       this.socket.destroy(new Error(`no answer from the server for ${ms} ms, a keep-alive probe included`));
@@ -243,7 +252,7 @@ export class NbdClient implements BlockBackend {
   }
 
   private onRead(n: number, buf: Uint8Array): void {
-    this.heardAt = Date.now();
+    this.reads++;
     if (buf !== this.scratch) {
       // The bytes are already where they belong: nextReadBuffer handed out the rest of `reading`.
       const r = this.reading;
