@@ -43,6 +43,18 @@ describe('REST body validation names the field', () => {
     [{ ...ok, policy: {} }, 'policy.self_heal'],
     [{ ...ok, labels: { a: 1 } }, 'labels.a'],
     [{ ...ok, topology: { node_topology: {} } }, 'topology.node_topology'],
+    // A misspelt constraint is refused: ignored, it would leave the volume placed anywhere.
+    [{ ...ok, topology: { node: { Explicit: { allowed_nodes: ['n1'] } } } }, 'topology.node'],
+    [
+      { ...ok, topology: { node_topology: { explicit: { allowed_node: ['n1'] } } } },
+      'topology.node_topology.explicit.allowed_node',
+    ],
+    [{ ...ok, topology: { node_topology: { explicit: {}, labelled: {} } } }, 'topology.node_topology'],
+    [
+      { ...ok, topology: { pool_topology: { labelled: { inclusions: { a: 'b' } } } } },
+      'topology.pool_topology.labelled.inclusions',
+    ],
+    [{ ...ok, topology: { pool_topology: { label: {} } } }, 'topology.pool_topology.label'],
   ])('rejects %j naming %s', (body, field) => {
     const e = fieldError(() => createVolumeBody(body));
     expect(e.kind).toBe('InvalidArgument');

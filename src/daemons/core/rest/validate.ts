@@ -136,8 +136,20 @@ export function labelParam(v: string, name: string, { key = false } = {}): strin
   return v;
 }
 
-function labelled(v: unknown, path: string): LabelledTopology {
+/**
+ * An object of the placement constraints: a key it does not know is refused, not ignored, so that a
+ * misspelt constraint cannot leave a volume placed as if there were none.
+ */
+function closedObject(v: unknown, path: string, keys: readonly string[]): Obj {
   const o = asObject(v, path);
+  const unknown = Object.keys(o).find((k) => !keys.includes(k));
+  if (unknown !== undefined)
+    throw bad(`${path}.${unknown.slice(0, 64)}`, `is not a known field; ${path} takes ${keys.join(', ')}`);
+  return o;
+}
+
+function labelled(v: unknown, path: string): LabelledTopology {
+  const o = closedObject(v, path, ['exclusion', 'inclusion', 'affinitykey', 'affinity_key']);
   return {
     exclusion: o.exclusion == null ? {} : labelMap(o.exclusion, `${path}.exclusion`),
     inclusion: o.inclusion == null ? {} : labelMap(o.inclusion, `${path}.inclusion`),
@@ -154,12 +166,17 @@ function labelled(v: unknown, path: string): LabelledTopology {
 /** REST topology `{node_topology:{explicit|labelled}, pool_topology:{labelled}}` → stored Topology. */
 export function topology(v: unknown): Topology | null {
   if (v === undefined || v === null) return null;
-  const o = asObject(v, 'topology');
+  const o = closedObject(v, 'topology', ['node_topology', 'pool_topology']);
   const out: Topology = { node: null, pool: null };
   if (o.node_topology != null) {
-    const nt = asObject(o.node_topology, 'topology.node_topology');
+    const nt = closedObject(o.node_topology, 'topology.node_topology', ['explicit', 'labelled']);
+    if (nt.explicit != null && nt.labelled != null)
+      throw bad('topology.node_topology', "takes one of 'explicit' and 'labelled', not both");
     if (nt.explicit != null) {
-      const e = asObject(nt.explicit, 'topology.node_topology.explicit');
+      const e = closedObject(nt.explicit, 'topology.node_topology.explicit', [
+        'allowed_nodes',
+        'preferred_nodes',
+      ]);
       out.node = {
         Explicit: {
           allowed_nodes:
@@ -177,7 +194,7 @@ export function topology(v: unknown): Topology | null {
     } else throw bad('topology.node_topology', "needs 'explicit' or 'labelled'");
   }
   if (o.pool_topology != null) {
-    const pt = asObject(o.pool_topology, 'topology.pool_topology');
+    const pt = closedObject(o.pool_topology, 'topology.pool_topology', ['labelled']);
     if (pt.labelled == null) throw bad('topology.pool_topology', "needs 'labelled'");
     out.pool = { Labelled: labelled(pt.labelled, 'topology.pool_topology.labelled') };
   }
