@@ -30,6 +30,11 @@ export interface PlacementRequest {
   topology: Topology | null;
   /** Nodes that already hold a replica of the volume (replicas spread one per node). */
   excludeNodes?: string[];
+  /**
+   * Nodes where a replica of the volume failed lately (self-heal removed it): tried last, with
+   * unanswering ones, not excluded, so a cluster with no other room still heals there.
+   */
+  avoidNodes?: string[];
   /** Thin overcommit limit in percent of pool capacity (Mayastor --pool-commitment, 250). */
   poolCommitmentPercent?: number;
   /** A thin replica needs this much free space in percent of its size (--volume-commitment, 40). */
@@ -90,8 +95,9 @@ export function rejectReason(
 
 /**
  * Choose `count` pools for new replicas: at most one per node, only online uncordoned nodes and
- * online pools with room, honouring node and pool topology. Preferred nodes first, then the least
- * loaded pool, then the most free space; ties broken by id so the choice is deterministic.
+ * online pools with room, honouring node and pool topology. Pools of unanswering and avoided nodes
+ * last; then preferred nodes first, then the least loaded pool, then the most free space; ties
+ * broken by id so the choice is deterministic.
  */
 export function placeReplicas(pools: PoolView[], nodes: NodeView[], req: PlacementRequest): PoolView[] {
   const nodeById = new Map(nodes.map((n) => [n.id, n]));
@@ -104,9 +110,11 @@ export function placeReplicas(pools: PoolView[], nodes: NodeView[], req: Placeme
   }
   const nodeTopo = req.topology?.node;
   const preferred = nodeTopo && 'Explicit' in nodeTopo ? (nodeTopo.Explicit.preferred_nodes ?? []) : [];
+  const avoid = new Set(req.avoidNodes);
+  const last = (p: PoolView) => Number(!p.answering || avoid.has(p.node));
   eligible.sort(
     (a, b) =>
-      Number(b.answering) - Number(a.answering) ||
+      last(a) - last(b) ||
       Number(preferred.includes(b.node)) - Number(preferred.includes(a.node)) ||
       a.replicaCount - b.replicaCount ||
       b.capacity - b.committed - (a.capacity - a.committed) ||

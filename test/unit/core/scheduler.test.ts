@@ -53,6 +53,20 @@ describe('replica placement', () => {
     expect(placeReplicas(silent, nodes, req).map((p) => p.id)).toEqual(['p2', 'p3', 'p1']);
   });
 
+  it('tries the nodes a replica of the volume failed on last, not excluded', () => {
+    // p1 would come first (most room); a replica of this volume failed on n1 lately.
+    const roomy = [pool('p1', 'n1', { capacity: 20 * GiB }), pool('p2', 'n2'), pool('p3', 'n3')];
+    expect(placeReplicas(roomy, nodes, { ...req, count: 1 }).map((p) => p.id)).toEqual(['p1']);
+    expect(placeReplicas(roomy, nodes, { ...req, count: 1, avoidNodes: ['n1'] }).map((p) => p.id)).toEqual([
+      'p2',
+    ]);
+    expect(placeReplicas(roomy, nodes, { ...req, avoidNodes: ['n1'] }).map((p) => p.id)).toEqual([
+      'p2',
+      'p3',
+      'p1',
+    ]);
+  });
+
   it('skips offline and cordoned nodes and says why when it cannot place', () => {
     const ns = [node('n1'), node('n2', { online: false }), node('n3', { cordoned: true })];
     expect(placeReplicas(pools, ns, { ...req, count: 1 }).map((p) => p.id)).toEqual(['p1']);

@@ -27,7 +27,8 @@ export function activeNexus(ctx: CoreContext, v: VolumeSpec): NexusSpec | undefi
 /**
  * Add `count` replicas to a volume: place them on new nodes, create them, and if the volume is
  * published add each as a nexus child (the io-engine rebuilds it from the healthy children).
- * Shared by scale-up and self-heal. Returns the replicas added.
+ * Shared by scale-up and self-heal. Returns the replicas added. Nodes in `avoidNodes` are tried last
+ * (self-heal's nodes where a replica of the volume failed lately).
  */
 export async function addReplicas(
   ctx: CoreContext,
@@ -65,7 +66,8 @@ async function makeReplicas(
     count,
     allocated,
     topology: volume.topology,
-    excludeNodes: [...holders, ...avoidNodes],
+    excludeNodes: holders,
+    avoidNodes,
     poolCommitmentPercent: config.poolCommitmentPercent,
     volumeCommitmentPercent: config.volumeCommitmentPercent,
   });

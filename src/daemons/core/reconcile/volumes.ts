@@ -140,33 +140,22 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         // Without a wait period, a faulted child is replaced at once only if its io-engine answers;
         // an unreachable one is left to the node deadline (its node may be restarting).
         const faulted = await answering(ctx, plan.faulted);
-        if (lost.length) {
-          await removeReplicas(ctx, volume, lost, 'replica lost (node offline past the deadline)');
-        }
+        const remove = async (replicas: ReplicaSpec[], why: string) => {
+          avoidLater(ctx, id, replicas);
+          await removeReplicas(ctx, registry.volume(id), replicas, why);
+        };
+        if (lost.length) await remove(lost, 'replica lost (node offline past the deadline)');
         for (const r of expired) {
           const since = watches(ctx).get(r.uuid)?.since;
-          await removeReplicas(
-            ctx,
-            registry.volume(id),
+          await remove(
             [r],
             `${faultText(fault(r), since)} and not back within the faulted-child wait period; replacing it`,
           );
         }
-        if (gone.length) {
-          await removeReplicas(
-            ctx,
-            registry.volume(id),
-            gone,
-            'nexus child faulted and its replica is gone from its pool; replacing it',
-          );
-        }
+        if (gone.length)
+          await remove(gone, 'nexus child faulted and its replica is gone from its pool; replacing it');
         for (const r of faulted)
-          await removeReplicas(
-            ctx,
-            registry.volume(id),
-            [r],
-            `${fault(r).what} on a live node${fault(r).why}; replacing it`,
-          );
+          await remove([r], `${fault(r).what} on a live node${fault(r).why}; replacing it`);
         if (nexus && back.length) await returnChildren(ctx, id, nexus.uuid, back);
         if (nexus && missingChildren.length) {
           const engine = engines.get(nexus.node);
@@ -196,7 +185,7 @@ export async function healVolumes(ctx: CoreContext): Promise<boolean> {
         const have = registry.volumeReplicas(id).filter((r) => isCreated(r.status)).length;
         const want = current.num_replicas - have;
         if (want > 0) {
-          const added = await addReplicas(ctx, current, want);
+          const added = await addReplicas(ctx, current, want, avoided(ctx, id));
           const nodes = added.map((r) => registry.replicaNode(r)).join(', ');
           await registry.persist({
             events: [
@@ -275,16 +264,44 @@ const watches = perCore<FaultWatch>();
 /** Per core, per volume uuid: why its last self-heal or recreation step failed (none after one that worked). */
 const stepFailures = perCore<string>();
 
+/**
+ * Per core, per volume uuid: the nodes where self-heal removed a replica of the volume, and until
+ * when its replacements try them last. A replacement placed back there fails again when what failed
+ * is the node (its data network cut off from the target's, its disk failing): with a cut, it went
+ * back to the same node twice before another was tried, each time a connect timeout later.
+ */
+const failedOn = perCore<Map<string, number>>();
+/** How long a node where a replica failed is tried last: upstream's default faulted-child wait. */
+const AVOID_MS = 10 * 60_000;
+
+function avoidLater(ctx: CoreContext, id: string, replicas: ReplicaSpec[]): void {
+  const nodes = failedOn(ctx).get(id) ?? new Map<string, number>();
+  for (const r of replicas) {
+    const node = ctx.registry.replicaNode(r);
+    if (node) nodes.set(node, Date.now() + AVOID_MS);
+  }
+  if (nodes.size) failedOn(ctx).set(id, nodes);
+}
+
+function avoided(ctx: CoreContext, id: string): string[] {
+  const nodes = failedOn(ctx).get(id);
+  if (!nodes) return [];
+  const now = Date.now();
+  for (const [node, until] of nodes) if (until <= now) nodes.delete(node);
+  if (!nodes.size) failedOn(ctx).delete(id);
+  return [...nodes.keys()];
+}
+
 /** The wait period in effect (0: partial rebuild disabled, a faulted child is replaced at once). */
 const waitPeriod = (ctx: CoreContext) =>
   ctx.config.disablePartialRebuild ? 0 : Math.max(0, ctx.config.faultedChildWaitMs ?? 0);
 
-/** Drop watches of replicas, and heal failures of volumes, that no longer exist. */
+/** Drop watches of replicas, and heal failures and failed-on nodes of volumes, that no longer exist. */
 function forgetWatches(ctx: CoreContext): void {
   const w = watches(ctx);
   for (const uuid of w.keys()) if (!ctx.registry.replicas.has(uuid)) w.delete(uuid);
-  const f = stepFailures(ctx);
-  for (const uuid of f.keys()) if (!ctx.registry.volumes.has(uuid)) f.delete(uuid);
+  for (const perVolume of [stepFailures(ctx), failedOn(ctx)])
+    for (const uuid of perVolume.keys()) if (!ctx.registry.volumes.has(uuid)) perVolume.delete(uuid);
 }
 
 /** A faulted child's replica held back by its full pool. */
