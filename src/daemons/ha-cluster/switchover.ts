@@ -36,8 +36,6 @@ interface Entry {
   rec: StoredSwitchOver;
   /** A stage is being carried out right now. */
   inStage: boolean;
-  /** Core failed our last republish of the volume (which may have torn its target down). */
-  republishFailed: boolean;
   cancelled: boolean;
   lastMessage: string;
   targetNode: string;
@@ -122,7 +120,6 @@ export class SwitchoverEngine {
     return {
       rec,
       inStage: false,
-      republishFailed: false,
       cancelled: false,
       lastMessage: '',
       targetNode: '',
@@ -356,15 +353,21 @@ export class SwitchoverEngine {
     const v = await this.rest(() => this.o.rest.getVolume(spec.volume));
     const target = publishedTarget(v);
     // Core's republish tears the old target down before it builds the new one; when no node could
-    // build it (every io-engine down), our last attempt left the volume unpublished: publish it
-    // again once a node can, rather than end here and leave the attached volume without a target.
-    const ours = !target && e.republishFailed;
+    // build it (every io-engine down), an attempt of ours (recorded before it is made, so a restarted
+    // ha-cluster knows it too) left the volume unpublished: publish it again once a node can, rather
+    // than end here and leave the attached volume without a target.
+    const ours = !target && spec.republish_attempted === true;
     if (!target && !ours) throw new Permanent(`volume ${spec.volume} is not published`);
     let uri = target?.deviceUri ?? '';
     let node = target?.node ?? '';
     const moved =
       uri && uri !== spec.existing_nqn && target?.state !== 'Shutdown' && target?.state !== 'Faulted';
     if (!moved) {
+      if (
+        !spec.republish_attempted &&
+        !(await this.save(e, (s) => Object.assign(s, { republish_attempted: true })))
+      )
+        throw new Permanent('the switchover record was changed elsewhere');
       const out = await this.rest(() =>
         this.o.rest.publishVolume(spec.volume, {
           protocol: 'nbd',
@@ -373,11 +376,7 @@ export class SwitchoverEngine {
           frontend_node: spec.node_name || undefined,
           publish_context: spec.publish_context ?? {},
         }),
-      ).catch((err) => {
-        e.republishFailed = !(err instanceof Permanent);
-        throw err;
-      });
-      e.republishFailed = false;
+      );
       uri = out.state.target?.deviceUri ?? '';
       node = out.state.target?.node ?? '';
       if (!uri) throw new Error(`core republished volume ${spec.volume} but reports no target URI`);

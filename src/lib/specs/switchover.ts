@@ -33,6 +33,14 @@ export interface SwitchOverSpec {
    * restarted ha-cluster still honours it. Left out when unset, so upstream values are unchanged.
    */
   target_node?: string;
+  /**
+   * storctl's addition: ha-cluster has asked core to republish the volume for this record. Core's
+   * republish tears the old target down before it builds the new one, so with this set a volume
+   * found unpublished may be left so by that republish (no node could build the target): it is
+   * published again. Without it, an unpublished volume was unpublished by someone else (its
+   * application let go of it): the switchover ends there. Left out until set.
+   */
+  republish_attempted?: boolean;
 }
 
 export const switchOverStage = tagged<SwitchOverStage>({
@@ -56,6 +64,7 @@ export const switchOverCodec: Codec<SwitchOverSpec> = struct<SwitchOverSpec>('Sw
   reuse_existing: field(bool, { default: () => false }),
   publish_context: field(nullable(record(string))),
   target_node: optional(string),
+  republish_attempted: optional(bool),
 });
 
 export const switchOver = specCodec<SwitchOverSpec>('SwitchOver', switchOverCodec, 'volume', (s) => s.volume);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runStorctl, type StorctlProcess } from '../../helpers/storctl.js';
 import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, newVolumeId, TestCluster } from '../core/cluster.js';
@@ -15,13 +15,13 @@ const MiB = 1 << 20;
 describe('a switchover whose republish found no node to build the target on', () => {
   let c: TestCluster;
   let ha: { proc: StorctlProcess; endpoint: string };
-  beforeAll(async () => {
+  beforeEach(async () => {
     // Core never marks the killed io-engines offline: the republish tries them and fails.
     c = await TestCluster.start({ engines: 2, coreFlags: coreFlags({ '--node-deadline': '1h' }) });
     // Retries every 200 ms, enough of them to outlast the io-engines' restart.
     ha = await startHaCluster(c, ['--max-retries', '300']);
   }, 90_000);
-  afterAll(async () => {
+  afterEach(async () => {
     await ha?.proc.kill('SIGTERM');
     await c?.stop();
   });
@@ -59,5 +59,45 @@ describe('a switchover whose republish found no node to build the target on', ()
     const after = await c.rest.getVolume(id);
     expect(after.state.target?.deviceUri).toBeTruthy();
     await qemuIo(after.state.target!.deviceUri, 'read -P 0x6b 0 1M');
+  });
+
+  it('an ha-cluster elected after the one whose republish failed was killed publishes it again too', {
+    timeout: 150_000,
+  }, async () => {
+    const id = newVolumeId();
+    const v = await c.createPublished(id, { size: 8 * MiB, replicas: 2, node: 'node-1', selfHeal: true });
+    await qemuIo(v.state.target!.deviceUri, 'write -P 0x3c 0 1M');
+    const engines = c.engines.map((e) => ({ node: e.node, grpc: e.grpc, nbd: e.nbd }));
+    for (const e of c.engines) await e.proc.kill('SIGKILL');
+    const asked = await runStorctl(['switchover', '--volume', id], { env: c.env });
+    expect(asked.code, asked.stderr).toBe(0);
+    const events = async () =>
+      (await c.events())
+        .map((e) => JSON.parse(e) as { action: string; id: string })
+        .filter((e) => e.id === id);
+    try {
+      await waitFor(async () => (await events()).filter((e) => e.action === 'PublishFailed').length >= 2, {
+        what: 'the republish to fail on both nodes',
+      });
+      // The ha-cluster that asked for the republish dies; the next one resumes the record.
+      await ha.proc.kill('SIGKILL');
+      ha = await startHaCluster(c, ['--max-retries', '300']);
+    } finally {
+      for (const e of engines) await c.startEngine(e.node, { grpc: e.grpc, nbd: e.nbd });
+    }
+    const ended = (actions: string[]) =>
+      actions.includes('SwitchOverCompleted') || actions.includes('SwitchOverFailed');
+    const actions = await waitFor(
+      async () => {
+        const seen = (await events()).map((e) => e.action);
+        return ended(seen) ? seen : null;
+      },
+      { what: 'the switchover to end', timeoutMs: 90_000 },
+    );
+    expect(actions).not.toContain('SwitchOverFailed');
+    expect(actions).toContain('SwitchOverCompleted');
+    const after = await c.rest.getVolume(id);
+    expect(after.state.target?.deviceUri).toBeTruthy();
+    await qemuIo(after.state.target!.deviceUri, 'read -P 0x3c 0 1M');
   });
 });
