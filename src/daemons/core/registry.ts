@@ -231,15 +231,17 @@ export class Registry {
   }
 
   /**
-   * Drop a node's polled replica, nexus and pool-presence state at once, rather than at the next
-   * poll: until then a target on a dead or restarted io-engine would still read Online (and a
-   * reconciler would not see its nexus missing). A poll already under way is discarded too.
+   * Drop a node's polled replica, nexus and pool state at once, rather than at the next poll: until
+   * then a target on a dead or restarted io-engine would still read Online (and a reconciler would
+   * not see its nexus missing), and a restarted io-engine's pools would read Online from before,
+   * imported or not, and be chosen for new replicas. A poll already under way is discarded too.
    */
   private forgetPolled(node: string): void {
     this.touch(node);
     this.replicaStates.delete(node);
     this.nexusStates.delete(node);
     this.polledPools.delete(node);
+    for (const p of this.pools.values()) if (p.node === node) this.poolStates.delete(p.id);
   }
 
   isOnline(node: string): boolean {

@@ -1,3 +1,4 @@
+import { rename } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../helpers/wait.js';
 import { coreFlags, newVolumeId, TestCluster } from './cluster.js';
@@ -61,5 +62,41 @@ describe('pool state after replica operations', () => {
       timeoutMs: 10_000,
     });
     await c.rest.deleteVolume(id);
+  });
+
+  it("a restarted io-engine's pool does not read Online from before the restart while it cannot be imported", async () => {
+    const engine = c.engine('node-2');
+    const pool = 'pool-node-2';
+    const disk = (await c.rest.listPools()).find((p) => p.id === pool)!.spec!.disks[0];
+    engine.proc.child.kill('SIGKILL');
+    await engine.proc.wait();
+    await waitFor(async () => (await c.rest.getNode('node-2')).state.status === 'Offline', {
+      what: 'node-2 offline',
+    });
+    // Its disk is gone: the restarted io-engine cannot import the pool again.
+    await rename(disk, `${disk}.gone`);
+    try {
+      const seen = new Set<string>();
+      let watching = true;
+      const watch = (async () => {
+        while (watching)
+          seen.add((await c.rest.listPools()).find((p) => p.id === pool)?.state?.status ?? 'none');
+      })();
+      await c.startEngine('node-2', { grpc: engine.grpc, nbd: engine.nbd });
+      await waitFor(
+        async () => (await c.events()).some((e) => e.includes('"ImportFailed"') && e.includes(`"${pool}"`)),
+        { what: `${pool} import failed` },
+      );
+      watching = false;
+      await watch;
+      // The state it had before its io-engine was killed was Online: it must not be shown again.
+      expect([...seen]).not.toContain('Online');
+    } finally {
+      await rename(`${disk}.gone`, disk);
+    }
+    await waitFor(
+      async () => (await c.rest.listPools()).find((p) => p.id === pool)?.state?.status === 'Online',
+      { what: `${pool} imported once its disk is back`, timeoutMs: 30_000 },
+    );
   });
 });
