@@ -26,78 +26,82 @@ describe('a switchover whose republish found no node to build the target on', ()
     await c?.stop();
   });
 
-  it('publishes the volume again once an io-engine is back, and the data is there', {
-    timeout: 120_000,
-  }, async () => {
+  const eventsOf = async (id: string) =>
+    (await c.events()).map((e) => JSON.parse(e) as { action: string; id: string }).filter((e) => e.id === id);
+
+  /**
+   * A published 2-replica volume holding 1 MiB of `pattern`; every io-engine killed; the switchover
+   * `ask` asks for. Once the republish has failed on both nodes (the volume is left unpublished),
+   * `meanwhile` runs, and the io-engines come back.
+   */
+  async function republishNowhere<T>(pattern: string, ask: (id: string) => T, meanwhile = async () => {}) {
     const id = newVolumeId();
     const v = await c.createPublished(id, { size: 8 * MiB, replicas: 2, node: 'node-1', selfHeal: true });
-    await qemuIo(v.state.target!.deviceUri, 'write -P 0x6b 0 1M');
+    await qemuIo(v.state.target!.deviceUri, `write -P ${pattern} 0 1M`);
     const engines = c.engines.map((e) => ({ node: e.node, grpc: e.grpc, nbd: e.nbd }));
     for (const e of c.engines) await e.proc.kill('SIGKILL');
-    const switchover = runStorctl(
-      ['switchover', '--volume', id, '--wait', '--timeout', '90s', '-o', 'json'],
-      {
-        env: c.env,
-      },
-    );
-    const events = async () =>
-      (await c.events())
-        .map((e) => JSON.parse(e) as { action: string; id: string })
-        .filter((e) => e.id === id);
+    const asked = ask(id);
     try {
-      // Both nodes refused the new target: the volume is left unpublished meanwhile.
-      await waitFor(async () => (await events()).filter((e) => e.action === 'PublishFailed').length >= 2, {
-        what: 'the republish to fail on both nodes',
-      });
+      await waitFor(
+        async () => (await eventsOf(id)).filter((e) => e.action === 'PublishFailed').length >= 2,
+        {
+          what: 'the republish to fail on both nodes',
+        },
+      );
+      await meanwhile();
     } finally {
       for (const e of engines) await c.startEngine(e.node, { grpc: e.grpc, nbd: e.nbd });
     }
-    const r = await switchover;
-    expect(r.stderr).not.toContain('is not published');
-    expect(r.code).toBe(0);
-    expect((await events()).map((e) => e.action)).not.toContain('SwitchOverFailed');
+    return { id, asked };
+  }
+
+  /** The volume has a target again, and it reads what was written before. */
+  async function expectPublishedWith(id: string, pattern: string) {
     const after = await c.rest.getVolume(id);
     expect(after.state.target?.deviceUri).toBeTruthy();
-    await qemuIo(after.state.target!.deviceUri, 'read -P 0x6b 0 1M');
+    await qemuIo(after.state.target!.deviceUri, `read -P ${pattern} 0 1M`);
+  }
+
+  it('publishes the volume again once an io-engine is back, and the data is there', {
+    timeout: 120_000,
+  }, async () => {
+    const { id, asked } = await republishNowhere('0x6b', (volume) => ({
+      wait: runStorctl(['switchover', '--volume', volume, '--wait', '--timeout', '90s', '-o', 'json'], {
+        env: c.env,
+      }),
+    }));
+    const r = await asked.wait;
+    expect(r.stderr).not.toContain('is not published');
+    expect(r.code).toBe(0);
+    expect((await eventsOf(id)).map((e) => e.action)).not.toContain('SwitchOverFailed');
+    await expectPublishedWith(id, '0x6b');
   });
 
   it('an ha-cluster elected after the one whose republish failed was killed publishes it again too', {
     timeout: 150_000,
   }, async () => {
-    const id = newVolumeId();
-    const v = await c.createPublished(id, { size: 8 * MiB, replicas: 2, node: 'node-1', selfHeal: true });
-    await qemuIo(v.state.target!.deviceUri, 'write -P 0x3c 0 1M');
-    const engines = c.engines.map((e) => ({ node: e.node, grpc: e.grpc, nbd: e.nbd }));
-    for (const e of c.engines) await e.proc.kill('SIGKILL');
-    const asked = await runStorctl(['switchover', '--volume', id], { env: c.env });
-    expect(asked.code, asked.stderr).toBe(0);
-    const events = async () =>
-      (await c.events())
-        .map((e) => JSON.parse(e) as { action: string; id: string })
-        .filter((e) => e.id === id);
-    try {
-      await waitFor(async () => (await events()).filter((e) => e.action === 'PublishFailed').length >= 2, {
-        what: 'the republish to fail on both nodes',
-      });
-      // The ha-cluster that asked for the republish dies; the next one resumes the record.
-      await ha.proc.kill('SIGKILL');
-      ha = await startHaCluster(c, ['--max-retries', '300']);
-    } finally {
-      for (const e of engines) await c.startEngine(e.node, { grpc: e.grpc, nbd: e.nbd });
-    }
+    const { id, asked } = await republishNowhere(
+      '0x3c',
+      (volume) => runStorctl(['switchover', '--volume', volume], { env: c.env }),
+      async () => {
+        // The ha-cluster that asked for the republish dies; the next one resumes the record.
+        await ha.proc.kill('SIGKILL');
+        ha = await startHaCluster(c, ['--max-retries', '300']);
+      },
+    );
+    const r = await asked;
+    expect(r.code, r.stderr).toBe(0);
     const ended = (actions: string[]) =>
       actions.includes('SwitchOverCompleted') || actions.includes('SwitchOverFailed');
     const actions = await waitFor(
       async () => {
-        const seen = (await events()).map((e) => e.action);
+        const seen = (await eventsOf(id)).map((e) => e.action);
         return ended(seen) ? seen : null;
       },
       { what: 'the switchover to end', timeoutMs: 90_000 },
     );
     expect(actions).not.toContain('SwitchOverFailed');
     expect(actions).toContain('SwitchOverCompleted');
-    const after = await c.rest.getVolume(id);
-    expect(after.state.target?.deviceUri).toBeTruthy();
-    await qemuIo(after.state.target!.deviceUri, 'read -P 0x3c 0 1M');
+    await expectPublishedWith(id, '0x3c');
   });
 });
