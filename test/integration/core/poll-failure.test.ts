@@ -54,4 +54,26 @@ describe('an io-engine core cannot poll', () => {
     }
     expect(await firstLogged(c, 'io-engine poll works again')).toMatchObject({ level: 30, node: 'node-1' });
   }, 60_000);
+
+  it("holds up none of core's other work while it does not answer", async () => {
+    // Core waits an hour for an io-engine's answer: the node's Offline event below is said only by
+    // passes that go on without that answer.
+    c = await TestCluster.start({
+      engines: 2,
+      pools: false,
+      coreFlags: coreFlags({ '--request-timeout': '1h' }),
+    });
+    const cluster = c;
+    const engine = c.engine('node-2');
+    process.kill(engine.proc.pid, 'SIGSTOP');
+    try {
+      // Stopped, it lets its liveness lease run out: the node is Offline, and core says so.
+      await waitFor(
+        async () => (await cluster.events()).some((e) => e.includes('"node-2"') && e.includes('"Offline"')),
+        { what: "core's Offline event for node-2" },
+      );
+    } finally {
+      process.kill(engine.proc.pid, 'SIGCONT');
+    }
+  }, 60_000);
 });

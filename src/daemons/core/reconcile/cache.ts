@@ -1,12 +1,44 @@
 import { IoEngineError } from '../../../lib/io-engine/client.js';
 import type { CoreContext } from '../context.js';
+import { perCore } from '../per-core.js';
 import { toSvcError } from '../svc-error.js';
 
 /** Poll every online io-engine for its pools, replicas and nexuses (Mayastor's cache poller). */
 export async function pollEngines(ctx: CoreContext): Promise<void> {
   const { registry } = ctx;
   const nodes = [...new Set([...registry.nodeLive.keys(), ...registry.nodes.keys()])];
-  await Promise.all(nodes.map((node) => pollNode(ctx, node)));
+  await Promise.all(nodes.map((node) => pollNodeWithin(ctx, node)));
+}
+
+/**
+ * How long a reconcile pass waits for one io-engine's poll. One that does not answer (stopped, cut
+ * off) held the whole pass, every reconciler of every volume, until the request timed out: a node
+ * that went Offline meanwhile was said 8 s late, and self-heal and target recreation elsewhere
+ * waited as long, every cache period while it did not answer.
+ */
+const POLL_WAIT_MS = 2000;
+/** Per core, per node: its poll still running. */
+const polling = perCore<Promise<void>>();
+
+/**
+ * Poll `node`, waiting for it at most POLL_WAIT_MS: a slower poll goes on and lands when it is
+ * answered, its node counted unanswering meanwhile (placement tries it last), and is not started
+ * again while it runs.
+ */
+export async function pollNodeWithin(ctx: CoreContext, node: string): Promise<void> {
+  const running = polling(ctx);
+  if (running.has(node)) return;
+  const poll = pollNode(ctx, node).finally(() => running.delete(node));
+  running.set(node, poll);
+  let timer: NodeJS.Timeout | undefined;
+  const answered = await Promise.race([
+    poll.then(() => true),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), POLL_WAIT_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (!answered) ctx.registry.unanswering.add(node);
 }
 
 /** The online io-engines whose state no poll has read since they (re)started. */

@@ -2,7 +2,7 @@ import { reconcileDuration } from '../../../lib/metrics/catalog.js';
 import type { CoreContext } from '../context.js';
 import { eventsToTrim } from '../events.js';
 import { reconcileDirtySpecs } from '../recovery.js';
-import { pollEngines, pollNode, unpolledNodes } from './cache.js';
+import { pollEngines, pollNodeWithin, unpolledNodes } from './cache.js';
 import { drainNodes } from './drain.js';
 import { collectNexuses, collectReplicas, collectSnapshots, collectVolumes } from './gc.js';
 import { reconcilePools } from './pools.js';
@@ -81,7 +81,7 @@ export class ReconcileLoop {
       // not a cache period later: until then its pools are not re-imported nor its replicas seen.
       const unpolled = unpolledNodes(this.ctx);
       if (unpolled.length)
-        await this.step('cache', () => Promise.all(unpolled.map((node) => pollNode(this.ctx, node))));
+        await this.step('cache', () => Promise.all(unpolled.map((node) => pollNodeWithin(this.ctx, node))));
     }
     busy = Boolean(await this.step('persistent-store', () => reconcileDirtySpecs(this.ctx))) || busy;
     busy = Boolean(await this.step('pools', () => reconcilePools(this.ctx))) || busy;
