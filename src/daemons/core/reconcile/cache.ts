@@ -17,19 +17,22 @@ export async function pollEngines(ctx: CoreContext): Promise<void> {
  * waited as long, every cache period while it did not answer.
  */
 const POLL_WAIT_MS = 2000;
-/** Per core, per node: its poll still running. */
-const polling = perCore<Promise<void>>();
+/** Per core, per node: its poll still running, and the io-engine process it asked (its start time). */
+const polling = perCore<{ poll: Promise<void>; instance: string | null }>();
 
 /**
  * Poll `node`, waiting for it at most POLL_WAIT_MS: a slower poll goes on and lands when it is
  * answered, its node counted unanswering meanwhile (placement tries it last), and is not started
- * again while it runs.
+ * again while it runs, unless the node's io-engine has restarted since.
  */
 export async function pollNodeWithin(ctx: CoreContext, node: string): Promise<void> {
   const running = polling(ctx);
-  if (running.has(node)) return;
-  const poll = pollNode(ctx, node).finally(() => running.delete(node));
-  running.set(node, poll);
+  const instance = ctx.registry.nodeLive.get(node)?.startedAt ?? null;
+  if (running.get(node)?.instance === instance) return;
+  const poll = pollNode(ctx, node).finally(() => {
+    if (running.get(node)?.poll === poll) running.delete(node);
+  });
+  running.set(node, { poll, instance });
   let timer: NodeJS.Timeout | undefined;
   const answered = await Promise.race([
     poll.then(() => true),
