@@ -1,7 +1,7 @@
 import { IoEngineError } from '../../../lib/io-engine/client.js';
 import type { CoreContext } from '../context.js';
 import { perCore } from '../per-core.js';
-import { toSvcError } from '../svc-error.js';
+import { toSvcError, withDeadline } from '../svc-error.js';
 
 /** Poll every online io-engine for its pools, replicas and nexuses (Mayastor's cache poller). */
 export async function pollEngines(ctx: CoreContext): Promise<void> {
@@ -33,14 +33,11 @@ export async function pollNodeWithin(ctx: CoreContext, node: string): Promise<vo
     if (running.get(node)?.poll === poll) running.delete(node);
   });
   running.set(node, { poll, instance });
-  let timer: NodeJS.Timeout | undefined;
-  const answered = await Promise.race([
-    poll.then(() => true),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), POLL_WAIT_MS);
-    }),
-  ]);
-  clearTimeout(timer);
+  // pollNode never rejects: only the deadline does.
+  const answered = await withDeadline(poll, POLL_WAIT_MS, `io-engine ${node} poll`).then(
+    () => true,
+    () => false,
+  );
   if (!answered) ctx.registry.unanswering.add(node);
 }
 
