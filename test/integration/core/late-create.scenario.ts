@@ -61,7 +61,6 @@ try {
     what: "core's poll of node-2 to go unanswered",
   });
   const avoidedId = newVolumeId();
-  const avoidStart = Date.now();
   const avoided = await c.rest.createVolume(avoidedId, {
     size: 8 * MiB,
     replicas: 2,
@@ -69,7 +68,6 @@ try {
     policy: { self_heal: false },
     topology: prefersNode2,
   });
-  const avoidMs = Date.now() - avoidStart;
   cutAddress(GRPC_ADDRESS, false);
   cut = false;
 
@@ -93,7 +91,6 @@ try {
       .map((r) => r.node)
       .sort(),
     avoidedEvent: events.find((e) => e.includes('"Created"') && e.includes(avoidedId)),
-    avoidMs,
     arrived,
     consistent,
     violations,

@@ -14,7 +14,6 @@ interface LateCreateResult {
   refused: string;
   avoided: string[];
   avoidedEvent: string | undefined;
-  avoidMs: number;
   arrived: boolean;
   consistent: boolean;
   violations: string[];
