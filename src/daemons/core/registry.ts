@@ -203,8 +203,12 @@ export class Registry {
     const startedAt = v.startedAt ?? null;
     // A restarted io-engine (seen offline first, or re-registered with a new start time) has none
     // of the state polled from the previous process.
-    const restarted = !prev?.online || (!!prev.startedAt && !!startedAt && prev.startedAt !== startedAt);
+    const newProcess = !!prev?.startedAt && !!startedAt && prev.startedAt !== startedAt;
+    const restarted = !prev?.online || newProcess;
     if (restarted) this.forgetPolled(node);
+    // A new process's pools are not known until it is polled (it may not have them again); a node
+    // back with the same process (its lease lapsed in a store outage) still has the ones it had.
+    if (newProcess) for (const p of this.pools.values()) if (p.node === node) this.poolStates.delete(p.id);
     this.nodeLive.set(node, {
       online: true,
       grpcEndpoint: v.grpcEndpoint ?? null,
@@ -231,17 +235,15 @@ export class Registry {
   }
 
   /**
-   * Drop a node's polled replica, nexus and pool state at once, rather than at the next poll: until
-   * then a target on a dead or restarted io-engine would still read Online (and a reconciler would
-   * not see its nexus missing), and a restarted io-engine's pools would read Online from before,
-   * imported or not, and be chosen for new replicas. A poll already under way is discarded too.
+   * Drop a node's polled replica, nexus and pool-presence state at once, rather than at the next
+   * poll: until then a target on a dead or restarted io-engine would still read Online (and a
+   * reconciler would not see its nexus missing). A poll already under way is discarded too.
    */
   private forgetPolled(node: string): void {
     this.touch(node);
     this.replicaStates.delete(node);
     this.nexusStates.delete(node);
     this.polledPools.delete(node);
-    for (const p of this.pools.values()) if (p.node === node) this.poolStates.delete(p.id);
   }
 
   isOnline(node: string): boolean {
